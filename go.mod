@@ -1,0 +1,25 @@
+module github.com/lore-dev/lore
+
+go 1.26.8
+
+require (
+	github.com/cayleygraph/cayley v0.7.7-0.20240706181042-81dcd7d73e45
+	github.com/cayleygraph/quad v1.3.0
+	github.com/google/go-cmp v0.7.0
+	github.com/hidal-go/hidalgo v0.3.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	go.etcd.io/bbolt v1.3.10
+	golang.org/x/text v0.16.0
+)
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/prometheus/client_golang v1.19.1 // indirect
+	github.com/prometheus/client_model v0.5.0 // indirect
+	github.com/prometheus/common v0.48.0 // indirect
+	github.com/prometheus/procfs v0.12.0 // indirect
+	github.com/tylertreat/BoomFilters v0.0.0-20210315201527-1a82519a3e43 // indirect
+	golang.org/x/sys v0.22.0 // indirect
+	google.golang.org/protobuf v1.34.2 // indirect
+)

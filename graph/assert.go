@@ -1,0 +1,3 @@
+package graph
+
+var _ Store = (*Bolt)(nil)

@@ -1,0 +1,190 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MaxBatch is the most elements (upserts and deletes together) one batch may hold.
+const MaxBatch = 10000
+
+// A Batch is a set of writes applied atomically: all of it or none of it.
+// Each node and edge may appear at most once. Edges may join nodes that
+// exist or that the batch creates; deleting a node deletes its edges.
+type Batch struct {
+	Nodes       []NodeInput `json:"nodes,omitempty"`
+	Edges       []EdgeInput `json:"edges,omitempty"`
+	DeleteNodes []NodeRef   `json:"deleteNodes,omitempty"`
+	DeleteEdges []EdgeRef   `json:"deleteEdges,omitempty"`
+	// IdempotencyKey makes a retry safe: a batch with a key already applied
+	// returns the first result and writes nothing. Reusing a key for a
+	// different batch is a conflict.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// Op names the operation in the change log ("write" if empty).
+	Op string `json:"-"`
+	// Restore makes created elements keep the CreatedAt, UpdatedAt and
+	// Revision their inputs carry (import uses it to round-trip exactly).
+	Restore bool `json:"-"`
+}
+
+// A NodeInput creates or replaces a node.
+type NodeInput struct {
+	ID         ID     `json:"id"`
+	Type       string `json:"type"`
+	Properties Props  `json:"properties"`
+	// Merge merges Properties into the existing ones instead of replacing
+	// them; a null value removes a property (RFC 7396 at the top level).
+	Merge bool `json:"merge,omitempty"`
+	// ExpectedRevision, if set, must equal the node's revision; 0 means the
+	// node must not exist yet. A mismatch is a conflict.
+	ExpectedRevision *int64 `json:"expectedRevision,omitempty"`
+	// Restore fields, honoured only with Batch.Restore on creation.
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+	Revision  int64     `json:"revision,omitempty"`
+}
+
+// An EdgeInput creates or replaces an edge.
+type EdgeInput struct {
+	EdgeKey
+	Properties       Props     `json:"properties,omitempty"`
+	ExpectedRevision *int64    `json:"expectedRevision,omitempty"`
+	CreatedAt        time.Time `json:"createdAt,omitzero"`
+	UpdatedAt        time.Time `json:"updatedAt,omitzero"`
+	Revision         int64     `json:"revision,omitempty"`
+}
+
+// A NodeRef names a node to delete.
+type NodeRef struct {
+	ID               ID     `json:"id"`
+	ExpectedRevision *int64 `json:"expectedRevision,omitempty"`
+}
+
+// An EdgeRef names an edge to delete.
+type EdgeRef struct {
+	EdgeKey
+	ExpectedRevision *int64 `json:"expectedRevision,omitempty"`
+}
+
+// Len returns the number of elements in the batch.
+func (b *Batch) Len() int {
+	return len(b.Nodes) + len(b.Edges) + len(b.DeleteNodes) + len(b.DeleteEdges)
+}
+
+// Status says what a write did to one element.
+type Status string
+
+// Statuses.
+const (
+	Created   Status = "created"
+	Updated   Status = "updated"
+	Unchanged Status = "unchanged"
+	Deleted   Status = "deleted"
+)
+
+// A Result reports a committed (or replayed) batch.
+type Result struct {
+	// Seq is the change-log entry of the batch; 0 if the batch changed nothing.
+	Seq uint64 `json:"seq"`
+	// Nodes and Edges report the upserts, in input order.
+	Nodes []ElementResult `json:"nodes,omitempty"`
+	Edges []ElementResult `json:"edges,omitempty"`
+	// DeletedNodes and DeletedEdges list what was deleted, the edges of
+	// deleted nodes included.
+	DeletedNodes []ID     `json:"deletedNodes,omitempty"`
+	DeletedEdges []string `json:"deletedEdges,omitempty"`
+	// Replayed is true when an idempotency key matched an earlier batch.
+	Replayed bool `json:"replayed,omitempty"`
+}
+
+// An ElementResult reports one upserted element.
+type ElementResult struct {
+	ID       string `json:"id"`
+	Status   Status `json:"status"`
+	Revision int64  `json:"revision"`
+}
+
+// A Problem is one reason a batch was rejected.
+type Problem struct {
+	// Pointer locates the offending value in the batch, as a JSON pointer:
+	// "/nodes/3/properties/age".
+	Pointer string `json:"pointer"`
+	// Element names the node or edge: `node "person/ada"`.
+	Element string `json:"element"`
+	// Rule names the broken rule: a JSON Schema keyword ("type", "required",
+	// …) or one of Lore's: "id", "unknown-type", "unknown-label", "key",
+	// "endpoint-type", "dangling", "type-change", "duplicate", "revision",
+	// "not-found".
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+	// Err is the category: ErrInvalid, ErrConflict or ErrNotFound.
+	Err error `json:"-"`
+}
+
+func (p Problem) String() string {
+	return fmt.Sprintf("%s at %s: %s [%s]", p.Element, p.Pointer, p.Message, p.Rule)
+}
+
+// A BatchError lists every problem found in a rejected batch. It wraps
+// ErrInvalid if any problem is invalid input, else ErrConflict if any is a
+// conflict, else ErrNotFound.
+type BatchError struct {
+	Problems []Problem
+}
+
+// MaxProblems caps the problems one BatchError reports.
+const MaxProblems = 100
+
+func (e *BatchError) Error() string {
+	var b strings.Builder
+	if len(e.Problems) == 1 {
+		b.WriteString("batch rejected: ")
+		b.WriteString(e.Problems[0].String())
+		return b.String()
+	}
+	fmt.Fprintf(&b, "batch rejected, %d problems:", len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Unwrap returns the error's category.
+func (e *BatchError) Unwrap() error {
+	cat := ErrNotFound
+	for _, p := range e.Problems {
+		switch {
+		case errors.Is(p.Err, ErrInvalid):
+			return ErrInvalid
+		case errors.Is(p.Err, ErrConflict):
+			cat = ErrConflict
+		}
+	}
+	return cat
+}
+
+// problems accumulates Problems, up to MaxProblems.
+type problems struct {
+	list []Problem
+}
+
+func (ps *problems) add(err error, ptr, elem, rule, format string, args ...any) {
+	if len(ps.list) >= MaxProblems {
+		return
+	}
+	ps.list = append(ps.list, Problem{Pointer: ptr, Element: elem, Rule: rule, Message: fmt.Sprintf(format, args...), Err: err})
+}
+
+func (ps *problems) err() error {
+	if len(ps.list) == 0 {
+		return nil
+	}
+	return &BatchError{Problems: ps.list}
+}
+
+func nodeElem(id ID) string { return fmt.Sprintf("node %q", id) }
+
+func edgeElem(k EdgeKey) string { return "edge " + k.String() }

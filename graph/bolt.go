@@ -1,0 +1,306 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	cgraph "github.com/cayleygraph/cayley/graph"
+	ckv "github.com/cayleygraph/cayley/graph/kv"
+	hkv "github.com/hidal-go/hidalgo/kv"
+	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/lore-dev/lore/schema"
+)
+
+// FileName is the bbolt file inside a store directory.
+const FileName = "store.bolt"
+
+// ownerFile records which process holds a store, for the "locked" message.
+const ownerFile = "owner"
+
+// storeVersion is the layout version of Lore's buckets.
+const storeVersion = 1
+
+// Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", "v…", "n…").
+var (
+	bNodes = []byte("lore.node") // ID -> nodeRec
+	bEdges = []byte("lore.edge") // edge key bytes -> edgeRec
+	bType  = []byte("lore.type") // type NUL ID -> ""
+	bProp  = []byte("lore.prop") // type NUL prop NUL value ID -> ""
+	bDeg   = []byte("lore.deg")  // ID NUL dir label -> count
+	bLog   = []byte("lore.log")  // seq -> Change
+	bIdem  = []byte("lore.idem") // idempotency key -> idemRec
+	bMeta  = []byte("lore.meta") // seq, version, model, counts
+	allBuckets = [][]byte{bNodes, bEdges, bType, bProp, bDeg, bLog, bIdem, bMeta}
+)
+
+// Config configures Open.
+type Config struct {
+	// Path is the store directory; it is created if missing. Required.
+	Path string
+	// Model is the model to validate against. Nil means the model the store
+	// was last opened with, or the default model for a new store.
+	Model *schema.Model
+	// LockTimeout bounds the wait for another process's lock; 0 means 1s.
+	LockTimeout time.Duration
+	// MmapSize is the initial memory map size in bytes; 0 means 1 GiB.
+	MmapSize int
+	// NoSync skips the fsync of each commit. A process crash loses nothing
+	// committed, a power cut may; call Sync to flush. For tests and bulk loads.
+	NoSync bool
+}
+
+// Bolt is the embedded store: Cayley's KV quad store on a bbolt file that
+// Lore opens itself, plus Lore's records, indexes and change log in the
+// same file.
+type Bolt struct {
+	path  string
+	db    *hbolt.DB
+	kv    *hookKV
+	model *schema.Model
+
+	// wmu serialises writers. rw keeps readers out while Cayley commits:
+	// its bbolt store deadlocks when a commit remaps the file under open
+	// read transactions.
+	wmu sync.Mutex
+	rw  sync.RWMutex
+
+	qs      cgraph.QuadStore // replaced after a failed commit (Cayley's state is then tainted)
+	lastSeq uint64
+	closed  bool
+	changed *notifier
+}
+
+var cayleyOpts = cgraph.Options{ckv.OptNoBloom: true} // open in milliseconds instead of rebuilding a 100M-entry bloom filter
+
+// Open opens (creating if needed) the store at cfg.Path. If another process
+// holds it, Open fails within cfg.LockTimeout with an error wrapping ErrLocked.
+func Open(ctx context.Context, cfg Config) (_ *Bolt, err error) {
+	defer wrap(&err, "open store %s", cfg.Path)
+	if cfg.Path == "" {
+		return nil, fmt.Errorf("no path given: %w", ErrInvalid)
+	}
+	if err := os.MkdirAll(cfg.Path, 0o755); err != nil {
+		return nil, err
+	}
+	timeout := cfg.LockTimeout
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	mmap := cfg.MmapSize
+	if mmap <= 0 {
+		mmap = 1 << 30
+	}
+	db, err := hbolt.Open(filepath.Join(cfg.Path, FileName), &bolt.Options{
+		Timeout:         timeout,
+		InitialMmapSize: mmap,
+		FreelistType:    bolt.FreelistMapType,
+		NoSync:          cfg.NoSync,
+		NoGrowSync:      cfg.NoSync,
+	})
+	if errors.Is(err, bolt.ErrTimeout) {
+		owner, _ := os.ReadFile(filepath.Join(cfg.Path, ownerFile))
+		who := strings.TrimSpace(string(owner))
+		if who == "" {
+			who = "another process"
+		}
+		return nil, fmt.Errorf("%w: held by %s (waited %v); stop it or wait for it to finish", ErrLocked, who, timeout)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Bolt{path: cfg.Path, db: db, kv: &hookKV{KV: db}, changed: newNotifier()}
+	if err := s.init(cfg.Model); err != nil {
+		db.Close()
+		return nil, err
+	}
+	_ = os.WriteFile(filepath.Join(cfg.Path, ownerFile), fmt.Appendf(nil, "pid %d (%s)\n", os.Getpid(), strings.Join(os.Args, " ")), 0o644)
+	return s, nil
+}
+
+func (s *Bolt) init(model *schema.Model) error {
+	if err := ckv.Init(s.kv, cayleyOpts); err != nil && !errors.Is(err, cgraph.ErrDatabaseExists) {
+		return fmt.Errorf("cayley init: %w", err)
+	}
+	qs, err := ckv.New(s.kv, cayleyOpts)
+	if err != nil {
+		return fmt.Errorf("cayley: %w", err)
+	}
+	s.qs = qs
+	return s.db.DB().Update(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bMeta)
+		if v := meta.Get([]byte("version")); v != nil && binary.BigEndian.Uint64(v) != storeVersion {
+			return fmt.Errorf("store layout version %d; this lore reads version %d", binary.BigEndian.Uint64(v), storeVersion)
+		}
+		if err := meta.Put([]byte("version"), u64(storeVersion)); err != nil {
+			return err
+		}
+		if v := meta.Get([]byte("seq")); v != nil {
+			s.lastSeq = binary.BigEndian.Uint64(v)
+		}
+		stored := meta.Get([]byte("model"))
+		switch {
+		case model != nil:
+			s.model = model
+		case stored != nil:
+			if s.model, err = schema.Load(stored); err != nil {
+				return fmt.Errorf("stored model: %w", err)
+			}
+		default:
+			s.model = schema.Default()
+		}
+		if !bytes.Equal(stored, s.model.JSON()) {
+			if err := s.checkModelFits(tx); err != nil {
+				return err
+			}
+			return meta.Put([]byte("model"), s.model.JSON())
+		}
+		return nil
+	})
+}
+
+// checkModelFits refuses a model that lacks a node type or edge label the store holds.
+func (s *Bolt) checkModelFits(tx *bolt.Tx) error {
+	c := tx.Bucket(bMeta).Cursor()
+	var missing []string
+	for k, v := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, v = c.Next() {
+		if int64(binary.BigEndian.Uint64(v)) == 0 {
+			continue
+		}
+		kind, name, _ := strings.Cut(strings.TrimPrefix(string(k), "count/"), "/")
+		switch kind {
+		case "node":
+			if _, ok := s.model.Node(name); !ok {
+				missing = append(missing, "node type "+name)
+			}
+		case "edge":
+			if _, ok := s.model.Edge(name); !ok {
+				missing = append(missing, "edge label "+name)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the model lacks %s, which the store holds: %w", strings.Join(missing, ", "), ErrInvalid)
+	}
+	return nil
+}
+
+// Model returns the model the store validates against.
+func (s *Bolt) Model() *schema.Model { return s.model }
+
+// Path returns the store directory.
+func (s *Bolt) Path() string { return s.path }
+
+// Changed returns a channel closed at the next commit.
+func (s *Bolt) Changed() <-chan struct{} { return s.changed.wait() }
+
+// Sync flushes committed data to disk (needed only with Config.NoSync).
+func (s *Bolt) Sync() error {
+	s.rw.RLock()
+	defer s.rw.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.db.DB().Sync()
+}
+
+// Close waits for the running write and reads, then closes the store.
+func (s *Bolt) Close() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.rw.Lock()
+	defer s.rw.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.changed.notify()
+	_ = os.Remove(filepath.Join(s.path, ownerFile))
+	return s.db.Close()
+}
+
+// read runs f under the read lock, in one bbolt read transaction.
+func (s *Bolt) read(f func(tx *bolt.Tx) error) error {
+	s.rw.RLock()
+	defer s.rw.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.db.DB().View(f)
+}
+
+// hookKV wraps hidalgo's bbolt KV so that Lore's records are written in
+// the same bbolt transaction as Cayley's quads: Cayley's ApplyDeltas opens
+// one read-write transaction and commits it; just before that commit the
+// pending hook writes Lore's keys. If the hook fails, the transaction is
+// rolled back and ApplyDeltas returns the error.
+type hookKV struct {
+	hkv.KV
+	mu   sync.Mutex
+	hook func(ctx context.Context, tx hkv.Tx) error
+}
+
+func (k *hookKV) setHook(f func(ctx context.Context, tx hkv.Tx) error) {
+	k.mu.Lock()
+	k.hook = f
+	k.mu.Unlock()
+}
+
+func (k *hookKV) takeHook() func(ctx context.Context, tx hkv.Tx) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f := k.hook
+	k.hook = nil
+	return f
+}
+
+func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
+	tx, err := k.KV.Tx(ctx, rw)
+	if err != nil || !rw {
+		return tx, err
+	}
+	return &hookTx{Tx: tx, kv: k}, nil
+}
+
+func (k *hookKV) View(ctx context.Context, fn func(tx hkv.Tx) error) error {
+	return hkv.View(ctx, k, fn)
+}
+
+func (k *hookKV) Update(ctx context.Context, fn func(tx hkv.Tx) error) error {
+	return hkv.Update(ctx, k, fn)
+}
+
+type hookTx struct {
+	hkv.Tx
+	kv *hookKV
+}
+
+func (t *hookTx) Commit(ctx context.Context) error {
+	if f := t.kv.takeHook(); f != nil {
+		if err := f(ctx, t.Tx); err != nil {
+			_ = t.Tx.Close()
+			return err
+		}
+	}
+	return t.Tx.Commit(ctx)
+}
+
+func u64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}

@@ -1,0 +1,612 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	cgraph "github.com/cayleygraph/cayley/graph"
+	ckv "github.com/cayleygraph/cayley/graph/kv"
+	cproto "github.com/cayleygraph/cayley/graph/proto"
+	"github.com/cayleygraph/quad"
+	bolt "go.etcd.io/bbolt"
+)
+
+// boltSnap is the planning snapshot: one bbolt read transaction, plus
+// Cayley for the edges of a node. The caller holds the read lock.
+type boltSnap struct {
+	s  *Bolt
+	tx *bolt.Tx
+}
+
+func (b *boltSnap) nodeRecs(_ context.Context, ids []ID) ([]*nodeRec, error) {
+	return getNodeRecs(b.tx, ids)
+}
+
+func (b *boltSnap) edgeRecs(_ context.Context, keys []EdgeKey) ([]*edgeRec, error) {
+	return getEdgeRecs(b.tx, keys)
+}
+
+func (b *boltSnap) incident(ctx context.Context, id ID) ([]EdgeKey, error) {
+	var keys []EdgeKey
+	for _, dir := range []Direction{Out, In} {
+		err := b.s.scanEdges(ctx, id, dir, nil, edgePos{}, func(_ edgePos, k EdgeKey) bool {
+			if dir == In && k.From == k.To {
+				return true // a self-loop was listed as an out-edge
+			}
+			keys = append(keys, k)
+			return len(keys) <= MaxBatch
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(keys) > MaxBatch {
+		return nil, fmt.Errorf("node %q has more than %d edges; delete its edges in batches first: %w", id, MaxBatch, ErrInvalid)
+	}
+	return keys, nil
+}
+
+func getNodeRecs(tx *bolt.Tx, ids []ID) ([]*nodeRec, error) {
+	b := tx.Bucket(bNodes)
+	out := make([]*nodeRec, len(ids))
+	for i, id := range ids {
+		v := b.Get([]byte(id))
+		if v == nil {
+			continue
+		}
+		r := new(nodeRec)
+		if err := json.Unmarshal(v, r); err != nil {
+			return nil, fmt.Errorf("node %q: corrupt record: %w", id, err)
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+func getEdgeRecs(tx *bolt.Tx, keys []EdgeKey) ([]*edgeRec, error) {
+	b := tx.Bucket(bEdges)
+	out := make([]*edgeRec, len(keys))
+	for i, k := range keys {
+		v := b.Get(k.bytes())
+		if v == nil {
+			continue
+		}
+		r := new(edgeRec)
+		if err := json.Unmarshal(v, r); err != nil {
+			return nil, fmt.Errorf("edge %s: corrupt record: %w", k, err)
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+func (r *nodeRec) node(id ID) (*Node, error) {
+	props, err := decodeProps(r.Props)
+	if err != nil {
+		return nil, fmt.Errorf("node %q: corrupt properties: %w", id, err)
+	}
+	return &Node{ID: id, Type: r.Type, Properties: props, CreatedAt: micros(r.Created), UpdatedAt: micros(r.Updated), Revision: r.Rev}, nil
+}
+
+func (r *edgeRec) edge(k EdgeKey) (*Edge, error) {
+	props, err := decodeProps(r.Props)
+	if err != nil {
+		return nil, fmt.Errorf("edge %s: corrupt properties: %w", k, err)
+	}
+	return &Edge{ID: k.String(), EdgeKey: k, Properties: props, CreatedAt: micros(r.Created), UpdatedAt: micros(r.Updated), Revision: r.Rev}, nil
+}
+
+func micros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// Node returns one node with its per-label edge counts.
+func (s *Bolt) Node(ctx context.Context, id ID) (n *Node, err error) {
+	if err := id.Check(); err != nil {
+		return nil, err
+	}
+	err = s.read(func(tx *bolt.Tx) error {
+		recs, err := getNodeRecs(tx, []ID{id})
+		if err != nil {
+			return err
+		}
+		if recs[0] == nil {
+			return fmt.Errorf("node %q: %w", id, ErrNotFound)
+		}
+		if n, err = recs[0].node(id); err != nil {
+			return err
+		}
+		prefix := append([]byte(id), 0)
+		c := tx.Bucket(bDeg).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			rest := k[len(prefix):]
+			dir := Out
+			if rest[0] == 'i' {
+				dir = In
+			}
+			n.Edges = append(n.Edges, EdgeCount{Label: string(rest[1:]), Direction: dir, Count: int64(binary.BigEndian.Uint64(v))})
+		}
+		sort.Slice(n.Edges, func(i, j int) bool {
+			a, b := n.Edges[i], n.Edges[j]
+			return a.Label < b.Label || a.Label == b.Label && a.Direction > b.Direction // out before in
+		})
+		return nil
+	})
+	return n, err
+}
+
+// Nodes returns the nodes with the given IDs, in order; missing ones are nil.
+func (s *Bolt) Nodes(ctx context.Context, ids []ID) ([]*Node, error) {
+	out := make([]*Node, len(ids))
+	err := s.read(func(tx *bolt.Tx) error {
+		recs, err := getNodeRecs(tx, ids)
+		if err != nil {
+			return err
+		}
+		for i, r := range recs {
+			if r != nil {
+				if out[i], err = r.node(ids[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Edge returns one edge.
+func (s *Bolt) Edge(ctx context.Context, k EdgeKey) (e *Edge, err error) {
+	if err := k.Check(); err != nil {
+		return nil, err
+	}
+	err = s.read(func(tx *bolt.Tx) error {
+		recs, err := getEdgeRecs(tx, []EdgeKey{k})
+		if err != nil {
+			return err
+		}
+		if recs[0] == nil {
+			return fmt.Errorf("edge %s: %w", k, ErrNotFound)
+		}
+		e, err = recs[0].edge(k)
+		return err
+	})
+	return e, err
+}
+
+// edgePos orders the edges of one node in one direction as Cayley's index
+// does: predicate value, then (for in-edges) subject value, then quad.
+type edgePos [3]uint64
+
+func (a edgePos) after(b edgePos) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] > b[i]
+		}
+	}
+	return false
+}
+
+// scanEdges calls f for each edge at node in one direction, in index order,
+// starting after pos, while f returns true. labels nil means every label.
+// The caller holds the read lock.
+func (s *Bolt) scanEdges(ctx context.Context, node ID, dir Direction, labels map[string]bool, from edgePos, f func(edgePos, EdgeKey) bool) error {
+	qs := s.qs
+	vals := []quad.Value{nodeIRI(node)}
+	var only string
+	if len(labels) == 1 {
+		for l := range labels {
+			only = l
+		}
+		vals = append(vals, labelIRI(only))
+	}
+	refs, err := cgraph.RefsOf(ctx, qs, vals)
+	if err != nil {
+		return err
+	}
+	prefix := make([]uint64, 0, 2)
+	for _, r := range refs {
+		v, _ := r.(ckv.Int64Value)
+		if v == 0 {
+			return nil // the node (or label) has no quad: no edges
+		}
+		prefix = append(prefix, uint64(v))
+	}
+	index := ckv.DefaultQuadIndexes[0] // [S,P]
+	if dir == In {
+		index = ckv.DefaultQuadIndexes[1] // [O,P,S]
+	}
+	it := ckv.IndexScan{Index: index, Values: prefix}.BuildIterator(qs).Iterate()
+	defer it.Close()
+
+	const chunk = 256
+	var prims []*cproto.Primitive
+	flush := func() (bool, error) {
+		defer func() { prims = prims[:0] }()
+		if len(prims) == 0 {
+			return true, nil
+		}
+		names, err := valueNames(ctx, qs, prims)
+		if err != nil {
+			return false, err
+		}
+		for _, p := range prims {
+			pred, _ := names[p.Predicate].(quad.IRI)
+			label, ok := strings.CutPrefix(string(pred), "e:")
+			if !ok || labels != nil && !labels[label] {
+				continue
+			}
+			k := EdgeKey{Label: label}
+			if from, ok := names[p.Subject].(quad.IRI); ok {
+				k.From = ID(strings.TrimPrefix(string(from), "n:"))
+			}
+			if to, ok := names[p.Object].(quad.IRI); ok {
+				k.To = ID(strings.TrimPrefix(string(to), "n:"))
+			}
+			if p.Label != 0 {
+				if key, ok := names[p.Label].(quad.IRI); ok {
+					k.Key, _ = UnescapeSegment(strings.TrimPrefix(string(key), "k:"))
+				}
+			}
+			pos := edgePos{p.Predicate, 0, p.ID}
+			if dir == In {
+				pos[1] = p.Subject
+			}
+			if !f(pos, k) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	for it.Next(ctx) {
+		p, ok := it.Result().(*cproto.Primitive)
+		if !ok {
+			continue
+		}
+		pos := edgePos{p.Predicate, 0, p.ID}
+		if dir == In {
+			pos[1] = p.Subject
+		}
+		if !pos.after(from) {
+			continue
+		}
+		prims = append(prims, p)
+		if len(prims) == chunk {
+			if more, err := flush(); err != nil || !more {
+				return err
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err = flush()
+	return err
+}
+
+// valueNames resolves, in one transaction, the values of every direction of the primitives.
+func valueNames(ctx context.Context, qs cgraph.QuadStore, prims []*cproto.Primitive) (map[uint64]quad.Value, error) {
+	seen := map[uint64]bool{}
+	var ids []uint64
+	for _, p := range prims {
+		for _, v := range []uint64{p.Subject, p.Predicate, p.Object, p.Label} {
+			if v != 0 && !seen[v] {
+				seen[v] = true
+				ids = append(ids, v)
+			}
+		}
+	}
+	refs := make([]cgraph.Ref, len(ids))
+	for i, v := range ids {
+		refs[i] = ckv.Int64Value(v)
+	}
+	vals, err := cgraph.ValuesOf(ctx, qs, refs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uint64]quad.Value, len(ids))
+	for i, v := range ids {
+		out[v] = vals[i]
+	}
+	return out, nil
+}
+
+// edgeCursor is the position after which an edge listing continues.
+type edgeCursor struct {
+	node, dir int
+	pos       edgePos
+}
+
+func (c edgeCursor) String() string {
+	s := fmt.Sprintf("e1.%d.%d.%d.%d.%d", c.node, c.dir, c.pos[0], c.pos[1], c.pos[2])
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+func parseEdgeCursor(s string) (edgeCursor, error) {
+	var c edgeCursor
+	if s == "" {
+		c.node = 0
+		return c, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	parts := strings.Split(string(raw), ".")
+	if err != nil || len(parts) != 6 || parts[0] != "e1" {
+		return c, fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", s, ErrInvalid)
+	}
+	var nums [5]uint64
+	for i := range nums {
+		if nums[i], err = strconv.ParseUint(parts[i+1], 10, 64); err != nil {
+			return c, fmt.Errorf("cursor %q is malformed: %w", s, ErrInvalid)
+		}
+	}
+	c.node, c.dir, c.pos = int(nums[0]), int(nums[1]), edgePos{nums[2], nums[3], nums[4]}
+	return c, nil
+}
+
+// Edges returns a page of the edges of q.Nodes, node by node, out-edges
+// before in-edges, each in Cayley's index order.
+func (s *Bolt) Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error) {
+	dir, err := ParseDirection(string(q.Direction))
+	if err != nil {
+		return nil, err
+	}
+	dirs := []Direction{dir}
+	if dir == Both {
+		dirs = []Direction{Out, In}
+	}
+	var labels map[string]bool
+	if len(q.Labels) > 0 {
+		labels = map[string]bool{}
+		for _, l := range q.Labels {
+			if _, ok := s.model.Edge(l); !ok {
+				return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.model.EdgeLabels()), ErrInvalid)
+			}
+			labels[l] = true
+		}
+	}
+	for _, id := range q.Nodes {
+		if err := id.Check(); err != nil {
+			return nil, err
+		}
+	}
+	cur, err := parseEdgeCursor(q.After)
+	if err != nil {
+		return nil, err
+	}
+	limit := q.limit()
+	page := &EdgePage{Edges: []*Edge{}}
+	var keys []EdgeKey
+	err = s.read(func(tx *bolt.Tx) error {
+		for ni := cur.node; ni < len(q.Nodes) && page.Next == ""; ni++ {
+			for di := 0; di < len(dirs) && page.Next == ""; di++ {
+				if ni == cur.node && di < cur.dir {
+					continue
+				}
+				from := edgePos{}
+				if ni == cur.node && di == cur.dir {
+					from = cur.pos
+				}
+				var last edgePos
+				err := s.scanEdges(ctx, q.Nodes[ni], dirs[di], labels, from, func(pos edgePos, k EdgeKey) bool {
+					if dir == Both && dirs[di] == In && k.From == k.To {
+						return true // listed among the out-edges
+					}
+					if len(keys) == limit {
+						page.Next = edgeCursor{node: ni, dir: di, pos: last}.String()
+						return false
+					}
+					keys = append(keys, k)
+					last = pos
+					return true
+				})
+				if err != nil {
+					return err
+				}
+			}
+		}
+		if q.KeysOnly {
+			for _, k := range keys {
+				page.Edges = append(page.Edges, &Edge{ID: k.String(), EdgeKey: k})
+			}
+			return nil
+		}
+		recs, err := getEdgeRecs(tx, keys)
+		if err != nil {
+			return err
+		}
+		for i, r := range recs {
+			if r == nil {
+				return fmt.Errorf("edge %s is in Cayley's index but has no record: run lore check", keys[i])
+			}
+			e, err := r.edge(keys[i])
+			if err != nil {
+				return err
+			}
+			page.Edges = append(page.Edges, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// NodesByType returns a page of the nodes of one type, ordered by ID.
+func (s *Bolt) NodesByType(ctx context.Context, typ string, p Page) (*NodePage, error) {
+	if _, ok := s.model.Node(typ); !ok {
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.model.NodeTypeNames()), ErrInvalid)
+	}
+	page := &NodePage{Nodes: []*Node{}}
+	limit := p.limit()
+	err := s.read(func(tx *bolt.Tx) error {
+		prefix := typeKey(typ, "")
+		c := tx.Bucket(bType).Cursor()
+		k, _ := c.Seek(prefix)
+		if p.After != "" {
+			after := typeKey(typ, ID(p.After))
+			k, _ = c.Seek(after)
+			if bytes.Equal(k, after) {
+				k, _ = c.Next()
+			}
+		}
+		var ids []ID
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if len(ids) == limit {
+				page.Next = string(ids[len(ids)-1])
+				break
+			}
+			ids = append(ids, ID(k[len(prefix):]))
+		}
+		recs, err := getNodeRecs(tx, ids)
+		if err != nil {
+			return err
+		}
+		for i, r := range recs {
+			if r == nil {
+				return fmt.Errorf("node %q is in the type index but has no record: run lore check", ids[i])
+			}
+			n, err := r.node(ids[i])
+			if err != nil {
+				return err
+			}
+			page.Nodes = append(page.Nodes, n)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// Lookup returns a page of the IDs of nodes whose indexed property matches,
+// in value order, then ID order.
+func (s *Bolt) Lookup(ctx context.Context, q IndexQuery) (*IDPage, error) {
+	nt, ok := s.model.Node(q.Type)
+	if !ok {
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(s.model.NodeTypeNames()), ErrInvalid)
+	}
+	if !nt.IsIndexed(q.Property) {
+		return nil, fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", q.Type, q.Property, list(nt.Indexed), ErrInvalid)
+	}
+	prefix := propPrefix(q.Type, q.Property)
+	lo, hi := prefix, append(bytes.Clone(prefix), 0xff)
+	switch {
+	case q.Eq != nil:
+		enc, err := checkIndexValue("eq", q.Eq)
+		if err != nil {
+			return nil, err
+		}
+		lo = append(bytes.Clone(prefix), enc...)
+		hi = lo
+	default:
+		if q.Min != nil {
+			enc, err := checkIndexValue("min", q.Min)
+			if err != nil {
+				return nil, err
+			}
+			lo = append(bytes.Clone(prefix), enc...)
+		}
+		if q.Max != nil {
+			enc, err := checkIndexValue("max", q.Max)
+			if err != nil {
+				return nil, err
+			}
+			hi = append(bytes.Clone(prefix), enc...)
+		}
+	}
+	var after []byte
+	if q.After != "" {
+		var err error
+		if after, err = base64.RawURLEncoding.DecodeString(q.After); err != nil || !bytes.HasPrefix(after, prefix) {
+			return nil, fmt.Errorf("cursor %q does not belong to this lookup: %w", q.After, ErrInvalid)
+		}
+	}
+	limit := q.limit()
+	page := &IDPage{IDs: []ID{}}
+	err := s.read(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bProp).Cursor()
+		k, _ := c.Seek(lo)
+		if after != nil {
+			k, _ = c.Seek(after)
+			if bytes.Equal(k, after) {
+				k, _ = c.Next()
+			}
+		}
+		var last []byte
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			rest := k[len(prefix):]
+			n := encodedLen(rest)
+			val := rest[:n]
+			if q.MinExclusive && q.Min != nil && bytes.Equal(val, lo[len(prefix):]) {
+				continue
+			}
+			if c := bytes.Compare(val, hi[len(prefix):]); c > 0 || c == 0 && q.MaxExclusive && q.Max != nil {
+				break
+			}
+			if q.Eq != nil && !bytes.Equal(val, lo[len(prefix):]) {
+				break
+			}
+			if len(page.IDs) == limit {
+				page.Next = base64.RawURLEncoding.EncodeToString(last)
+				break
+			}
+			page.IDs = append(page.IDs, ID(rest[n:]))
+			last = bytes.Clone(k)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// Stats counts nodes per type, edges per label and Cayley's quads.
+func (s *Bolt) Stats(ctx context.Context) (*Stats, error) {
+	st := &Stats{NodeTypes: map[string]int64{}, EdgeLabels: map[string]int64{}}
+	err := s.read(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bMeta).Cursor()
+		prefix := []byte("count/")
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			kind, name, _ := strings.Cut(string(k[len(prefix):]), "/")
+			n := int64(binary.BigEndian.Uint64(v))
+			if kind == "node" {
+				st.NodeTypes[name] = n
+				st.Nodes += n
+			} else {
+				st.EdgeLabels[name] = n
+				st.Edges += n
+			}
+		}
+		st.LastSeq = s.lastSeq
+		cst, err := s.qs.Stats(ctx, false)
+		st.Quads = cst.Quads.Value
+		return err
+	})
+	return st, err
+}
+
+// Since returns up to limit change-log entries after seq.
+func (s *Bolt) Since(ctx context.Context, seq uint64, limit int) ([]Change, error) {
+	if limit <= 0 || limit > MaxPageSize {
+		limit = DefaultPageSize
+	}
+	var out []Change
+	err := s.read(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bLog).Cursor()
+		for k, v := c.Seek(u64(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			var ch Change
+			if err := json.Unmarshal(v, &ch); err != nil {
+				return fmt.Errorf("change %d: corrupt entry: %w", binary.BigEndian.Uint64(k), err)
+			}
+			out = append(out, ch)
+		}
+		return nil
+	})
+	return out, err
+}

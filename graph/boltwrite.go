@@ -1,0 +1,325 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	cgraph "github.com/cayleygraph/cayley/graph"
+	ckv "github.com/cayleygraph/cayley/graph/kv"
+	"github.com/cayleygraph/quad"
+	hkv "github.com/hidal-go/hidalgo/kv"
+	bolt "go.etcd.io/bbolt"
+)
+
+// MaxIdempotencyKey is the longest idempotency key, in bytes.
+const MaxIdempotencyKey = 256
+
+// idemRec remembers the result of a batch applied with an idempotency key.
+type idemRec struct {
+	Hash   []byte    `json:"h"`
+	Time   time.Time `json:"t"`
+	Result *Result   `json:"r"`
+}
+
+// Apply validates b and commits it atomically with one change-log entry.
+func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
+	if b == nil {
+		return nil, fmt.Errorf("nil batch: %w", ErrInvalid)
+	}
+	if len(b.IdempotencyKey) > MaxIdempotencyKey {
+		return nil, fmt.Errorf("idempotency key longer than %d bytes: %w", MaxIdempotencyKey, ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+
+	var hash []byte
+	if b.IdempotencyKey != "" {
+		hash = batchHash(b)
+		prev, err := s.idempotent(b.IdempotencyKey)
+		if err != nil {
+			return nil, err
+		}
+		if prev != nil {
+			if !bytes.Equal(prev.Hash, hash) {
+				return nil, fmt.Errorf("idempotency key %q was used for a different batch at %s; use a new key: %w",
+					b.IdempotencyKey, prev.Time.Format(time.RFC3339), ErrConflict)
+			}
+			r := *prev.Result
+			r.Replayed = true
+			return &r, nil
+		}
+	}
+
+	t := now()
+	var p *plan
+	err = s.read(func(tx *bolt.Tx) error {
+		var err error
+		p, err = makePlan(ctx, s.model, &boltSnap{s: s, tx: tx}, b, t)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p.empty() && b.IdempotencyKey == "" {
+		return p.result, nil
+	}
+	seq := s.lastSeq
+	if !p.empty() {
+		seq++
+		p.result.Seq, p.change.Seq = seq, seq
+	}
+	deltas := s.deltas(p)
+	write := s.writeFunc(p, b.IdempotencyKey, hash, t)
+
+	s.rw.Lock()
+	if len(deltas) > 0 {
+		s.kv.setHook(write)
+		err = s.qs.ApplyDeltas(deltas, cgraph.IgnoreOpts{})
+		s.kv.setHook(nil)
+		if err != nil {
+			// A failed ApplyDeltas leaves Cayley's caches and buffered index
+			// entries behind; a fresh QuadStore over the same file drops them.
+			if qs, rerr := ckv.New(s.kv, cayleyOpts); rerr == nil {
+				s.qs = qs
+			} else {
+				err = errors.Join(err, rerr)
+			}
+		}
+	} else {
+		err = hkv.Update(ctx, s.kv.KV, func(tx hkv.Tx) error { return write(ctx, tx) })
+	}
+	s.rw.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	if !p.empty() {
+		s.lastSeq = seq
+		s.changed.notify()
+	}
+	return p.result, nil
+}
+
+func batchHash(b *Batch) []byte {
+	data, _ := json.Marshal(b)
+	h := sha256.Sum256(data)
+	return h[:]
+}
+
+func (s *Bolt) idempotent(key string) (*idemRec, error) {
+	var rec *idemRec
+	err := s.read(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bIdem).Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		rec = new(idemRec)
+		return json.Unmarshal(v, rec)
+	})
+	return rec, err
+}
+
+// Quad mapping (see the package documentation).
+func nodeIRI(id ID) quad.IRI       { return quad.IRI("n:" + string(id)) }
+func typeIRI(t string) quad.IRI    { return quad.IRI("t:" + t) }
+func labelIRI(l string) quad.IRI   { return quad.IRI("e:" + l) }
+func keyIRI(k string) quad.IRI     { return quad.IRI("k:" + EscapeSegment(k)) }
+func propIRI(p string) quad.IRI    { return quad.IRI("p:" + p) }
+func metaIRI(name string) quad.IRI { return quad.IRI("pg:" + name) }
+
+var predType = metaIRI("type")
+
+func nodeQuad(id ID, typ string) quad.Quad {
+	return quad.Quad{Subject: nodeIRI(id), Predicate: predType, Object: typeIRI(typ)}
+}
+
+func edgeQuad(k EdgeKey) quad.Quad {
+	q := quad.Quad{Subject: nodeIRI(k.From), Predicate: labelIRI(k.Label), Object: nodeIRI(k.To)}
+	if k.Key != "" {
+		q.Label = keyIRI(k.Key)
+	}
+	return q
+}
+
+// deltas returns the quads a plan adds and removes. Planning checked every
+// one against Lore's records, so ApplyDeltas never meets an existing add or
+// a missing delete (either would make it fail, and a failed ApplyDeltas
+// corrupts Cayley's KV indexes; re-adding an existing quad leaks refcounts).
+func (s *Bolt) deltas(p *plan) []cgraph.Delta {
+	var ds []cgraph.Delta
+	for _, op := range p.nodes {
+		switch {
+		case op.old == nil:
+			ds = append(ds, cgraph.Delta{Quad: nodeQuad(op.id, op.new.Type), Action: cgraph.Add})
+		case op.new == nil:
+			ds = append(ds, cgraph.Delta{Quad: nodeQuad(op.id, op.old.Type), Action: cgraph.Delete})
+		}
+	}
+	for _, op := range p.edges {
+		switch {
+		case op.old == nil:
+			ds = append(ds, cgraph.Delta{Quad: edgeQuad(op.key), Action: cgraph.Add})
+		case op.new == nil:
+			ds = append(ds, cgraph.Delta{Quad: edgeQuad(op.key), Action: cgraph.Delete})
+		}
+	}
+	return ds
+}
+
+type kvOp struct {
+	bucket, key, val []byte
+	del              bool
+}
+
+type counterKey struct {
+	bucket string
+	key    string
+}
+
+// writeFunc returns the hook that writes Lore's records, indexes, counters,
+// change-log entry and idempotency key inside the commit.
+func (s *Bolt) writeFunc(p *plan, idemKey string, hash []byte, t time.Time) func(ctx context.Context, tx hkv.Tx) error {
+	var ops []kvOp
+	counters := map[counterKey]int64{}
+	put := func(b, k, v []byte) { ops = append(ops, kvOp{bucket: b, key: k, val: v}) }
+	del := func(b, k []byte) { ops = append(ops, kvOp{bucket: b, key: k, del: true}) }
+	count := func(b, k []byte, n int64) { counters[counterKey{string(b), string(k)}] += n }
+
+	for _, op := range p.nodes {
+		id := op.id
+		var oldKeys, newKeys [][]byte
+		if op.old != nil {
+			oldKeys = s.nodePropKeys(id, op.old)
+		}
+		if op.new != nil {
+			newKeys = s.nodePropKeys(id, op.new)
+			rec, _ := json.Marshal(op.new)
+			put(bNodes, []byte(id), rec)
+		}
+		switch {
+		case op.old == nil:
+			put(bType, typeKey(op.new.Type, id), nil)
+			count(bMeta, countKey("node", op.new.Type), 1)
+		case op.new == nil:
+			del(bNodes, []byte(id))
+			del(bType, typeKey(op.old.Type, id))
+			count(bMeta, countKey("node", op.old.Type), -1)
+		}
+		for _, k := range diffKeys(oldKeys, newKeys) {
+			del(bProp, k)
+		}
+		for _, k := range diffKeys(newKeys, oldKeys) {
+			put(bProp, k, nil)
+		}
+	}
+	for _, op := range p.edges {
+		k := op.key
+		switch {
+		case op.new != nil:
+			rec, _ := json.Marshal(op.new)
+			put(bEdges, k.bytes(), rec)
+			if op.old != nil {
+				continue
+			}
+			count(bMeta, countKey("edge", k.Label), 1)
+			count(bDeg, degKey(k.From, 'o', k.Label), 1)
+			count(bDeg, degKey(k.To, 'i', k.Label), 1)
+		default:
+			del(bEdges, k.bytes())
+			count(bMeta, countKey("edge", k.Label), -1)
+			count(bDeg, degKey(k.From, 'o', k.Label), -1)
+			count(bDeg, degKey(k.To, 'i', k.Label), -1)
+		}
+	}
+	if !p.empty() {
+		entry, _ := json.Marshal(p.change)
+		put(bLog, u64(p.change.Seq), entry)
+		put(bMeta, []byte("seq"), u64(p.change.Seq))
+	}
+	if idemKey != "" {
+		rec, _ := json.Marshal(idemRec{Hash: hash, Time: t, Result: p.result})
+		put(bIdem, []byte(idemKey), rec)
+	}
+
+	return func(ctx context.Context, tx hkv.Tx) error {
+		for _, op := range ops {
+			key := hkv.Key{op.bucket, op.key}
+			if op.del {
+				if err := tx.Del(ctx, key); err != nil {
+					return err
+				}
+				continue
+			}
+			val := op.val
+			if val == nil {
+				val = []byte{}
+			}
+			if err := tx.Put(ctx, key, val); err != nil {
+				return err
+			}
+		}
+		for ck, n := range counters {
+			if n == 0 {
+				continue
+			}
+			key := hkv.Key{[]byte(ck.bucket), []byte(ck.key)}
+			var cur int64
+			v, err := tx.Get(ctx, key)
+			switch {
+			case errors.Is(err, hkv.ErrNotFound):
+			case err != nil:
+				return err
+			case len(v) == 8:
+				cur = int64(binary.BigEndian.Uint64(v))
+			}
+			cur += n
+			if cur < 0 {
+				return fmt.Errorf("counter %q in %s would go negative: run lore check", ck.key, ck.bucket)
+			}
+			if cur == 0 {
+				err = tx.Del(ctx, key)
+			} else {
+				err = tx.Put(ctx, key, u64(uint64(cur)))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func (s *Bolt) nodePropKeys(id ID, r *nodeRec) [][]byte {
+	nt, ok := s.model.Node(r.Type)
+	if !ok || len(nt.Indexed) == 0 {
+		return nil
+	}
+	props, err := decodeProps(r.Props)
+	if err != nil {
+		return nil
+	}
+	return propKeys(r.Type, nt.Indexed, id, props)
+}
+
+// diffKeys returns the keys of a that are not in b.
+func diffKeys(a, b [][]byte) [][]byte {
+	var out [][]byte
+outer:
+	for _, x := range a {
+		for _, y := range b {
+			if bytes.Equal(x, y) {
+				continue outer
+			}
+		}
+		out = append(out, x)
+	}
+	return out
+}

@@ -1,0 +1,528 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/lore-dev/lore/schema"
+)
+
+// nodeRec is a node as Lore stores it. Props is canonical JSON (sorted keys,
+// no HTML escaping), so equal properties are equal bytes.
+type nodeRec struct {
+	Type    string          `json:"t"`
+	Props   json.RawMessage `json:"p"`
+	Created int64           `json:"c"` // Unix microseconds
+	Updated int64           `json:"u"`
+	Rev     int64           `json:"r"`
+}
+
+// edgeRec is an edge as Lore stores it (its key is the record key).
+type edgeRec struct {
+	Props   json.RawMessage `json:"p,omitempty"`
+	Created int64           `json:"c"`
+	Updated int64           `json:"u"`
+	Rev     int64           `json:"r"`
+}
+
+// A snapshot is what planning reads: the store's state while the writer holds its lock.
+type snapshot interface {
+	nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error)
+	edgeRecs(ctx context.Context, keys []EdgeKey) ([]*edgeRec, error)
+	// incident returns every edge that starts or ends at id.
+	incident(ctx context.Context, id ID) ([]EdgeKey, error)
+}
+
+type nodeOp struct {
+	id       ID
+	old, new *nodeRec // new == nil: delete
+}
+
+type edgeOp struct {
+	key      EdgeKey
+	old, new *edgeRec
+}
+
+// A plan is a validated batch: the element changes, the result and the
+// change-log entry (without its sequence number), ready for a backend to commit.
+type plan struct {
+	nodes  []nodeOp
+	edges  []edgeOp
+	result *Result
+	change *Change
+}
+
+func (p *plan) empty() bool { return len(p.nodes) == 0 && len(p.edges) == 0 }
+
+// makePlan validates b against the model and the snapshot. It returns a
+// *BatchError listing every problem if the batch must be rejected.
+func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t time.Time) (*plan, error) {
+	var ps problems
+	if b.Len() == 0 {
+		ps.add(ErrInvalid, "", "batch", "empty", "the batch holds no element; give nodes, edges, deleteNodes or deleteEdges")
+		return nil, ps.err()
+	}
+	if b.Len() > MaxBatch {
+		ps.add(ErrInvalid, "", "batch", "size", "%d elements; split it into batches of at most %d", b.Len(), MaxBatch)
+		return nil, ps.err()
+	}
+	seenNode := map[ID]string{}
+	seenEdge := map[EdgeKey]string{}
+	dup := func(ptr, elem string, first string) {
+		ps.add(ErrInvalid, ptr, elem, "duplicate", "already appears at %s; each element may appear once per batch", first)
+	}
+
+	// Static checks, and the records to read.
+	var nodeIDs []ID
+	var edgeKeys []EdgeKey
+	for i, n := range b.Nodes {
+		ptr := fmt.Sprintf("/nodes/%d", i)
+		if err := n.ID.Check(); err != nil {
+			ps.add(ErrInvalid, ptr+"/id", nodeElem(n.ID), "id", "%v", unwrapMsg(err))
+			continue
+		}
+		if first, ok := seenNode[n.ID]; ok {
+			dup(ptr, nodeElem(n.ID), first)
+			continue
+		}
+		seenNode[n.ID] = ptr
+		if _, ok := m.Node(n.Type); !ok {
+			ps.add(ErrInvalid, ptr+"/type", nodeElem(n.ID), "unknown-type", "unknown node type %q; the model has %s", n.Type, list(m.NodeTypeNames()))
+		}
+		nodeIDs = append(nodeIDs, n.ID)
+	}
+	for i, d := range b.DeleteNodes {
+		ptr := fmt.Sprintf("/deleteNodes/%d", i)
+		if err := d.ID.Check(); err != nil {
+			ps.add(ErrInvalid, ptr+"/id", nodeElem(d.ID), "id", "%v", unwrapMsg(err))
+			continue
+		}
+		if first, ok := seenNode[d.ID]; ok {
+			dup(ptr, nodeElem(d.ID), first)
+			continue
+		}
+		seenNode[d.ID] = ptr
+		nodeIDs = append(nodeIDs, d.ID)
+	}
+	checkEdge := func(ptr string, k EdgeKey) bool {
+		if err := k.Check(); err != nil {
+			ps.add(ErrInvalid, ptr, edgeElem(k), "id", "%v", unwrapMsg(err))
+			return false
+		}
+		et, ok := m.Edge(k.Label)
+		if !ok {
+			ps.add(ErrInvalid, ptr+"/label", edgeElem(k), "unknown-label", "unknown edge label %q; the model has %s", k.Label, list(m.EdgeLabels()))
+			return false
+		}
+		if et.Keyed && k.Key == "" {
+			ps.add(ErrInvalid, ptr+"/key", edgeElem(k), "key", "%s edges are keyed; give a key (for a relation, its type)", k.Label)
+			return false
+		}
+		if !et.Keyed && k.Key != "" {
+			ps.add(ErrInvalid, ptr+"/key", edgeElem(k), "key", "%s edges take no key; remove it", k.Label)
+			return false
+		}
+		if first, ok := seenEdge[k]; ok {
+			dup(ptr, edgeElem(k), first)
+			return false
+		}
+		seenEdge[k] = ptr
+		edgeKeys = append(edgeKeys, k)
+		return true
+	}
+	edgeOK := make([]bool, len(b.Edges))
+	for i, e := range b.Edges {
+		edgeOK[i] = checkEdge(fmt.Sprintf("/edges/%d", i), e.EdgeKey)
+		if edgeOK[i] {
+			nodeIDs = append(nodeIDs, e.From, e.To)
+		}
+	}
+	delEdgeOK := make([]bool, len(b.DeleteEdges))
+	for i, e := range b.DeleteEdges {
+		delEdgeOK[i] = checkEdge(fmt.Sprintf("/deleteEdges/%d", i), e.EdgeKey)
+	}
+	if len(ps.list) > 0 {
+		return nil, ps.err()
+	}
+
+	// Stateful checks.
+	nodeIDs = uniq(nodeIDs)
+	recs, err := snap.nodeRecs(ctx, nodeIDs)
+	if err != nil {
+		return nil, err
+	}
+	oldNode := make(map[ID]*nodeRec, len(nodeIDs))
+	for i, id := range nodeIDs {
+		if recs[i] != nil {
+			oldNode[id] = recs[i]
+		}
+	}
+	erecs, err := snap.edgeRecs(ctx, edgeKeys)
+	if err != nil {
+		return nil, err
+	}
+	oldEdge := make(map[EdgeKey]*edgeRec, len(edgeKeys))
+	for i, k := range edgeKeys {
+		if erecs[i] != nil {
+			oldEdge[k] = erecs[i]
+		}
+	}
+
+	p := &plan{result: &Result{}, change: &Change{Time: t, Op: b.Op}}
+	if p.change.Op == "" {
+		p.change.Op = "write"
+	}
+	us := t.UnixMicro()
+	newType := map[ID]string{}
+	for i, n := range b.Nodes {
+		ptr := fmt.Sprintf("/nodes/%d", i)
+		nt, _ := m.Node(n.Type)
+		old := oldNode[n.ID]
+		if old != nil && old.Type != n.Type {
+			ps.add(ErrInvalid, ptr+"/type", nodeElem(n.ID), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
+			continue
+		}
+		if !revisionOK(&ps, ptr, nodeElem(n.ID), n.ExpectedRevision, old.rev()) {
+			continue
+		}
+		props := n.Properties
+		if n.Merge && old != nil {
+			props, err = mergeProps(old.Props, n.Properties)
+			if err != nil {
+				return nil, err
+			}
+		}
+		canon, decoded, err := canonicalProps(props)
+		if err != nil {
+			ps.add(ErrInvalid, ptr+"/properties", nodeElem(n.ID), "json", "properties are not JSON values: %v", err)
+			continue
+		}
+		if err := nt.Validate(decoded); err != nil {
+			addViolations(&ps, ptr+"/properties", nodeElem(n.ID), err)
+			continue
+		}
+		newType[n.ID] = n.Type
+		rec := &nodeRec{Type: n.Type, Props: canon}
+		st := Created
+		switch {
+		case old == nil:
+			rec.Created, rec.Updated, rec.Rev = us, us, 1
+			if b.Restore {
+				restoreMeta(&rec.Created, &rec.Updated, &rec.Rev, n.CreatedAt, n.UpdatedAt, n.Revision)
+			}
+		case bytes.Equal(old.Props, canon):
+			p.result.Nodes = append(p.result.Nodes, ElementResult{ID: string(n.ID), Status: Unchanged, Revision: old.Rev})
+			continue
+		default:
+			st = Updated
+			rec.Created, rec.Updated, rec.Rev = old.Created, us, old.Rev+1
+		}
+		p.nodes = append(p.nodes, nodeOp{id: n.ID, old: old, new: rec})
+		p.result.Nodes = append(p.result.Nodes, ElementResult{ID: string(n.ID), Status: st, Revision: rec.Rev})
+		p.change.Nodes = append(p.change.Nodes, NodeChange{ID: n.ID, Type: n.Type, Action: st, Revision: rec.Rev})
+	}
+
+	deletedNode := map[ID]bool{}
+	cascade := map[EdgeKey]bool{}
+	var cascadeOrder []EdgeKey
+	for i, d := range b.DeleteNodes {
+		ptr := fmt.Sprintf("/deleteNodes/%d", i)
+		old := oldNode[d.ID]
+		if old == nil {
+			ps.add(ErrNotFound, ptr+"/id", nodeElem(d.ID), "not-found", "no such node")
+			continue
+		}
+		if !revisionOK(&ps, ptr, nodeElem(d.ID), d.ExpectedRevision, old.Rev) {
+			continue
+		}
+		deletedNode[d.ID] = true
+		p.nodes = append(p.nodes, nodeOp{id: d.ID, old: old})
+		p.result.DeletedNodes = append(p.result.DeletedNodes, d.ID)
+		p.change.Nodes = append(p.change.Nodes, NodeChange{ID: d.ID, Type: old.Type, Action: Deleted, Revision: old.Rev})
+		inc, err := snap.incident(ctx, d.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range inc {
+			if !cascade[k] {
+				cascade[k] = true
+				cascadeOrder = append(cascadeOrder, k)
+			}
+		}
+	}
+
+	typeOf := func(id ID) (string, bool) {
+		if deletedNode[id] {
+			return "", false
+		}
+		if t, ok := newType[id]; ok {
+			return t, true
+		}
+		if r := oldNode[id]; r != nil {
+			return r.Type, true
+		}
+		return "", false
+	}
+	for i, e := range b.Edges {
+		if !edgeOK[i] {
+			continue
+		}
+		ptr := fmt.Sprintf("/edges/%d", i)
+		elem := edgeElem(e.EdgeKey)
+		et, _ := m.Edge(e.Label)
+		ft, fok := typeOf(e.From)
+		tt, tok := typeOf(e.To)
+		bad := false
+		for _, end := range []struct {
+			ok   bool
+			id   ID
+			name string
+		}{{fok, e.From, "from"}, {tok, e.To, "to"}} {
+			if !end.ok {
+				bad = true
+				why := "no such node"
+				if deletedNode[end.id] {
+					why = "the batch deletes that node"
+				}
+				ps.add(ErrInvalid, ptr+"/"+end.name, elem, "dangling", "%s node %q: %s; create it first or in the same batch", end.name, end.id, why)
+			}
+		}
+		if bad {
+			continue
+		}
+		if !et.Allows(ft, tt) {
+			ps.add(ErrInvalid, ptr, elem, "endpoint-type", "%s edges join %s to %s, not %s to %s",
+				e.Label, list(et.From), list(et.To), ft, tt)
+			continue
+		}
+		old := oldEdge[e.EdgeKey]
+		if !revisionOK(&ps, ptr, elem, e.ExpectedRevision, old.rev()) {
+			continue
+		}
+		canon, decoded, err := canonicalProps(e.Properties)
+		if err != nil {
+			ps.add(ErrInvalid, ptr+"/properties", elem, "json", "properties are not JSON values: %v", err)
+			continue
+		}
+		if err := et.Validate(decoded); err != nil {
+			addViolations(&ps, ptr+"/properties", elem, err)
+			continue
+		}
+		if bytes.Equal(canon, []byte("{}")) {
+			canon = nil
+		}
+		rec := &edgeRec{Props: canon}
+		st := Created
+		switch {
+		case old == nil:
+			rec.Created, rec.Updated, rec.Rev = us, us, 1
+			if b.Restore {
+				restoreMeta(&rec.Created, &rec.Updated, &rec.Rev, e.CreatedAt, e.UpdatedAt, e.Revision)
+			}
+		case bytes.Equal(old.Props, canon):
+			p.result.Edges = append(p.result.Edges, ElementResult{ID: e.String(), Status: Unchanged, Revision: old.Rev})
+			continue
+		default:
+			st = Updated
+			rec.Created, rec.Updated, rec.Rev = old.Created, us, old.Rev+1
+		}
+		p.edges = append(p.edges, edgeOp{key: e.EdgeKey, old: old, new: rec})
+		p.result.Edges = append(p.result.Edges, ElementResult{ID: e.String(), Status: st, Revision: rec.Rev})
+		p.change.Edges = append(p.change.Edges, EdgeChange{EdgeKey: e.EdgeKey, Action: st, Revision: rec.Rev})
+	}
+
+	deletedEdge := map[EdgeKey]bool{}
+	for i, d := range b.DeleteEdges {
+		if !delEdgeOK[i] {
+			continue
+		}
+		ptr := fmt.Sprintf("/deleteEdges/%d", i)
+		old := oldEdge[d.EdgeKey]
+		if old == nil {
+			ps.add(ErrNotFound, ptr, edgeElem(d.EdgeKey), "not-found", "no such edge")
+			continue
+		}
+		if !revisionOK(&ps, ptr, edgeElem(d.EdgeKey), d.ExpectedRevision, old.Rev) {
+			continue
+		}
+		deletedEdge[d.EdgeKey] = true
+		p.edges = append(p.edges, edgeOp{key: d.EdgeKey, old: old})
+	}
+	if len(ps.list) > 0 {
+		return nil, ps.err()
+	}
+	// Cascaded edges: those not deleted explicitly.
+	var casc []EdgeKey
+	for _, k := range cascadeOrder {
+		if !deletedEdge[k] {
+			casc = append(casc, k)
+		}
+	}
+	crecs, err := snap.edgeRecs(ctx, casc)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range casc {
+		if crecs[i] == nil {
+			return nil, fmt.Errorf("edge %s is in Cayley's index but has no record: run lore check", k)
+		}
+		p.edges = append(p.edges, edgeOp{key: k, old: crecs[i]})
+	}
+	for _, op := range p.edges {
+		if op.new == nil {
+			p.result.DeletedEdges = append(p.result.DeletedEdges, op.key.String())
+			p.change.Edges = append(p.change.Edges, EdgeChange{EdgeKey: op.key, Action: Deleted, Revision: op.old.Rev})
+		}
+	}
+	return p, nil
+}
+
+func (r *nodeRec) rev() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.Rev
+}
+
+func (r *edgeRec) rev() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.Rev
+}
+
+func revisionOK(ps *problems, ptr, elem string, want *int64, have int64) bool {
+	if want == nil || *want == have {
+		return true
+	}
+	switch {
+	case *want == 0:
+		ps.add(ErrConflict, ptr+"/expectedRevision", elem, "revision", "expected no such element, but it exists at revision %d", have)
+	case have == 0:
+		ps.add(ErrConflict, ptr+"/expectedRevision", elem, "revision", "expected revision %d, but the element does not exist", *want)
+	default:
+		ps.add(ErrConflict, ptr+"/expectedRevision", elem, "revision", "expected revision %d, but it is at revision %d; read it again and retry", *want, have)
+	}
+	return false
+}
+
+func restoreMeta(created, updated, rev *int64, c, u time.Time, r int64) {
+	if !c.IsZero() {
+		*created = NormalizeTime(c).UnixMicro()
+	}
+	if !u.IsZero() {
+		*updated = NormalizeTime(u).UnixMicro()
+	}
+	if r > 0 {
+		*rev = r
+	}
+}
+
+func addViolations(ps *problems, base, elem string, err error) {
+	var ve *schema.ValidationError
+	if !errors.As(err, &ve) {
+		ps.add(ErrInvalid, base, elem, "schema", "%v", err)
+		return
+	}
+	for _, v := range ve.Violations {
+		ps.add(ErrInvalid, base+v.Pointer, elem, v.Rule, "%s", v.Message)
+	}
+}
+
+// canonicalProps encodes props as canonical JSON and decodes them back, so
+// what is validated is exactly what is stored.
+func canonicalProps(p Props) (json.RawMessage, map[string]any, error) {
+	if p == nil {
+		p = Props{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, nil, err
+	}
+	raw := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	decoded, err := decodeProps(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, decoded, nil
+}
+
+func decodeProps(raw []byte) (Props, error) {
+	p := Props{}
+	if len(raw) == 0 {
+		return p, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func mergeProps(old json.RawMessage, patch Props) (Props, error) {
+	base, err := decodeProps(old)
+	if err != nil {
+		return nil, err
+	}
+	merged := maps.Clone(base)
+	for k, v := range patch {
+		if v == nil {
+			delete(merged, k)
+		} else {
+			merged[k] = v
+		}
+	}
+	return merged, nil
+}
+
+func uniq(ids []ID) []ID {
+	seen := make(map[ID]bool, len(ids))
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// unwrapMsg returns err's message without the trailing category.
+func unwrapMsg(err error) string {
+	s := err.Error()
+	for _, cat := range []error{ErrInvalid, ErrNotFound, ErrConflict} {
+		if suffix := ": " + cat.Error(); len(s) > len(suffix) && s[len(s)-len(suffix):] == suffix {
+			return s[:len(s)-len(suffix)]
+		}
+	}
+	return s
+}
+
+func list(names []string) string {
+	switch len(names) {
+	case 0:
+		return "none"
+	case 1:
+		return names[0]
+	}
+	s := ""
+	for i, n := range names {
+		switch {
+		case i == 0:
+		case i == len(names)-1:
+			s += " or "
+		default:
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}
