@@ -27,6 +27,11 @@ type Batch struct {
 	// Restore makes created elements keep the CreatedAt, UpdatedAt and
 	// Revision their inputs carry (import uses it to round-trip exactly).
 	Restore bool `json:"-"`
+	// DryRun validates the batch and reports what it would do, writing nothing.
+	DryRun bool `json:"-"`
+	// Assume treats these nodes (ID to type) as existing, for a dry run of
+	// an import whose earlier batches were not written.
+	Assume map[ID]string `json:"-"`
 }
 
 // A NodeInput creates or replaces a node.

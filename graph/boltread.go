@@ -610,3 +610,78 @@ func (s *Bolt) Since(ctx context.Context, seq uint64, limit int) ([]Change, erro
 	})
 	return out, err
 }
+
+// ScanNodes returns a page of every node, ordered by ID.
+func (s *Bolt) ScanNodes(ctx context.Context, p Page) (*NodePage, error) {
+	page := &NodePage{Nodes: []*Node{}}
+	limit := p.limit()
+	err := s.read(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bNodes).Cursor()
+		k, v := c.First()
+		if p.After != "" {
+			k, v = c.Seek([]byte(p.After))
+			if string(k) == p.After {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil; k, v = c.Next() {
+			if len(page.Nodes) == limit {
+				page.Next = string(page.Nodes[len(page.Nodes)-1].ID)
+				break
+			}
+			var r nodeRec
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("node %q: corrupt record: %w", k, err)
+			}
+			n, err := r.node(ID(k))
+			if err != nil {
+				return err
+			}
+			page.Nodes = append(page.Nodes, n)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// ScanEdges returns a page of every edge, ordered by from, label, to and key.
+func (s *Bolt) ScanEdges(ctx context.Context, p Page) (*EdgePage, error) {
+	var after []byte
+	if p.After != "" {
+		var err error
+		if after, err = base64.RawURLEncoding.DecodeString(p.After); err != nil {
+			return nil, fmt.Errorf("cursor %q is not an edge scan cursor: %w", p.After, ErrInvalid)
+		}
+	}
+	page := &EdgePage{Edges: []*Edge{}}
+	limit := p.limit()
+	err := s.read(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bEdges).Cursor()
+		k, v := c.First()
+		if after != nil {
+			k, v = c.Seek(after)
+			if bytes.Equal(k, after) {
+				k, v = c.Next()
+			}
+		}
+		var last []byte
+		for ; k != nil; k, v = c.Next() {
+			if len(page.Edges) == limit {
+				page.Next = base64.RawURLEncoding.EncodeToString(last)
+				break
+			}
+			var r edgeRec
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("edge %q: corrupt record: %w", k, err)
+			}
+			e, err := r.edge(edgeKeyFromBytes(k))
+			if err != nil {
+				return err
+			}
+			page.Edges = append(page.Edges, e)
+			last = bytes.Clone(k)
+		}
+		return nil
+	})
+	return page, err
+}

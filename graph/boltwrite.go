@@ -69,6 +69,9 @@ func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.DryRun {
+		return p.result, nil
+	}
 	if p.empty() && b.IdempotencyKey == "" {
 		return p.result, nil
 	}

@@ -38,6 +38,25 @@ type snapshot interface {
 	incident(ctx context.Context, id ID) ([]EdgeKey, error)
 }
 
+// assumeSnap answers for nodes a dry run assumes to exist.
+type assumeSnap struct {
+	snapshot
+	assume map[ID]string
+}
+
+func (a assumeSnap) nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error) {
+	recs, err := a.snapshot.nodeRecs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		if t, ok := a.assume[id]; ok && recs[i] == nil {
+			recs[i] = &nodeRec{Type: t, Props: json.RawMessage("null"), Rev: 1}
+		}
+	}
+	return recs, nil
+}
+
 type nodeOp struct {
 	id       ID
 	old, new *nodeRec // new == nil: delete
@@ -62,6 +81,9 @@ func (p *plan) empty() bool { return len(p.nodes) == 0 && len(p.edges) == 0 }
 // makePlan validates b against the model and the snapshot. It returns a
 // *BatchError listing every problem if the batch must be rejected.
 func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t time.Time) (*plan, error) {
+	if len(b.Assume) > 0 {
+		snap = assumeSnap{snap, b.Assume}
+	}
 	var ps problems
 	if b.Len() == 0 {
 		ps.add(ErrInvalid, "", "batch", "empty", "the batch holds no element; give nodes, edges, deleteNodes or deleteEdges")

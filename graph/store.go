@@ -34,6 +34,10 @@ type Store interface {
 	NodesByType(ctx context.Context, typ string, p Page) (*NodePage, error)
 	// Lookup returns a page of the IDs of nodes whose indexed property matches.
 	Lookup(ctx context.Context, q IndexQuery) (*IDPage, error)
+	// ScanNodes returns a page of every node, ordered by ID.
+	ScanNodes(ctx context.Context, p Page) (*NodePage, error)
+	// ScanEdges returns a page of every edge, ordered by from, label, to and key.
+	ScanEdges(ctx context.Context, p Page) (*EdgePage, error)
 	// Stats counts nodes per type, edges per label and quads.
 	Stats(ctx context.Context) (*Stats, error)
 

@@ -1,0 +1,329 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	cproto "github.com/cayleygraph/cayley/graph/proto"
+	"github.com/cayleygraph/quad"
+	bolt "go.etcd.io/bbolt"
+)
+
+// A CheckReport is the outcome of Check.
+type CheckReport struct {
+	Nodes    int64    `json:"nodes"`
+	Edges    int64    `json:"edges"`
+	Quads    int64    `json:"quads"`
+	Changes  uint64   `json:"changes"`
+	Problems []string `json:"problems"`
+	// Repaired lists what Repair rebuilt.
+	Repaired []string `json:"repaired,omitempty"`
+}
+
+// OK reports whether the check found no problem.
+func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }
+
+const maxCheckProblems = 200
+
+func (r *CheckReport) add(format string, args ...any) {
+	if len(r.Problems) < maxCheckProblems {
+		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+	} else if len(r.Problems) == maxCheckProblems {
+		r.Problems = append(r.Problems, "… more problems not shown")
+	}
+}
+
+// derived holds what the records imply for the derived buckets.
+type derived struct {
+	typeKeys map[string]bool
+	propKeys map[string]bool
+	counts   map[string]int64 // bMeta count keys
+	deg      map[string]int64 // bDeg keys
+}
+
+// Check verifies the store: bbolt's page structure; every record decodes
+// and fits the model; the type, property and degree indexes and the counts
+// match the records; Cayley holds exactly one quad per node and per edge;
+// the change log has no gap. It blocks writers while it runs.
+func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	r := &CheckReport{}
+	var d *derived
+	err := s.read(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			r.add("bbolt: %v", err)
+		}
+		var err error
+		if d, err = s.checkRecords(ctx, tx, r); err != nil {
+			return err
+		}
+		s.checkDerived(tx, d, r)
+		s.checkLog(tx, r)
+		return s.checkCayley(ctx, tx, r)
+	})
+	return r, err
+}
+
+func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport) (*derived, error) {
+	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, counts: map[string]int64{}, deg: map[string]int64{}}
+	err := tx.Bucket(bNodes).ForEach(func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.Nodes++
+		id := ID(k)
+		var rec nodeRec
+		if err := json.Unmarshal(v, &rec); err != nil {
+			r.add("node %q: record does not decode: %v", id, err)
+			return nil
+		}
+		if err := id.Check(); err != nil {
+			r.add("node %q: %v", id, err)
+		}
+		nt, ok := s.model.Node(rec.Type)
+		if !ok {
+			r.add("node %q: type %q is not in the model", id, rec.Type)
+			return nil
+		}
+		props, err := decodeProps(rec.Props)
+		if err != nil {
+			r.add("node %q: properties do not decode: %v", id, err)
+			return nil
+		}
+		if err := nt.Validate(props); err != nil {
+			r.add("node %q: properties break the model: %v", id, err)
+		}
+		d.typeKeys[string(typeKey(rec.Type, id))] = true
+		for _, pk := range propKeys(rec.Type, nt.Indexed, id, props) {
+			d.propKeys[string(pk)] = true
+		}
+		d.counts[string(countKey("node", rec.Type))]++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	nodes := tx.Bucket(bNodes)
+	err = tx.Bucket(bEdges).ForEach(func(k, v []byte) error {
+		r.Edges++
+		key := edgeKeyFromBytes(k)
+		var rec edgeRec
+		if err := json.Unmarshal(v, &rec); err != nil {
+			r.add("edge %s: record does not decode: %v", key, err)
+			return nil
+		}
+		et, ok := s.model.Edge(key.Label)
+		if !ok {
+			r.add("edge %s: label %q is not in the model", key, key.Label)
+			return nil
+		}
+		props, err := decodeProps(rec.Props)
+		if err == nil {
+			err = et.Validate(props)
+		}
+		if err != nil {
+			r.add("edge %s: properties: %v", key, err)
+		}
+		for _, end := range []ID{key.From, key.To} {
+			if nodes.Get([]byte(end)) == nil {
+				r.add("edge %s: endpoint %q does not exist", key, end)
+			}
+		}
+		d.counts[string(countKey("edge", key.Label))]++
+		d.deg[string(degKey(key.From, 'o', key.Label))]++
+		d.deg[string(degKey(key.To, 'i', key.Label))]++
+		return nil
+	})
+	return d, err
+}
+
+func (s *Bolt) checkDerived(tx *bolt.Tx, d *derived, r *CheckReport) {
+	set := func(name string, bucket []byte, want map[string]bool) {
+		n := 0
+		_ = tx.Bucket(bucket).ForEach(func(k, _ []byte) error {
+			n++
+			if !want[string(k)] {
+				r.add("%s index: stray entry %q", name, k)
+			}
+			return nil
+		})
+		if n != len(want) {
+			r.add("%s index: %d entries, the records imply %d", name, n, len(want))
+		}
+	}
+	set("type", bType, d.typeKeys)
+	set("property", bProp, d.propKeys)
+	counters := func(name string, bucket []byte, prefix []byte, want map[string]int64) {
+		seen := 0
+		c := tx.Bucket(bucket).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			seen++
+			if got := int64(binary.BigEndian.Uint64(v)); got != want[string(k)] {
+				r.add("%s %q is %d, the records imply %d", name, k, got, want[string(k)])
+			}
+		}
+		if seen != len(want) {
+			r.add("%s: %d counters, the records imply %d", name, seen, len(want))
+		}
+	}
+	counters("count", bMeta, []byte("count/"), d.counts)
+	counters("edge counter", bDeg, nil, d.deg)
+}
+
+func (s *Bolt) checkLog(tx *bolt.Tx, r *CheckReport) {
+	var want uint64 = 1
+	c := tx.Bucket(bLog).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		seq := binary.BigEndian.Uint64(k)
+		if seq != want {
+			r.add("change log: entry %d follows %d", seq, want-1)
+		}
+		var ch Change
+		if err := json.Unmarshal(v, &ch); err != nil || ch.Seq != seq {
+			r.add("change log: entry %d does not decode", seq)
+		}
+		want = seq + 1
+	}
+	r.Changes = want - 1
+	if r.Changes != s.lastSeq {
+		r.add("change log ends at %d but the store's sequence is %d", r.Changes, s.lastSeq)
+	}
+}
+
+// checkCayley compares every quad with the records.
+func (s *Bolt) checkCayley(ctx context.Context, tx *bolt.Tx, r *CheckReport) error {
+	nodes, edges := tx.Bucket(bNodes), tx.Bucket(bEdges)
+	it := s.qs.QuadsAllIterator().Iterate()
+	defer it.Close()
+	var prims []*cproto.Primitive
+	flush := func() error {
+		names, err := valueNames(ctx, s.qs, prims)
+		if err != nil {
+			return err
+		}
+		for _, p := range prims {
+			q := quad.Quad{Subject: names[p.Subject], Predicate: names[p.Predicate], Object: names[p.Object]}
+			if p.Label != 0 {
+				q.Label = names[p.Label]
+			}
+			subj, _ := q.Subject.(quad.IRI)
+			pred, _ := q.Predicate.(quad.IRI)
+			obj, _ := q.Object.(quad.IRI)
+			id, ok := strings.CutPrefix(string(subj), "n:")
+			switch {
+			case !ok:
+				r.add("cayley: quad %s has a subject Lore does not write", q)
+			case pred == predType:
+				var rec nodeRec
+				v := nodes.Get([]byte(id))
+				if v == nil || json.Unmarshal(v, &rec) != nil || typeIRI(rec.Type) != obj {
+					r.add("cayley: quad %s has no matching node record", q)
+				}
+			case strings.HasPrefix(string(pred), "e:"):
+				k, err := edgeOfQuad(q, string(pred[2:]))
+				if err != nil || edges.Get(k.bytes()) == nil {
+					r.add("cayley: quad %s has no matching edge record", q)
+				}
+			default:
+				r.add("cayley: quad %s has a predicate Lore does not write", q)
+			}
+		}
+		prims = prims[:0]
+		return nil
+	}
+	for it.Next(ctx) {
+		r.Quads++
+		if p, ok := it.Result().(*cproto.Primitive); ok {
+			prims = append(prims, p)
+		}
+		if len(prims) == 512 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if want := r.Nodes + r.Edges; r.Quads != want {
+		r.add("cayley holds %d quads; the records imply %d (one per node and per edge)", r.Quads, want)
+	}
+	return nil
+}
+
+// Repair rebuilds the derived buckets (type and property indexes, counts,
+// edge counters) from the node and edge records, then checks again. It
+// cannot repair Cayley's quads: Compact rebuilds those.
+func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
+	s.wmu.Lock()
+	var d *derived
+	err := s.read(func(tx *bolt.Tx) error {
+		var err error
+		d, err = s.checkRecords(ctx, tx, &CheckReport{})
+		return err
+	})
+	if err == nil {
+		s.rw.Lock()
+		err = s.db.DB().Update(func(tx *bolt.Tx) error {
+			for _, b := range [][]byte{bType, bProp, bDeg} {
+				if err := tx.DeleteBucket(b); err != nil {
+					return err
+				}
+				if _, err := tx.CreateBucket(b); err != nil {
+					return err
+				}
+			}
+			meta := tx.Bucket(bMeta)
+			c := meta.Cursor()
+			var stale [][]byte
+			for k, _ := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, _ = c.Next() {
+				stale = append(stale, bytes.Clone(k))
+			}
+			for _, k := range stale {
+				if err := meta.Delete(k); err != nil {
+					return err
+				}
+			}
+			for k := range d.typeKeys {
+				if err := tx.Bucket(bType).Put([]byte(k), []byte{}); err != nil {
+					return err
+				}
+			}
+			for k := range d.propKeys {
+				if err := tx.Bucket(bProp).Put([]byte(k), []byte{}); err != nil {
+					return err
+				}
+			}
+			for k, n := range d.counts {
+				if err := meta.Put([]byte(k), u64(uint64(n))); err != nil {
+					return err
+				}
+			}
+			for k, n := range d.deg {
+				if err := tx.Bucket(bDeg).Put([]byte(k), u64(uint64(n))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		s.rw.Unlock()
+	}
+	s.wmu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.Check(ctx)
+	if r != nil {
+		r.Repaired = []string{"type index", "property index", "counts", "edge counters"}
+	}
+	return r, err
+}
+

@@ -1,0 +1,148 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// An ndjsonLine is one line of Lore's NDJSON format:
+//
+//	{"kind":"node","id":"person/ada","type":"Person","properties":{"name":"Ada"}}
+//	{"kind":"edge","from":"person/ada","label":"memberOf","to":"team/core","properties":{"role":"lead"}}
+//
+// Edges of keyed labels carry "key". createdAt, updatedAt (RFC 3339) and
+// revision are optional; an import keeps them for the elements it creates.
+type ndjsonLine struct {
+	Kind       string    `json:"kind"`
+	ID         ID        `json:"id,omitempty"`
+	Type       string    `json:"type,omitempty"`
+	From       ID        `json:"from,omitempty"`
+	Label      string    `json:"label,omitempty"`
+	To         ID        `json:"to,omitempty"`
+	Key        string    `json:"key,omitempty"`
+	Properties Props     `json:"properties"`
+	CreatedAt  time.Time `json:"createdAt,omitzero"`
+	UpdatedAt  time.Time `json:"updatedAt,omitzero"`
+	Revision   int64     `json:"revision,omitempty"`
+}
+
+type ndjsonDecoder struct{ lr *lineReader }
+
+func (d *ndjsonDecoder) lines() int64 { return d.lr.n }
+
+func (d *ndjsonDecoder) next() (element, error) {
+	line, n, err := d.lr.next()
+	el := element{line: n}
+	if err != nil {
+		return el, err
+	}
+	var l ndjsonLine
+	if err := strictJSON(line, &l); err != nil {
+		return el, err
+	}
+	switch l.Kind {
+	case "node":
+		if l.From != "" || l.To != "" || l.Label != "" || l.Key != "" {
+			return el, fmt.Errorf("a node line takes id, type and properties, not from, label, to or key")
+		}
+		el.node = &NodeInput{ID: l.ID, Type: l.Type, Properties: l.Properties, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, Revision: l.Revision}
+	case "edge":
+		if l.ID != "" || l.Type != "" {
+			return el, fmt.Errorf("an edge line takes from, label, to, key and properties, not id or type")
+		}
+		el.edge = &EdgeInput{EdgeKey: EdgeKey{From: l.From, Label: l.Label, To: l.To, Key: l.Key},
+			Properties: l.Properties, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, Revision: l.Revision}
+	default:
+		return el, fmt.Errorf(`"kind" is %q; want "node" or "edge"`, l.Kind)
+	}
+	return el, nil
+}
+
+// strictJSON decodes one JSON value, numbers as json.Number, refusing
+// unknown fields and trailing data.
+func strictJSON(data []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("not a valid line: %v", err)
+	}
+	if d.More() {
+		return fmt.Errorf("not a valid line: data after the JSON object")
+	}
+	return nil
+}
+
+// lineWriter writes one JSON value per line, without HTML escaping.
+type lineWriter struct {
+	enc *json.Encoder
+}
+
+func newLineWriter(w io.Writer) *lineWriter {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &lineWriter{enc: enc}
+}
+
+func (w *lineWriter) write(v any) error { return w.enc.Encode(v) }
+
+func exportNDJSON(ctx context.Context, s Store, w io.Writer, st *ExportStats) error {
+	lw := newLineWriter(w)
+	err := eachNode(ctx, s, func(n *Node) error {
+		st.Nodes++
+		return lw.write(ndjsonLine{Kind: "node", ID: n.ID, Type: n.Type, Properties: n.Properties,
+			CreatedAt: n.CreatedAt, UpdatedAt: n.UpdatedAt, Revision: n.Revision})
+	})
+	if err != nil {
+		return err
+	}
+	return eachEdge(ctx, s, func(e *Edge) error {
+		st.Edges++
+		return lw.write(ndjsonLine{Kind: "edge", From: e.From, Label: e.Label, To: e.To, Key: e.Key, Properties: e.Properties,
+			CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Revision: e.Revision})
+	})
+}
+
+// eachNode calls f for every node, in ID order, a page at a time.
+func eachNode(ctx context.Context, s Store, f func(*Node) error) error {
+	p := Page{Limit: 1000}
+	for {
+		page, err := s.ScanNodes(ctx, p)
+		if err != nil {
+			return err
+		}
+		for _, n := range page.Nodes {
+			if err := f(n); err != nil {
+				return err
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		p.After = page.Next
+	}
+}
+
+// eachEdge calls f for every edge, in key order, a page at a time.
+func eachEdge(ctx context.Context, s Store, f func(*Edge) error) error {
+	p := Page{Limit: 1000}
+	for {
+		page, err := s.ScanEdges(ctx, p)
+		if err != nil {
+			return err
+		}
+		for _, e := range page.Edges {
+			if err := f(e); err != nil {
+				return err
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		p.After = page.Next
+	}
+}

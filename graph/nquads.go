@@ -1,0 +1,320 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cayleygraph/quad"
+	"github.com/cayleygraph/quad/nquads"
+)
+
+// N-Quads export writes the logical graph, properties included:
+//
+//	<n:ID> <pg:type> <t:TYPE> .
+//	<n:ID> <p:NAME> VALUE .
+//	<n:ID> <pg:createdAt> "…"^^<xsd:dateTime> .   (also updatedAt, and revision as xsd:integer)
+//	<n:FROM> <e:LABEL> <n:TO> [<k:KEY>] .
+//	<x:EDGE-ID> <p:NAME> VALUE .                    (edge properties and metadata)
+//
+// VALUE is a plain literal for a string, an xsd:integer, xsd:double or
+// xsd:boolean literal for a number or boolean (keeping its exact lexical
+// form), and a lore:json literal for null, arrays and objects. All quads of
+// one node, and of one edge, are consecutive; import relies on it.
+
+const (
+	xsd         = "http://www.w3.org/2001/XMLSchema#"
+	xsdInteger  = quad.IRI(xsd + "integer")
+	xsdDouble   = quad.IRI(xsd + "double")
+	xsdDecimal  = quad.IRI(xsd + "decimal")
+	xsdBoolean  = quad.IRI(xsd + "boolean")
+	xsdString   = quad.IRI(xsd + "string")
+	xsdDateTime = quad.IRI(xsd + "dateTime")
+	loreJSON    = quad.IRI("lore:json")
+)
+
+var intLexical = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+func literalOf(v any) (quad.Value, error) {
+	switch x := v.(type) {
+	case string:
+		return quad.String(x), nil
+	case bool:
+		return quad.TypedString{Value: quad.String(strconv.FormatBool(x)), Type: xsdBoolean}, nil
+	case json.Number:
+		if intLexical.MatchString(string(x)) {
+			return quad.TypedString{Value: quad.String(x), Type: xsdInteger}, nil
+		}
+		return quad.TypedString{Value: quad.String(x), Type: xsdDouble}, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return quad.TypedString{Value: quad.String(bytes.TrimSpace(buf.Bytes())), Type: loreJSON}, nil
+}
+
+func valueOf(v quad.Value) (any, error) {
+	switch x := v.(type) {
+	case quad.String:
+		return string(x), nil
+	case quad.LangString:
+		return string(x.Value), nil
+	case quad.TypedString:
+		s := string(x.Value)
+		switch x.Type {
+		case xsdInteger, xsdDouble, xsdDecimal, quad.IRI(xsd + "float"), quad.IRI(xsd + "long"), quad.IRI(xsd + "int"):
+			var n json.Number
+			if err := json.Unmarshal([]byte(s), &n); err != nil {
+				return nil, fmt.Errorf("%q is not a number Lore can store", s)
+			}
+			return n, nil
+		case xsdBoolean:
+			return strconv.ParseBool(s)
+		case loreJSON:
+			d := json.NewDecoder(strings.NewReader(s))
+			d.UseNumber()
+			var out any
+			if err := d.Decode(&out); err != nil {
+				return nil, fmt.Errorf("lore:json literal: %v", err)
+			}
+			return out, nil
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("property value %s must be a literal", v)
+}
+
+func timeLiteral(t time.Time) quad.Value {
+	return quad.TypedString{Value: quad.String(t.UTC().Format(time.RFC3339Nano)), Type: xsdDateTime}
+}
+
+func edgeSubject(k EdgeKey) quad.IRI { return quad.IRI("x:" + k.String()) }
+
+func exportNQuads(ctx context.Context, s Store, w io.Writer, st *ExportStats) error {
+	nw := nquads.NewWriter(w)
+	writeProps := func(subj quad.Value, props Props, created, updated time.Time, rev int64) error {
+		names := make([]string, 0, len(props))
+		for k := range props {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			lit, err := literalOf(props[name])
+			if err != nil {
+				return err
+			}
+			if err := nw.WriteQuad(quad.Quad{Subject: subj, Predicate: propIRI(name), Object: lit}); err != nil {
+				return err
+			}
+		}
+		for _, q := range []quad.Quad{
+			{Subject: subj, Predicate: metaIRI("createdAt"), Object: timeLiteral(created)},
+			{Subject: subj, Predicate: metaIRI("updatedAt"), Object: timeLiteral(updated)},
+			{Subject: subj, Predicate: metaIRI("revision"), Object: quad.TypedString{Value: quad.String(strconv.FormatInt(rev, 10)), Type: xsdInteger}},
+		} {
+			if err := nw.WriteQuad(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := eachNode(ctx, s, func(n *Node) error {
+		st.Nodes++
+		if err := nw.WriteQuad(nodeQuad(n.ID, n.Type)); err != nil {
+			return err
+		}
+		return writeProps(nodeIRI(n.ID), n.Properties, n.CreatedAt, n.UpdatedAt, n.Revision)
+	})
+	if err != nil {
+		return err
+	}
+	err = eachEdge(ctx, s, func(e *Edge) error {
+		st.Edges++
+		if err := nw.WriteQuad(edgeQuad(e.EdgeKey)); err != nil {
+			return err
+		}
+		return writeProps(edgeSubject(e.EdgeKey), e.Properties, e.CreatedAt, e.UpdatedAt, e.Revision)
+	})
+	if err != nil {
+		return err
+	}
+	return nw.Close()
+}
+
+// nquadsDecoder assembles elements from consecutive quads.
+type nquadsDecoder struct {
+	lr      *lineReader
+	pending *element
+	subject string // the subject the pending element collects
+}
+
+func (d *nquadsDecoder) lines() int64 { return d.lr.n }
+
+func (d *nquadsDecoder) next() (element, error) {
+	for {
+		line, n, err := d.lr.next()
+		if err == io.EOF {
+			return d.take(io.EOF)
+		}
+		if err != nil {
+			return element{line: n}, err
+		}
+		if line[0] == '#' {
+			continue
+		}
+		q, err := nquads.Parse(string(line))
+		if err != nil {
+			return element{line: n}, fmt.Errorf("not an N-Quad: %v", err)
+		}
+		subj, ok := q.Subject.(quad.IRI)
+		pred, ok2 := q.Predicate.(quad.IRI)
+		if !ok || !ok2 {
+			return element{line: n}, fmt.Errorf("subject and predicate must be IRIs")
+		}
+		if label, ok := strings.CutPrefix(string(pred), "e:"); ok {
+			k, err := edgeOfQuad(q, label)
+			if err != nil {
+				return element{line: n}, err
+			}
+			if out, ready := d.start(element{line: n, edge: &EdgeInput{EdgeKey: k}}, string(edgeSubject(k))); ready {
+				return out, out.complete()
+			}
+			continue
+		}
+		if string(subj) != d.subject {
+			id, ok := strings.CutPrefix(string(subj), "n:")
+			if !ok {
+				return element{line: n}, fmt.Errorf("%s: subject must be a node <n:ID> or follow its edge quad", subj)
+			}
+			out, ready := d.start(element{line: n, node: &NodeInput{ID: ID(id), Properties: Props{}}}, string(subj))
+			if err := d.add(q, pred); err != nil {
+				return element{line: n}, err
+			}
+			if ready {
+				return out, out.complete()
+			}
+			continue
+		}
+		if err := d.add(q, pred); err != nil {
+			return element{line: n}, err
+		}
+	}
+}
+
+// start makes el the pending element and returns the previous one, if any.
+func (d *nquadsDecoder) start(el element, subject string) (element, bool) {
+	prev := d.pending
+	d.pending, d.subject = &el, subject
+	if prev == nil {
+		return element{}, false
+	}
+	return *prev, true
+}
+
+func (d *nquadsDecoder) take(end error) (element, error) {
+	if d.pending == nil {
+		return element{line: d.lr.n}, end
+	}
+	el := *d.pending
+	d.pending, d.subject = nil, ""
+	return el, el.complete()
+}
+
+func (el *element) complete() error {
+	if el.node != nil && el.node.Type == "" {
+		return fmt.Errorf("node %q has no <pg:type> quad", el.node.ID)
+	}
+	return nil
+}
+
+func (d *nquadsDecoder) add(q quad.Quad, pred quad.IRI) error {
+	el := d.pending
+	var p Props
+	var created, updated *time.Time
+	var rev *int64
+	if el.node != nil {
+		if el.node.Properties == nil {
+			el.node.Properties = Props{}
+		}
+		p, created, updated, rev = el.node.Properties, &el.node.CreatedAt, &el.node.UpdatedAt, &el.node.Revision
+	} else {
+		if el.edge.Properties == nil {
+			el.edge.Properties = Props{}
+		}
+		p, created, updated, rev = el.edge.Properties, &el.edge.CreatedAt, &el.edge.UpdatedAt, &el.edge.Revision
+	}
+	switch name := string(pred); {
+	case name == "pg:type" && el.node != nil:
+		t, ok := q.Object.(quad.IRI)
+		typ, ok2 := strings.CutPrefix(string(t), "t:")
+		if !ok || !ok2 {
+			return fmt.Errorf("<pg:type> object must be <t:TYPE>")
+		}
+		el.node.Type = typ
+	case name == "pg:createdAt", name == "pg:updatedAt":
+		ts, ok := q.Object.(quad.TypedString)
+		if !ok {
+			return fmt.Errorf("%s must be an xsd:dateTime literal", name)
+		}
+		t, err := time.Parse(time.RFC3339Nano, string(ts.Value))
+		if err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+		if name == "pg:createdAt" {
+			*created = t
+		} else {
+			*updated = t
+		}
+	case name == "pg:revision":
+		v, err := valueOf(q.Object)
+		n, ok := v.(json.Number)
+		if err != nil || !ok {
+			return fmt.Errorf("pg:revision must be an xsd:integer")
+		}
+		if *rev, err = n.Int64(); err != nil {
+			return fmt.Errorf("pg:revision: %v", err)
+		}
+	case strings.HasPrefix(name, "p:"):
+		v, err := valueOf(q.Object)
+		if err != nil {
+			return err
+		}
+		p[name[2:]] = v
+	default:
+		return fmt.Errorf("unknown predicate <%s>; Lore reads pg:type, pg:createdAt, pg:updatedAt, pg:revision, p:NAME and e:LABEL", name)
+	}
+	return nil
+}
+
+func edgeOfQuad(q quad.Quad, label string) (EdgeKey, error) {
+	from, ok1 := q.Subject.(quad.IRI)
+	to, ok2 := q.Object.(quad.IRI)
+	f, ok3 := strings.CutPrefix(string(from), "n:")
+	t, ok4 := strings.CutPrefix(string(to), "n:")
+	if !(ok1 && ok2 && ok3 && ok4) {
+		return EdgeKey{}, fmt.Errorf("an edge quad joins <n:FROM> to <n:TO>")
+	}
+	k := EdgeKey{From: ID(f), Label: label, To: ID(t)}
+	if q.Label != nil {
+		l, ok := q.Label.(quad.IRI)
+		key, ok2 := strings.CutPrefix(string(l), "k:")
+		if !ok || !ok2 {
+			return EdgeKey{}, fmt.Errorf("an edge's graph label must be <k:KEY>")
+		}
+		var err error
+		if k.Key, err = UnescapeSegment(key); err != nil {
+			return EdgeKey{}, err
+		}
+	}
+	return k, nil
+}
