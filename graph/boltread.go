@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -585,6 +586,9 @@ func (s *Bolt) Stats(ctx context.Context) (*Stats, error) {
 		}
 		st.LastSeq = s.lastSeq
 		cst, err := s.qs.Stats(ctx, false)
+		if errors.Is(err, ckv.ErrNoBucket) { // no quad written yet
+			return nil
+		}
 		st.Quads = cst.Quads.Value
 		return err
 	})

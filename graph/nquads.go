@@ -172,7 +172,7 @@ func (d *nquadsDecoder) next() (element, error) {
 		if line[0] == '#' {
 			continue
 		}
-		q, err := nquads.Parse(string(line))
+		q, err := nquads.ParseRaw(string(line))
 		if err != nil {
 			return element{line: n}, fmt.Errorf("not an N-Quad: %v", err)
 		}

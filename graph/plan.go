@@ -196,6 +196,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	}
 
 	p := &plan{result: &Result{}, change: &Change{Time: t, Op: b.Op}}
+	badNode := map[ID]bool{} // nodes of the batch already reported; their edges are not reported again
 	if p.change.Op == "" {
 		p.change.Op = "write"
 	}
@@ -205,6 +206,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		ptr := fmt.Sprintf("/nodes/%d", i)
 		nt, _ := m.Node(n.Type)
 		old := oldNode[n.ID]
+		badNode[n.ID] = true
 		if old != nil && old.Type != n.Type {
 			ps.add(ErrInvalid, ptr+"/type", nodeElem(n.ID), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
 			continue
@@ -229,6 +231,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			continue
 		}
 		newType[n.ID] = n.Type
+		delete(badNode, n.ID)
 		rec := &nodeRec{Type: n.Type, Props: canon}
 		st := Created
 		switch {
@@ -296,6 +299,9 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		}
 		ptr := fmt.Sprintf("/edges/%d", i)
 		elem := edgeElem(e.EdgeKey)
+		if badNode[e.From] || badNode[e.To] {
+			continue // the node's own problem is reported
+		}
 		et, _ := m.Edge(e.Label)
 		ft, fok := typeOf(e.From)
 		tt, tok := typeOf(e.To)

@@ -51,6 +51,14 @@ func ValidName(s string) bool { return len(s) <= MaxNameLen && nameRE.MatchStrin
 //go:embed models/default.json
 var defaultModel []byte
 
+//go:embed models/example.ndjson
+var exampleData []byte
+
+// ExampleData returns the embedded example dataset for the default model: a
+// small fictional company (Tessellate) with its teams, people, services,
+// documents and architecture decisions, as Lore NDJSON.
+func ExampleData() []byte { return bytes.Clone(exampleData) }
+
 // DefaultJSON returns the embedded default model document.
 func DefaultJSON() []byte { return bytes.Clone(defaultModel) }
 

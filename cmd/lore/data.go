@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/schema"
+)
+
+func cmdImport(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "import", "import [--format ndjson|nquads|memory] [--batch N] [--dry-run] FILE|-")
+	var sf storeFlags
+	sf.register(fs, e)
+	format := fs.String("format", "ndjson", "input `format`: ndjson, nquads or memory (the MCP memory server's JSONL)")
+	batch := fs.Int("batch", graph.DefaultImportBatch, "elements per transaction")
+	dry := fs.Bool("dry-run", false, "validate every line and write nothing")
+	progress := fs.Bool("progress", false, "report progress after every batch, even when stderr is not a terminal")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "import takes one file (- for stdin)")
+	}
+	f, err := graph.ParseFormat(*format)
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	in, closeIn, err := openInput(e, pos[0])
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	s, err := sf.open(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	opt := graph.ImportOptions{Format: f, BatchSize: *batch, DryRun: *dry}
+	tty := isTerminal(e.stderr)
+	switch {
+	case *progress:
+		opt.Progress = func(st graph.ImportStats) {
+			fmt.Fprintf(e.stderr, "progress: %d elements committed, %.0f/s, %s\n", st.Elements(), st.Rate(), st.Elapsed.Round(time.Millisecond))
+		}
+	case tty:
+		var last time.Time
+		opt.Progress = func(st graph.ImportStats) {
+			if time.Since(last) < 250*time.Millisecond {
+				return
+			}
+			last = time.Now()
+			fmt.Fprintf(e.stderr, "\r%s, %.0f/s, %s   ", plural(st.Elements(), "element"), st.Rate(), st.Elapsed.Round(100*time.Millisecond))
+		}
+	}
+	st, err := graph.Import(ctx, s, in, opt)
+	if tty && !*progress {
+		fmt.Fprint(e.stderr, "\r\033[K")
+	}
+	if st != nil {
+		verb := "imported"
+		if *dry {
+			verb = "validated (dry run, nothing written)"
+		}
+		fmt.Fprintf(e.stderr, "%s %s and %s from %s lines in %s (%.0f elements/s): %d created, %d updated, %d unchanged\n",
+			verb, plural(st.Nodes, "node"), plural(st.Edges, "edge"), fmt.Sprint(st.Lines), st.Elapsed.Round(time.Millisecond),
+			st.Rate(), st.Created, st.Updated, st.Unchanged)
+	}
+	return err
+}
+
+func cmdExport(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "export", "export [--format ndjson|nquads|memory] FILE|-")
+	var sf storeFlags
+	sf.register(fs, e)
+	format := fs.String("format", "ndjson", "output `format`: ndjson, nquads or memory (Entity nodes and relations only)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "export takes one file (- for stdout)")
+	}
+	f, err := graph.ParseFormat(*format)
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	s, err := sf.open(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	out, closeOut, err := openOutput(e, pos[0])
+	if err != nil {
+		return err
+	}
+	st, err := graph.Export(ctx, s, out, f)
+	if cerr := closeOut(err == nil); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "exported %s and %s\n", plural(st.Nodes, "node"), plural(st.Edges, "edge"))
+	return nil
+}
+
+// cmdValidate checks a model and, optionally, a data file against it: a dry
+// run of the import into an empty temporary store.
+func cmdValidate(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "validate", "validate [--model FILE] [--format ndjson|nquads|memory] [DATAFILE|-]")
+	model := fs.String("model", e.getenv("LORE_MODEL"), "model `file` to check (default: the built-in default model)")
+	format := fs.String("format", "ndjson", "data file `format`")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usageErr(fs, "validate takes at most one data file")
+	}
+	m := schema.Default()
+	name := "the default model"
+	if *model != "" {
+		if m, err = loadModel(*model); err != nil {
+			return err
+		}
+		name = *model
+	}
+	fmt.Fprintf(e.stdout, "%s: valid (%s, %s)\n", name, plural(int64(len(m.NodeTypeNames())), "node type"), plural(int64(len(m.EdgeLabels())), "edge label"))
+	if len(pos) == 0 {
+		return nil
+	}
+	f, err := graph.ParseFormat(*format)
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	in, closeIn, err := openInput(e, pos[0])
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	dir, err := os.MkdirTemp("", "lore-validate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	s, err := graph.Open(ctx, graph.Config{Path: dir, Model: m, NoSync: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	st, err := graph.Import(ctx, s, in, graph.ImportOptions{Format: f, DryRun: true})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s: valid (%s, %s)\n", pos[0], plural(st.Nodes, "node"), plural(st.Edges, "edge"))
+	return nil
+}
+
+func openInput(e *env, name string) (io.Reader, func(), error) {
+	if name == "-" {
+		return e.stdin, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() { f.Close() }, nil
+}
+
+// openOutput opens name for writing; a file is written beside its final
+// name and renamed into place on success, so a failed export leaves no torn file.
+func openOutput(e *env, name string) (io.Writer, func(ok bool) error, error) {
+	if name == "-" {
+		return e.stdout, func(bool) error { return nil }, nil
+	}
+	tmp := name + ".partial"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func(ok bool) error {
+		err := f.Close()
+		if !ok || err != nil {
+			os.Remove(tmp)
+			return err
+		}
+		return os.Rename(tmp, name)
+	}, nil
+}
+
+// loadExample imports the embedded example dataset.
+func loadExample(ctx context.Context, s graph.Store) (*graph.ImportStats, error) {
+	return graph.Import(ctx, s, bytes.NewReader(schema.ExampleData()), graph.ImportOptions{Format: graph.NDJSON})
+}

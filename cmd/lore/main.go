@@ -1,0 +1,255 @@
+// Command lore runs and manages a Lore knowledge graph.
+//
+// Flags and environment variables are read here and nowhere else.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/schema"
+)
+
+// version is set by the linker for releases.
+var version = "dev"
+
+const usage = `lore: a graph-backed knowledge server, MCP-native.
+
+Usage:
+  lore COMMAND [flags] [args]
+
+Commands:
+  serve      open the store (loading the example data into a new one) and serve it
+  import     load a file into the store:   lore import [--format ndjson|nquads|memory] FILE|-
+  export     write the store to a file:    lore export [--format ndjson|nquads|memory] FILE|-
+  validate   check a model file, and optionally a data file against it, without a store
+  get        print a node or an edge:       lore get ID   (an edge ID reads label(from,to))
+  stats      count nodes per type and edges per label
+  check      verify the store's integrity (--repair rebuilds Lore's indexes)
+  compact    rewrite the store into a fresh file, dropping Cayley's tombstones
+  version    print the version
+
+Every command that opens a store takes:
+  --store PATH   the store directory (env LORE_STORE; default $XDG_DATA_HOME/lore,
+                 or ~/.local/share/lore)
+  --model FILE   the model to validate against (env LORE_MODEL; default: the model
+                 the store was created with, else the built-in default model)
+  --lock-timeout DURATION
+                 how long to wait for another process holding the store (default 1s)
+
+Run 'lore COMMAND --help' for a command's flags.
+`
+
+// exitError carries an exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "lore:", err)
+		} else {
+			code = 0
+		}
+		os.Exit(code)
+	}
+}
+
+// env is the process environment the CLI reads, so tests can give their own.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	log            *slog.Logger
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	e.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(os.Getenv("LORE_LOG_LEVEL"))}))
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{2, errors.New("no command given")}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "version", "--version":
+		fmt.Fprintln(stdout, "lore", version)
+		return nil
+	}
+	f, ok := commands[cmd]
+	if !ok {
+		fmt.Fprint(stderr, usage)
+		return &exitError{2, fmt.Errorf("unknown command %q", cmd)}
+	}
+	return f(ctx, e, rest)
+}
+
+var commands = map[string]func(context.Context, *env, []string) error{
+	"serve":    cmdServe,
+	"import":   cmdImport,
+	"export":   cmdExport,
+	"validate": cmdValidate,
+	"get":      cmdGet,
+	"stats":    cmdStats,
+	"check":    cmdCheck,
+	"compact":  cmdCompact,
+}
+
+func logLevel(s string) slog.Level {
+	var l slog.Level
+	if l.UnmarshalText([]byte(s)) != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// storeFlags are the flags of every command that opens a store.
+type storeFlags struct {
+	store, model string
+	lockTimeout  time.Duration
+}
+
+func (sf *storeFlags) register(fs *flag.FlagSet, e *env) {
+	fs.StringVar(&sf.store, "store", e.getenv("LORE_STORE"), "store `directory` (env LORE_STORE)")
+	fs.StringVar(&sf.model, "model", e.getenv("LORE_MODEL"), "model `file` (env LORE_MODEL)")
+	fs.DurationVar(&sf.lockTimeout, "lock-timeout", time.Second, "how long to wait for another process holding the store")
+}
+
+// defaultStore returns $XDG_DATA_HOME/lore, or ~/.local/share/lore.
+func defaultStore(e *env) (string, error) {
+	if d := e.getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "lore"), nil
+	}
+	home := e.getenv("HOME")
+	if home == "" {
+		return "", errors.New("no store: pass --store, or set LORE_STORE, XDG_DATA_HOME or HOME")
+	}
+	return filepath.Join(home, ".local", "share", "lore"), nil
+}
+
+// config turns the flags into a store configuration.
+func (sf *storeFlags) config(e *env) (graph.Config, error) {
+	cfg := graph.Config{Path: sf.store, LockTimeout: sf.lockTimeout}
+	if cfg.Path == "" {
+		p, err := defaultStore(e)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Path = p
+	}
+	if sf.model != "" {
+		m, err := loadModel(sf.model)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Model = m
+	}
+	return cfg, nil
+}
+
+func loadModel(path string) (*schema.Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := schema.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// open opens the store the flags name.
+func (sf *storeFlags) open(ctx context.Context, e *env) (*graph.Bolt, error) {
+	cfg, err := sf.config(e)
+	if err != nil {
+		return nil, err
+	}
+	return graph.Open(ctx, cfg)
+}
+
+// parse parses flags interspersed with positional arguments, so that
+// "lore import data.ndjson --format nquads" works as well.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &exitError{2, err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: lore %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func usageErr(fs *flag.FlagSet, format string, args ...any) error {
+	fs.Usage()
+	return &exitError{2, fmt.Errorf(format, args...)}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	if strings.HasSuffix(word, "y") {
+		return fmt.Sprintf("%d %sies", n, word[:len(word)-1])
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lore-dev/lore/graph"
+)
+
+var loreBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lore-bin-")
+	if err != nil {
+		panic(err)
+	}
+	loreBin = filepath.Join(dir, "lore")
+	if out, err := exec.Command("go", "build", "-o", loreBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building lore: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// lore runs the binary to completion.
+func lore(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), loreBin, args...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_DATA_HOME=", "LORE_STORE=", "LORE_MODEL=")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+// bigFile writes n topics and documents with edges between them, as NDJSON.
+func bigFile(t *testing.T, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "big.ndjson")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := range n {
+		fmt.Fprintf(w, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic %d","description":"generated"}}`+"\n", i, i)
+		fmt.Fprintf(w, `{"kind":"node","id":"doc/d%d","type":"Document","properties":{"title":"doc %d","kind":"guide"}}`+"\n", i, i)
+		fmt.Fprintf(w, `{"kind":"edge","from":"doc/d%d","label":"about","to":"topic/t%d"}`+"\n", i, i)
+		if i > 0 {
+			fmt.Fprintf(w, `{"kind":"edge","from":"doc/d%d","label":"references","to":"doc/d%d"}`+"\n", i, i-1)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return path
+}
+
+// startImport starts "lore import --progress" and returns a channel of its
+// committed element counts, one per batch.
+func startImport(t *testing.T, ctx context.Context, store, file string, extra ...string) (*exec.Cmd, <-chan int64, *bytes.Buffer) {
+	t.Helper()
+	args := append([]string{"import", "--store", store, "--batch", "1000", "--progress", file}, extra...)
+	cmd := exec.CommandContext(ctx, loreBin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	progress := make(chan int64, 1000)
+	rest := new(bytes.Buffer)
+	go func() {
+		defer close(progress)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var n int64
+			if _, err := fmt.Sscanf(sc.Text(), "progress: %d elements committed", &n); err == nil {
+				progress <- n
+			} else {
+				rest.WriteString(sc.Text() + "\n")
+			}
+		}
+	}()
+	return cmd, progress, rest
+}
+
+// Five times: SIGKILL an import mid-way; the store opens, passes check, and
+// holds only whole batches.
+func TestImportSurvivesSIGKILL(t *testing.T) {
+	store := t.TempDir()
+	file := bigFile(t, 15000) // 59,999 elements, 60 batches
+	for round := 1; round <= 5; round++ {
+		cmd, progress, _ := startImport(t, t.Context(), store, file)
+		// Let a few more batches commit each round, then kill without warning.
+		for range round * 2 {
+			if _, ok := <-progress; !ok {
+				t.Fatalf("round %d: import ended before it could be killed", round)
+			}
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		for range progress {
+		}
+		if out, errOut, code := lore(t, "check", "--store", store); code != 0 {
+			t.Fatalf("round %d: check failed (exit %d):\n%s%s", round, code, out, errOut)
+		}
+		s, err := graph.Open(t.Context(), graph.Config{Path: store})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		st, _ := s.Stats(t.Context())
+		changes, _ := s.Since(t.Context(), 0, graph.MaxPageSize)
+		s.Close()
+		// Every committed batch is whole: 1,000 elements each, and the store
+		// holds exactly the elements its batches created.
+		var created int64
+		for _, c := range changes {
+			if n := len(c.Nodes) + len(c.Edges); n != 1000 {
+				t.Errorf("round %d: change %d holds %d elements, not a whole batch of 1000", round, c.Seq, n)
+			}
+			for _, n := range c.Nodes {
+				if n.Action == graph.Created {
+					created++
+				}
+			}
+			for _, e := range c.Edges {
+				if e.Action == graph.Created {
+					created++
+				}
+			}
+		}
+		if st.Nodes+st.Edges != created || created%1000 != 0 || created == 0 {
+			t.Errorf("round %d: the store holds %d elements, its change log created %d", round, st.Nodes+st.Edges, created)
+		}
+		t.Logf("round %d: killed with %d elements committed in %d batches", round, created, len(changes))
+	}
+	// A last, uninterrupted import completes the file.
+	if out, errOut, code := lore(t, "import", "--store", store, file); code != 0 {
+		t.Fatalf("final import: %s%s", out, errOut)
+	}
+	out, _, code := lore(t, "stats", "--store", store, "--json")
+	if code != 0 || !strings.Contains(out, `"nodes": 30000`) || !strings.Contains(out, `"edges": 29999`) {
+		t.Errorf("after the final import: %s", out)
+	}
+}
+
+// A second import on a held store fails fast, naming the lock; with a
+// longer --lock-timeout it waits its turn. Nothing is lost.
+func TestTwoImportsOneStore(t *testing.T) {
+	store := t.TempDir()
+	file := bigFile(t, 6000)
+	other := filepath.Join(t.TempDir(), "other.ndjson")
+	os.WriteFile(other, []byte(`{"kind":"node","id":"topic/other","type":"Topic","properties":{"name":"other"}}`+"\n"), 0o644)
+
+	first, progress, _ := startImport(t, t.Context(), store, file)
+	<-progress // the first import holds the store and has committed a batch
+	start := time.Now()
+	_, errOut, code := lore(t, "import", "--store", store, other)
+	if code != 1 || !strings.Contains(errOut, "store locked") || !strings.Contains(errOut, fmt.Sprintf("pid %d", first.Process.Pid)) {
+		t.Errorf("second import: exit %d, %q; want exit 1 naming the lock and pid %d", code, errOut, first.Process.Pid)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("second import took %v to fail", d)
+	}
+	// One that is willing to wait gets its turn once the first finishes.
+	waiter := exec.Command(loreBin, "import", "--store", store, "--lock-timeout", "5m", other)
+	var wout bytes.Buffer
+	waiter.Stderr = &wout
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for range progress {
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("first import: %v", err)
+	}
+	if err := waiter.Wait(); err != nil {
+		t.Fatalf("waiting import: %v\n%s", err, wout.String())
+	}
+	out, _, _ := lore(t, "stats", "--store", store, "--json")
+	if !strings.Contains(out, `"nodes": 12001`) || !strings.Contains(out, `"edges": 11999`) {
+		t.Errorf("after both imports: %s", out)
+	}
+	if out, errOut, code := lore(t, "check", "--store", store); code != 0 {
+		t.Errorf("check: %s%s", out, errOut)
+	}
+}
+
+func TestServeLoadsTheExample(t *testing.T) {
+	store := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), loreBin, "serve", "--store", store)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var log strings.Builder
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "store open") {
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	go io.Copy(io.Discard, stderr)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve: %v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "loaded the example dataset") || !strings.Contains(log.String(), "nodes=101") {
+		t.Errorf("serve log:\n%s", log.String())
+	}
+	// A second start finds the data and loads nothing.
+	out, _, _ := lore(t, "stats", "--store", store, "--json")
+	if !strings.Contains(out, `"nodes": 101`) || !strings.Contains(out, `"lastSeq": 1`) {
+		t.Errorf("stats: %s", out)
+	}
+}
+
+func TestCLI(t *testing.T) {
+	store := t.TempDir()
+	data := filepath.Join(t.TempDir(), "d.ndjson")
+	os.WriteFile(data, []byte(`{"kind":"node","id":"person/ada","type":"Person","properties":{"name":"Ada"}}
+{"kind":"node","id":"team/core","type":"Team","properties":{"name":"Core"}}
+{"kind":"edge","from":"person/ada","label":"memberOf","to":"team/core","properties":{"role":"lead"}}
+`), 0o644)
+	bad := filepath.Join(t.TempDir(), "bad.ndjson")
+	os.WriteFile(bad, []byte(`{"kind":"node","id":"person/bob","type":"Person","properties":{"name":"Bob"}}
+{"kind":"node","id":"person/eve","type":"Person","properties":{"name":7}}
+`), 0o644)
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string // in stdout+stderr
+	}{
+		{"help", []string{"--help"}, 0, "Commands:"},
+		{"command help", []string{"import", "--help"}, 0, "-dry-run"},
+		{"no command", nil, 2, "no command given"},
+		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"validate default model", []string{"validate"}, 0, "the default model: valid (7 node types, 10 edge labels)"},
+		{"validate data", []string{"validate", data}, 0, "valid (2 nodes, 1 edge)"},
+		{"validate bad data", []string{"validate", bad}, 1, `line 2: node "person/eve" at /properties/name`},
+		{"dry run", []string{"import", "--store", store, "--dry-run", data}, 0, "validated (dry run, nothing written) 2 nodes and 1 edge"},
+		{"import", []string{"import", "--store", store, data}, 0, "imported 2 nodes and 1 edge from 3 lines"},
+		{"import bad", []string{"import", "--store", store, bad}, 1, "line 2"},
+		{"get node", []string{"get", "--store", store, "person/ada"}, 0, `"label": "memberOf"`},
+		{"get edge", []string{"get", "--store", store, "memberOf(person/ada,team/core)"}, 0, `"role": "lead"`},
+		{"get missing", []string{"get", "--store", store, "person/nobody"}, 1, `node "person/nobody": not found`},
+		{"stats", []string{"stats", "--store", store}, 0, "edge memberOf"},
+		{"check", []string{"check", "--store", store}, 0, "2 nodes, 1 edge, 3 quads, 1 change: ok"},
+		{"export", []string{"export", "--store", store, "--format", "nquads", "-"}, 0, "<n:person/ada> <e:memberOf> <n:team/core> ."},
+		{"compact", []string{"compact", "--store", store}, 0, "compacted"},
+		{"bad format", []string{"import", "--store", store, "--format", "xml", data}, 2, `format "xml"`},
+		{"flags after args", []string{"export", "-", "--store", store, "--format", "memory"}, 0, "exported 0 nodes and 0 edges"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := lore(t, tt.args...)
+			if code != tt.code || !strings.Contains(out+errOut, tt.want) {
+				t.Errorf("lore %s: exit %d, want %d; output:\n%s%s\nwant it to contain %q", strings.Join(tt.args, " "), code, tt.code, out, errOut, tt.want)
+			}
+		})
+	}
+}
+
+func TestDefaultStoreIsXDG(t *testing.T) {
+	e := &env{getenv: func(k string) string { return map[string]string{"XDG_DATA_HOME": "/x/data", "HOME": "/home/u"}[k] }}
+	if p, _ := defaultStore(e); p != "/x/data/lore" {
+		t.Errorf("with XDG_DATA_HOME: %s", p)
+	}
+	e.getenv = func(k string) string { return map[string]string{"HOME": "/home/u"}[k] }
+	if p, _ := defaultStore(e); p != "/home/u/.local/share/lore" {
+		t.Errorf("without: %s", p)
+	}
+	var sf storeFlags
+	fs := newFlagSet(&env{stderr: io.Discard, getenv: func(k string) string {
+		return map[string]string{"LORE_STORE": "/from/env"}[k]
+	}}, "x", "x")
+	sf.register(fs, &env{getenv: func(k string) string { return map[string]string{"LORE_STORE": "/from/env"}[k] }})
+	if sf.store != "/from/env" {
+		t.Errorf("LORE_STORE not read: %q", sf.store)
+	}
+}
