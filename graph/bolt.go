@@ -32,14 +32,14 @@ const storeVersion = 1
 
 // Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", "v…", "n…").
 var (
-	bNodes = []byte("lore.node") // ID -> nodeRec
-	bEdges = []byte("lore.edge") // edge key bytes -> edgeRec
-	bType  = []byte("lore.type") // type NUL ID -> ""
-	bProp  = []byte("lore.prop") // type NUL prop NUL value ID -> ""
-	bDeg   = []byte("lore.deg")  // ID NUL dir label -> count
-	bLog   = []byte("lore.log")  // seq -> Change
-	bIdem  = []byte("lore.idem") // idempotency key -> idemRec
-	bMeta  = []byte("lore.meta") // seq, version, model, counts
+	bNodes     = []byte("lore.node") // ID -> nodeRec
+	bEdges     = []byte("lore.edge") // edge key bytes -> edgeRec
+	bType      = []byte("lore.type") // type NUL ID -> ""
+	bProp      = []byte("lore.prop") // type NUL prop NUL value ID -> ""
+	bDeg       = []byte("lore.deg")  // ID NUL dir label -> count
+	bLog       = []byte("lore.log")  // seq -> Change
+	bIdem      = []byte("lore.idem") // idempotency key -> idemRec
+	bMeta      = []byte("lore.meta") // seq, version, model, counts
 	allBuckets = [][]byte{bNodes, bEdges, bType, bProp, bDeg, bLog, bIdem, bMeta}
 )
 

@@ -529,5 +529,4 @@ func TestLookup(t *testing.T) {
 	}
 }
 
-
 func loadModelString(s string) (*schema.Model, error) { return schema.Load([]byte(s)) }

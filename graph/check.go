@@ -326,4 +326,3 @@ func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
 	}
 	return r, err
 }
-

@@ -169,10 +169,10 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (*Impo
 		assume = map[ID]string{}
 	}
 	var (
-		b       = &Batch{Op: "import", Restore: true, DryRun: opt.DryRun, Assume: assume}
+		b                    = &Batch{Op: "import", Restore: true, DryRun: opt.DryRun, Assume: assume}
 		nodeLines, edgeLines []int64 // input line of each element of b
-		inBatch = map[string]bool{}
-		rejects []*LineError
+		inBatch              = map[string]bool{}
+		rejects              []*LineError
 	)
 	flush := func() error {
 		if b.Len() == 0 {
