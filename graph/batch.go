@@ -49,6 +49,8 @@ type NodeInput struct {
 	CreatedAt time.Time `json:"createdAt,omitzero"`
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 	Revision  int64     `json:"revision,omitempty"`
+
+	prep *prepared
 }
 
 // An EdgeInput creates or replaces an edge.
@@ -59,6 +61,8 @@ type EdgeInput struct {
 	CreatedAt        time.Time `json:"createdAt,omitzero"`
 	UpdatedAt        time.Time `json:"updatedAt,omitzero"`
 	Revision         int64     `json:"revision,omitempty"`
+
+	prep *prepared
 }
 
 // A NodeRef names a node to delete.

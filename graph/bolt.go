@@ -14,7 +14,6 @@ import (
 
 	cgraph "github.com/cayleygraph/cayley/graph"
 	ckv "github.com/cayleygraph/cayley/graph/kv"
-	hkv "github.com/hidal-go/hidalgo/kv"
 	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
 	bolt "go.etcd.io/bbolt"
 
@@ -118,7 +117,7 @@ func Open(ctx context.Context, cfg Config) (_ *Bolt, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Bolt{path: cfg.Path, db: db, kv: &hookKV{KV: db}, changed: newNotifier()}
+	s := &Bolt{path: cfg.Path, db: db, kv: &hookKV{DB: db}, changed: newNotifier()}
 	if err := s.init(cfg.Model); err != nil {
 		db.Close()
 		return nil, err
@@ -241,62 +240,6 @@ func (s *Bolt) read(f func(tx *bolt.Tx) error) error {
 		return ErrClosed
 	}
 	return s.db.DB().View(f)
-}
-
-// hookKV wraps hidalgo's bbolt KV so that Lore's records are written in
-// the same bbolt transaction as Cayley's quads: Cayley's ApplyDeltas opens
-// one read-write transaction and commits it; just before that commit the
-// pending hook writes Lore's keys. If the hook fails, the transaction is
-// rolled back and ApplyDeltas returns the error.
-type hookKV struct {
-	hkv.KV
-	mu   sync.Mutex
-	hook func(ctx context.Context, tx hkv.Tx) error
-}
-
-func (k *hookKV) setHook(f func(ctx context.Context, tx hkv.Tx) error) {
-	k.mu.Lock()
-	k.hook = f
-	k.mu.Unlock()
-}
-
-func (k *hookKV) takeHook() func(ctx context.Context, tx hkv.Tx) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	f := k.hook
-	k.hook = nil
-	return f
-}
-
-func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
-	tx, err := k.KV.Tx(ctx, rw)
-	if err != nil || !rw {
-		return tx, err
-	}
-	return &hookTx{Tx: tx, kv: k}, nil
-}
-
-func (k *hookKV) View(ctx context.Context, fn func(tx hkv.Tx) error) error {
-	return hkv.View(ctx, k, fn)
-}
-
-func (k *hookKV) Update(ctx context.Context, fn func(tx hkv.Tx) error) error {
-	return hkv.Update(ctx, k, fn)
-}
-
-type hookTx struct {
-	hkv.Tx
-	kv *hookKV
-}
-
-func (t *hookTx) Commit(ctx context.Context) error {
-	if f := t.kv.takeHook(); f != nil {
-		if err := f(ctx, t.Tx); err != nil {
-			_ = t.Tx.Close()
-			return err
-		}
-	}
-	return t.Tx.Commit(ctx)
 }
 
 func u64(v uint64) []byte {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -63,9 +62,9 @@ func getNodeRecs(tx *bolt.Tx, ids []ID) ([]*nodeRec, error) {
 		if v == nil {
 			continue
 		}
-		r := new(nodeRec)
-		if err := json.Unmarshal(v, r); err != nil {
-			return nil, fmt.Errorf("node %q: corrupt record: %w", id, err)
+		r, err := decodeNodeRec(v)
+		if err != nil {
+			return nil, corrupt(fmt.Sprintf("node %q", id), err)
 		}
 		out[i] = r
 	}
@@ -80,9 +79,9 @@ func getEdgeRecs(tx *bolt.Tx, keys []EdgeKey) ([]*edgeRec, error) {
 		if v == nil {
 			continue
 		}
-		r := new(edgeRec)
-		if err := json.Unmarshal(v, r); err != nil {
-			return nil, fmt.Errorf("edge %s: corrupt record: %w", k, err)
+		r, err := decodeEdgeRec(v)
+		if err != nil {
+			return nil, corrupt("edge "+k.String(), err)
 		}
 		out[i] = r
 	}
@@ -605,7 +604,7 @@ func (s *Bolt) Since(ctx context.Context, seq uint64, limit int) ([]Change, erro
 		c := tx.Bucket(bLog).Cursor()
 		for k, v := c.Seek(u64(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			var ch Change
-			if err := json.Unmarshal(v, &ch); err != nil {
+			if err := decodeChange(v, &ch); err != nil {
 				return fmt.Errorf("change %d: corrupt entry: %w", binary.BigEndian.Uint64(k), err)
 			}
 			out = append(out, ch)
@@ -633,9 +632,9 @@ func (s *Bolt) ScanNodes(ctx context.Context, p Page) (*NodePage, error) {
 				page.Next = string(page.Nodes[len(page.Nodes)-1].ID)
 				break
 			}
-			var r nodeRec
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("node %q: corrupt record: %w", k, err)
+			r, err := decodeNodeRec(v)
+			if err != nil {
+				return corrupt(fmt.Sprintf("node %q", k), err)
 			}
 			n, err := r.node(ID(k))
 			if err != nil {
@@ -674,9 +673,9 @@ func (s *Bolt) ScanEdges(ctx context.Context, p Page) (*EdgePage, error) {
 				page.Next = base64.RawURLEncoding.EncodeToString(last)
 				break
 			}
-			var r edgeRec
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("edge %q: corrupt record: %w", k, err)
+			r, err := decodeEdgeRec(v)
+			if err != nil {
+				return corrupt(fmt.Sprintf("edge %q", k), err)
 			}
 			e, err := r.edge(edgeKeyFromBytes(k))
 			if err != nil {

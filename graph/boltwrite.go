@@ -8,12 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	cgraph "github.com/cayleygraph/cayley/graph"
 	ckv "github.com/cayleygraph/cayley/graph/kv"
 	"github.com/cayleygraph/quad"
-	hkv "github.com/hidal-go/hidalgo/kv"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -81,13 +81,32 @@ func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
 		p.result.Seq, p.change.Seq = seq, seq
 	}
 	deltas := s.deltas(p)
-	write := s.writeFunc(p, b.IdempotencyKey, hash, t)
+	// Lore's writes are prepared on another goroutine while Cayley does its
+	// part of the commit; the hook waits for them.
+	type prepared struct {
+		ops []kvOp
+		err error
+	}
+	ready := make(chan prepared, 1)
+	go func() {
+		ops, err := s.prepareWrites(p, b.IdempotencyKey, hash, t)
+		ready <- prepared{ops, err}
+	}()
+	write := func(tx *bolt.Tx) error {
+		w := <-ready
+		if w.err != nil {
+			return w.err
+		}
+		return writeOps(tx, w.ops)
+	}
 
 	s.rw.Lock()
 	if len(deltas) > 0 {
 		s.kv.setHook(write)
 		err = s.qs.ApplyDeltas(deltas, cgraph.IgnoreOpts{})
-		s.kv.setHook(nil)
+		if s.kv.takeHook() != nil {
+			<-ready // Cayley failed before its commit: the writes were never used
+		}
 		if err != nil {
 			// A failed ApplyDeltas leaves Cayley's caches and buffered index
 			// entries behind; a fresh QuadStore over the same file drops them.
@@ -98,7 +117,7 @@ func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
 			}
 		}
 	} else {
-		err = hkv.Update(ctx, s.kv.KV, func(tx hkv.Tx) error { return write(ctx, tx) })
+		err = s.db.DB().Update(write)
 	}
 	s.rw.Unlock()
 	if err != nil {
@@ -187,9 +206,12 @@ type counterKey struct {
 	key    string
 }
 
-// writeFunc returns the hook that writes Lore's records, indexes, counters,
-// change-log entry and idempotency key inside the commit.
-func (s *Bolt) writeFunc(p *plan, idemKey string, hash []byte, t time.Time) func(ctx context.Context, tx hkv.Tx) error {
+// prepareWrites turns a plan into Lore's writes: records, index entries,
+// counters (read and updated here: the writer lock keeps them still), the
+// change-log entry and the idempotency key, sorted so that the commit
+// touches each page once and in order. It reads committed state only, so
+// it may run while Cayley prepares its own part of the same commit.
+func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) ([]kvOp, error) {
 	var ops []kvOp
 	counters := map[counterKey]int64{}
 	put := func(b, k, v []byte) { ops = append(ops, kvOp{bucket: b, key: k, val: v}) }
@@ -200,12 +222,11 @@ func (s *Bolt) writeFunc(p *plan, idemKey string, hash []byte, t time.Time) func
 		id := op.id
 		var oldKeys, newKeys [][]byte
 		if op.old != nil {
-			oldKeys = s.nodePropKeys(id, op.old)
+			oldKeys = s.nodePropKeys(id, op.old, nil)
 		}
 		if op.new != nil {
-			newKeys = s.nodePropKeys(id, op.new)
-			rec, _ := json.Marshal(op.new)
-			put(bNodes, []byte(id), rec)
+			newKeys = s.nodePropKeys(id, op.new, op.props)
+			put(bNodes, []byte(id), op.new.encode())
 		}
 		switch {
 		case op.old == nil:
@@ -227,8 +248,7 @@ func (s *Bolt) writeFunc(p *plan, idemKey string, hash []byte, t time.Time) func
 		k := op.key
 		switch {
 		case op.new != nil:
-			rec, _ := json.Marshal(op.new)
-			put(bEdges, k.bytes(), rec)
+			put(bEdges, k.bytes(), op.new.encode())
 			if op.old != nil {
 				continue
 			}
@@ -243,71 +263,96 @@ func (s *Bolt) writeFunc(p *plan, idemKey string, hash []byte, t time.Time) func
 		}
 	}
 	if !p.empty() {
-		entry, _ := json.Marshal(p.change)
-		put(bLog, u64(p.change.Seq), entry)
+		put(bLog, u64(p.change.Seq), encodeChange(p.change))
 		put(bMeta, []byte("seq"), u64(p.change.Seq))
 	}
 	if idemKey != "" {
 		rec, _ := json.Marshal(idemRec{Hash: hash, Time: t, Result: p.result})
 		put(bIdem, []byte(idemKey), rec)
 	}
-
-	return func(ctx context.Context, tx hkv.Tx) error {
-		for _, op := range ops {
-			key := hkv.Key{op.bucket, op.key}
-			if op.del {
-				if err := tx.Del(ctx, key); err != nil {
-					return err
-				}
-				continue
-			}
-			val := op.val
-			if val == nil {
-				val = []byte{}
-			}
-			if err := tx.Put(ctx, key, val); err != nil {
-				return err
-			}
-		}
+	err := s.db.DB().View(func(tx *bolt.Tx) error {
 		for ck, n := range counters {
 			if n == 0 {
 				continue
 			}
-			key := hkv.Key{[]byte(ck.bucket), []byte(ck.key)}
 			var cur int64
-			v, err := tx.Get(ctx, key)
-			switch {
-			case errors.Is(err, hkv.ErrNotFound):
-			case err != nil:
-				return err
-			case len(v) == 8:
+			if v := tx.Bucket([]byte(ck.bucket)).Get([]byte(ck.key)); len(v) == 8 {
 				cur = int64(binary.BigEndian.Uint64(v))
 			}
 			cur += n
-			if cur < 0 {
+			switch {
+			case cur < 0:
 				return fmt.Errorf("counter %q in %s would go negative: run lore check", ck.key, ck.bucket)
-			}
-			if cur == 0 {
-				err = tx.Del(ctx, key)
-			} else {
-				err = tx.Put(ctx, key, u64(uint64(cur)))
-			}
-			if err != nil {
-				return err
+			case cur == 0:
+				del([]byte(ck.bucket), []byte(ck.key))
+			default:
+				put([]byte(ck.bucket), []byte(ck.key), u64(uint64(cur)))
 			}
 		}
 		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	slices.SortFunc(ops, func(a, b kvOp) int {
+		if c := bytes.Compare(a.bucket, b.bucket); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.key, b.key)
+	})
+	return ops, nil
 }
 
-func (s *Bolt) nodePropKeys(id ID, r *nodeRec) [][]byte {
+// fillFor returns how full bbolt packs a bucket's pages when it splits them.
+func fillFor(bucket []byte) float64 {
+	if bytes.Equal(bucket, bLog) {
+		return appendFill
+	}
+	return randomFill
+}
+
+// randomFill packs Lore's randomly keyed buckets fuller than bbolt's 50%:
+// fewer pages to write at each commit, at the cost of earlier splits.
+const randomFill = 0.8
+
+// writeOps applies prepared writes inside a write transaction.
+func writeOps(tx *bolt.Tx, ops []kvOp) error {
+	var b *bolt.Bucket
+	var name []byte
+	for _, op := range ops {
+		if !bytes.Equal(op.bucket, name) {
+			name, b = op.bucket, tx.Bucket(op.bucket)
+			b.FillPercent = fillFor(name)
+		}
+		var err error
+		if op.del {
+			err = b.Delete(op.key)
+		} else {
+			val := op.val
+			if val == nil {
+				val = []byte{}
+			}
+			err = b.Put(op.key, val)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodePropKeys returns the property index keys of a node record; props,
+// if given, are its decoded properties.
+func (s *Bolt) nodePropKeys(id ID, r *nodeRec, props Props) [][]byte {
 	nt, ok := s.model.Node(r.Type)
 	if !ok || len(nt.Indexed) == 0 {
 		return nil
 	}
-	props, err := decodeProps(r.Props)
-	if err != nil {
-		return nil
+	if props == nil {
+		var err error
+		if props, err = decodeProps(r.Props); err != nil {
+			return nil
+		}
 	}
 	return propKeys(r.Type, nt.Indexed, id, props)
 }

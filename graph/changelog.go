@@ -1,7 +1,11 @@
 package graph
 
 import (
+	"bytes"
+	"compress/flate"
 	"context"
+	"encoding/json"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -129,4 +133,33 @@ func (n *notifier) notify() {
 	close(n.ch)
 	n.ch = make(chan struct{})
 	n.mu.Unlock()
+}
+
+// Change-log entries are stored as JSON; an entry of a large batch (an
+// import's lists every element) is compressed with DEFLATE, marked by a
+// leading 'z' (JSON never starts with it).
+const compressAbove = 2048
+
+func encodeChange(c *Change) []byte {
+	data, _ := json.Marshal(c)
+	if len(data) < compressAbove {
+		return data
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('z')
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	w.Write(data)
+	w.Close()
+	return buf.Bytes()
+}
+
+func decodeChange(data []byte, c *Change) error {
+	if len(data) > 0 && data[0] == 'z' {
+		raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(data[1:])))
+		if err != nil {
+			return err
+		}
+		data = raw
+	}
+	return json.Unmarshal(data, c)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -77,8 +76,8 @@ func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport) (*
 		}
 		r.Nodes++
 		id := ID(k)
-		var rec nodeRec
-		if err := json.Unmarshal(v, &rec); err != nil {
+		rec, err := decodeNodeRec(v)
+		if err != nil {
 			r.add("node %q: record does not decode: %v", id, err)
 			return nil
 		}
@@ -112,8 +111,8 @@ func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport) (*
 	err = tx.Bucket(bEdges).ForEach(func(k, v []byte) error {
 		r.Edges++
 		key := edgeKeyFromBytes(k)
-		var rec edgeRec
-		if err := json.Unmarshal(v, &rec); err != nil {
+		rec, err := decodeEdgeRec(v)
+		if err != nil {
 			r.add("edge %s: record does not decode: %v", key, err)
 			return nil
 		}
@@ -184,7 +183,7 @@ func (s *Bolt) checkLog(tx *bolt.Tx, r *CheckReport) {
 			r.add("change log: entry %d follows %d", seq, want-1)
 		}
 		var ch Change
-		if err := json.Unmarshal(v, &ch); err != nil || ch.Seq != seq {
+		if err := decodeChange(v, &ch); err != nil || ch.Seq != seq {
 			r.add("change log: entry %d does not decode", seq)
 		}
 		want = seq + 1
@@ -219,9 +218,9 @@ func (s *Bolt) checkCayley(ctx context.Context, tx *bolt.Tx, r *CheckReport) err
 			case !ok:
 				r.add("cayley: quad %s has a subject Lore does not write", q)
 			case pred == predType:
-				var rec nodeRec
 				v := nodes.Get([]byte(id))
-				if v == nil || json.Unmarshal(v, &rec) != nil || typeIRI(rec.Type) != obj {
+				rec, err := decodeNodeRec(v)
+				if err != nil || typeIRI(rec.Type) != obj {
 					r.add("cayley: quad %s has no matching node record", q)
 				}
 			case strings.HasPrefix(string(pred), "e:"):

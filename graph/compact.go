@@ -3,7 +3,6 @@ package graph
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -157,9 +156,9 @@ func reloadQuads(ctx context.Context, old, fresh *Bolt) (int64, error) {
 						deltas = append(deltas, cgraph.Delta{Quad: edgeQuad(edgeKeyFromBytes(k)), Action: cgraph.Add})
 						continue
 					}
-					var rec nodeRec
-					if err := json.Unmarshal(v, &rec); err != nil {
-						return fmt.Errorf("node %q: corrupt record: %w", k, err)
+					rec, err := decodeNodeRec(v)
+					if err != nil {
+						return corrupt(fmt.Sprintf("node %q", k), err)
 					}
 					deltas = append(deltas, cgraph.Delta{Quad: nodeQuad(ID(k), rec.Type), Action: cgraph.Add})
 				}

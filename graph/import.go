@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lore-dev/lore/schema"
 )
 
 // A Format is a file format for import and export.
@@ -150,6 +152,9 @@ func (e *ImportError) Unwrap() []error {
 // Elements created by the import keep the timestamps and revisions the input
 // carries, so an export imports back exactly. A dry run validates every line
 // against the store and the nodes read so far, and writes nothing.
+//
+// Reading, decoding and schema validation of the next batch run on their
+// own goroutine while the store commits the current one.
 func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (*ImportStats, error) {
 	start := time.Now()
 	dec, err := newDecoder(opt.Format, r)
@@ -160,113 +165,147 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (*Impo
 	if size <= 0 {
 		size = DefaultImportBatch
 	}
-	if size > MaxBatch {
-		size = MaxBatch
-	}
+	size = min(size, MaxBatch)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan *importBatch, 1)
+	go readBatches(ctx, s.Model(), dec, size, opt.DryRun, batches)
+
 	st := &ImportStats{}
-	var assume map[ID]string
+	var (
+		assume  map[ID]string
+		rejects []*LineError
+	)
 	if opt.DryRun {
 		assume = map[ID]string{}
 	}
-	var (
-		b                    = &Batch{Op: "import", Restore: true, DryRun: opt.DryRun, Assume: assume}
-		nodeLines, edgeLines []int64 // input line of each element of b
-		inBatch              = map[string]bool{}
-		rejects              []*LineError
-	)
-	flush := func() error {
-		if b.Len() == 0 {
-			return nil
+	for ib := range batches {
+		rejects = append(rejects, ib.parseErrs...)
+		if ib.fatal {
+			st.Lines = ib.lines
+			return st, &ImportError{Lines: rejects, Stats: *st}
 		}
-		res, err := s.Apply(ctx, b)
-		var be *BatchError
-		if errors.As(err, &be) {
-			for _, p := range be.Problems {
-				rejects = append(rejects, &LineError{Line: lineOf(p.Pointer, nodeLines, edgeLines), Problem: &p})
+		if ib.b.Len() > 0 {
+			ib.b.Assume = assume
+			res, err := s.Apply(ctx, ib.b)
+			var be *BatchError
+			switch {
+			case errors.As(err, &be):
+				for _, p := range be.Problems {
+					rejects = append(rejects, &LineError{Line: lineOf(p.Pointer, ib.nodeLines, ib.edgeLines), Problem: &p})
+				}
+				if !opt.DryRun {
+					st.Lines = ib.lines
+					return st, &ImportError{Lines: rejects, Stats: *st}
+				}
+			case err != nil:
+				return st, err
+			default:
+				st.count(res)
 			}
-			if !opt.DryRun {
-				return &ImportError{Lines: rejects, Stats: *st}
-			}
-		} else if err != nil {
-			return err
-		} else {
-			for _, rs := range [][]ElementResult{res.Nodes, res.Edges} {
-				for _, e := range rs {
-					switch e.Status {
-					case Created:
-						st.Created++
-					case Updated:
-						st.Updated++
-					default:
-						st.Unchanged++
-					}
+			if opt.DryRun {
+				for _, n := range ib.b.Nodes {
+					assume[n.ID] = n.Type
 				}
 			}
-			st.Batches++
 		}
-		if opt.DryRun {
-			for _, n := range b.Nodes {
-				assume[n.ID] = n.Type
-			}
-		}
-		b = &Batch{Op: "import", Restore: true, DryRun: opt.DryRun, Assume: assume}
-		nodeLines, edgeLines = nodeLines[:0], edgeLines[:0]
-		clear(inBatch)
-		st.Lines = dec.lines()
+		st.Nodes += int64(len(ib.b.Nodes))
+		st.Edges += int64(len(ib.b.Edges))
+		st.Lines = ib.lines
 		st.Elapsed = time.Since(start)
-		if opt.Progress != nil {
+		if opt.Progress != nil && ib.b.Len() > 0 {
 			opt.Progress(*st)
 		}
-		return nil
 	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		el, err := dec.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			rejects = append(rejects, &LineError{Line: el.line, Err: err})
-			if !opt.DryRun || len(rejects) >= MaxProblems {
-				st.Lines = dec.lines()
-				return st, &ImportError{Lines: rejects, Stats: *st}
-			}
-			continue
-		}
-		key := el.key()
-		if inBatch[key] {
-			// The same element again: commit what came before, so the later line wins.
-			if err := flush(); err != nil {
-				return st, err
-			}
-		}
-		inBatch[key] = true
-		if el.node != nil {
-			st.Nodes++
-			b.Nodes = append(b.Nodes, *el.node)
-			nodeLines = append(nodeLines, el.line)
-		} else {
-			st.Edges++
-			b.Edges = append(b.Edges, *el.edge)
-			edgeLines = append(edgeLines, el.line)
-		}
-		if b.Len() >= size {
-			if err := flush(); err != nil {
-				return st, err
-			}
-		}
-	}
-	if err := flush(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return st, err
 	}
-	st.Lines = dec.lines()
 	st.Elapsed = time.Since(start)
 	if len(rejects) > 0 {
 		return st, &ImportError{Lines: rejects, Stats: *st}
 	}
 	return st, nil
+}
+
+func (st *ImportStats) count(res *Result) {
+	for _, rs := range [][]ElementResult{res.Nodes, res.Edges} {
+		for _, e := range rs {
+			switch e.Status {
+			case Created:
+				st.Created++
+			case Updated:
+				st.Updated++
+			default:
+				st.Unchanged++
+			}
+		}
+	}
+	st.Batches++
+}
+
+// An importBatch is one batch read from the input, prepared for Apply.
+type importBatch struct {
+	b                    *Batch
+	nodeLines, edgeLines []int64 // input line of each element of b
+	lines                int64   // lines read so far
+	parseErrs            []*LineError
+	fatal                bool // a parse error ends the import
+}
+
+// readBatches decodes the input into prepared batches. A batch ends at the
+// size limit, or before an element the batch already holds (so the later
+// line wins). It closes out when the input ends or ctx is cancelled.
+func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, dryRun bool, out chan<- *importBatch) {
+	defer close(out)
+	newBatch := func() *importBatch {
+		return &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun}}
+	}
+	cur, inBatch := newBatch(), map[string]bool{}
+	send := func() bool {
+		prepare(m, cur.b)
+		cur.lines = dec.lines()
+		select {
+		case out <- cur:
+		case <-ctx.Done():
+			return false
+		}
+		cur = newBatch()
+		clear(inBatch)
+		return true
+	}
+	parseErrs := 0
+	for ctx.Err() == nil {
+		el, err := dec.next()
+		if err == io.EOF {
+			send()
+			return
+		}
+		if err != nil {
+			cur.parseErrs = append(cur.parseErrs, &LineError{Line: el.line, Err: err})
+			if parseErrs++; !dryRun || parseErrs >= MaxProblems {
+				cur.fatal = true
+				cur.b = &Batch{}
+				send()
+				return
+			}
+			continue
+		}
+		key := el.key()
+		if inBatch[key] && !send() {
+			return
+		}
+		inBatch[key] = true
+		if el.node != nil {
+			cur.b.Nodes = append(cur.b.Nodes, *el.node)
+			cur.nodeLines = append(cur.nodeLines, el.line)
+		} else {
+			cur.b.Edges = append(cur.b.Edges, *el.edge)
+			cur.edgeLines = append(cur.edgeLines, el.line)
+		}
+		if cur.b.Len() >= size && !send() {
+			return
+		}
+	}
 }
 
 func (el element) key() string {

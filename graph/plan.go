@@ -15,19 +15,19 @@ import (
 // nodeRec is a node as Lore stores it. Props is canonical JSON (sorted keys,
 // no HTML escaping), so equal properties are equal bytes.
 type nodeRec struct {
-	Type    string          `json:"t"`
-	Props   json.RawMessage `json:"p"`
-	Created int64           `json:"c"` // Unix microseconds
-	Updated int64           `json:"u"`
-	Rev     int64           `json:"r"`
+	Type    string
+	Props   json.RawMessage
+	Created int64 // Unix microseconds
+	Updated int64
+	Rev     int64
 }
 
 // edgeRec is an edge as Lore stores it (its key is the record key).
 type edgeRec struct {
-	Props   json.RawMessage `json:"p,omitempty"`
-	Created int64           `json:"c"`
-	Updated int64           `json:"u"`
-	Rev     int64           `json:"r"`
+	Props   json.RawMessage // nil when the edge has none
+	Created int64
+	Updated int64
+	Rev     int64
 }
 
 // A snapshot is what planning reads: the store's state while the writer holds its lock.
@@ -60,6 +60,44 @@ func (a assumeSnap) nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error) 
 type nodeOp struct {
 	id       ID
 	old, new *nodeRec // new == nil: delete
+	props    Props    // new's properties, decoded
+}
+
+// prepared caches the part of validating an element that needs no store:
+// its canonical properties and the schema's verdict. Import prepares the
+// next batch while the store commits the current one.
+type prepared struct {
+	canon json.RawMessage
+	props Props
+	err   error
+}
+
+func prepareProps(validate func(map[string]any) error, p Props) *prepared {
+	canon, decoded, err := canonicalProps(p)
+	if err != nil {
+		return &prepared{err: &jsonError{err}}
+	}
+	return &prepared{canon: canon, props: decoded, err: validate(decoded)}
+}
+
+type jsonError struct{ err error }
+
+func (e *jsonError) Error() string { return e.err.Error() }
+
+// prepare fills in the prepared state of every element whose type is known.
+func prepare(m *schema.Model, b *Batch) {
+	for i := range b.Nodes {
+		n := &b.Nodes[i]
+		if nt, ok := m.Node(n.Type); ok && !n.Merge {
+			n.prep = prepareProps(nt.Validate, n.Properties)
+		}
+	}
+	for i := range b.Edges {
+		e := &b.Edges[i]
+		if et, ok := m.Edge(e.Label); ok {
+			e.prep = prepareProps(et.Validate, e.Properties)
+		}
+	}
 }
 
 type edgeOp struct {
@@ -214,22 +252,20 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		if !revisionOK(&ps, ptr, nodeElem(n.ID), n.ExpectedRevision, old.rev()) {
 			continue
 		}
-		props := n.Properties
-		if n.Merge && old != nil {
-			props, err = mergeProps(old.Props, n.Properties)
-			if err != nil {
-				return nil, err
+		prep := n.prep
+		if prep == nil || n.Merge {
+			props := n.Properties
+			if n.Merge && old != nil {
+				if props, err = mergeProps(old.Props, n.Properties); err != nil {
+					return nil, err
+				}
 			}
+			prep = prepareProps(nt.Validate, props)
 		}
-		canon, decoded, err := canonicalProps(props)
-		if err != nil {
-			ps.add(ErrInvalid, ptr+"/properties", nodeElem(n.ID), "json", "properties are not JSON values: %v", err)
+		if !propsOK(&ps, ptr+"/properties", nodeElem(n.ID), prep) {
 			continue
 		}
-		if err := nt.Validate(decoded); err != nil {
-			addViolations(&ps, ptr+"/properties", nodeElem(n.ID), err)
-			continue
-		}
+		canon := prep.canon
 		newType[n.ID] = n.Type
 		delete(badNode, n.ID)
 		rec := &nodeRec{Type: n.Type, Props: canon}
@@ -247,7 +283,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			st = Updated
 			rec.Created, rec.Updated, rec.Rev = old.Created, us, old.Rev+1
 		}
-		p.nodes = append(p.nodes, nodeOp{id: n.ID, old: old, new: rec})
+		p.nodes = append(p.nodes, nodeOp{id: n.ID, old: old, new: rec, props: prep.props})
 		p.result.Nodes = append(p.result.Nodes, ElementResult{ID: string(n.ID), Status: st, Revision: rec.Rev})
 		p.change.Nodes = append(p.change.Nodes, NodeChange{ID: n.ID, Type: n.Type, Action: st, Revision: rec.Rev})
 	}
@@ -332,15 +368,14 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		if !revisionOK(&ps, ptr, elem, e.ExpectedRevision, old.rev()) {
 			continue
 		}
-		canon, decoded, err := canonicalProps(e.Properties)
-		if err != nil {
-			ps.add(ErrInvalid, ptr+"/properties", elem, "json", "properties are not JSON values: %v", err)
+		prep := e.prep
+		if prep == nil {
+			prep = prepareProps(et.Validate, e.Properties)
+		}
+		if !propsOK(&ps, ptr+"/properties", elem, prep) {
 			continue
 		}
-		if err := et.Validate(decoded); err != nil {
-			addViolations(&ps, ptr+"/properties", elem, err)
-			continue
-		}
+		canon := prep.canon
 		if bytes.Equal(canon, []byte("{}")) {
 			canon = nil
 		}
@@ -449,6 +484,19 @@ func restoreMeta(created, updated, rev *int64, c, u time.Time, r int64) {
 	if r > 0 {
 		*rev = r
 	}
+}
+
+func propsOK(ps *problems, ptr, elem string, p *prepared) bool {
+	var je *jsonError
+	switch {
+	case p.err == nil:
+		return true
+	case errors.As(p.err, &je):
+		ps.add(ErrInvalid, ptr, elem, "json", "properties are not JSON values: %v", je.err)
+	default:
+		addViolations(ps, ptr, elem, p.err)
+	}
+	return false
 }
 
 func addViolations(ps *problems, base, elem string, err error) {

@@ -1,0 +1,356 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	cgraph "github.com/cayleygraph/cayley/graph"
+	ckv "github.com/cayleygraph/cayley/graph/kv"
+	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The import benchmark compares Lore's import with Cayley's own raw
+// ApplyDeltas load of the same quads (the store's ceiling), each in a child
+// process so its peak RSS is its own:
+//
+//	go test -run '^$' -bench Import -benchtime 1x -timeout 60m ./graph -lore.sizes 10000,100000,1000000
+var benchSizes = flag.String("lore.sizes", "10000", "comma-separated node counts for BenchmarkImport")
+
+const childEnv = "LORE_BENCH_CHILD"
+
+func TestMain(m *testing.M) {
+	if job := os.Getenv(childEnv); job != "" {
+		if err := runChild(job, os.Getenv("LORE_BENCH_FILE"), os.Getenv("LORE_BENCH_DIR")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// benchResult is what a child reports.
+type benchResult struct {
+	Seconds  float64 `json:"seconds"`
+	Elements int64   `json:"elements"`
+	RSSMB    float64 `json:"rssMB"`
+	SizeMB   float64 `json:"sizeMB"`
+	OpenMS   float64 `json:"openMs"`
+	P50US    float64 `json:"p50us"`
+	P99US    float64 `json:"p99us"`
+}
+
+// writeBenchGraph writes n Service nodes with 5 properties and about two
+// dependsOn edges per node, as NDJSON.
+func writeBenchGraph(path string, n int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	lifecycle := []string{"experimental", "production", "deprecated", "retired"}
+	lang := []string{"Go", "Kotlin", "Rust", "Python", "TypeScript"}
+	for i := range n {
+		fmt.Fprintf(w, `{"kind":"node","id":"service/s%d","type":"Service","properties":{"name":"service %d","description":"generated service number %d for the import benchmark","tier":%d,"lifecycle":"%s","language":"%s"}}`+"\n",
+			i, i, i, i%4, lifecycle[i%4], lang[i%5])
+	}
+	for i := range n {
+		for _, j := range []int{(i*7919 + 1) % n, (i*104729 + 3) % n} {
+			if j != i {
+				fmt.Fprintf(w, `{"kind":"edge","from":"service/s%d","label":"dependsOn","to":"service/s%d"}`+"\n", i, j)
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func runChild(job, file, dir string) error {
+	ctx := context.Background()
+	res := benchResult{}
+	if p := os.Getenv("LORE_BENCH_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	start := time.Now()
+	switch job {
+	case "lore":
+		s, err := Open(ctx, Config{Path: dir})
+		if err != nil {
+			return err
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			return err
+		}
+		st, err := Import(ctx, s, f, ImportOptions{Format: NDJSON, BatchSize: benchBatch()})
+		if err != nil {
+			return err
+		}
+		res.Elements = st.Elements()
+		if err := s.Close(); err != nil {
+			return err
+		}
+	case "raw":
+		n, err := rawLoad(file, dir)
+		if err != nil {
+			return err
+		}
+		res.Elements = n
+	case "read":
+		s, err := Open(ctx, Config{Path: dir})
+		if err != nil {
+			return err
+		}
+		res.OpenMS = float64(time.Since(start).Microseconds()) / 1000
+		st, err := s.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		n := int(st.Nodes)
+		rng := rand.New(rand.NewPCG(1, 2))
+		var lat []time.Duration
+		for i := range 22000 {
+			id := ID("service/s" + strconv.Itoa(rng.IntN(n)))
+			t0 := time.Now()
+			if _, err := s.Node(ctx, id); err != nil {
+				return err
+			}
+			if i >= 2000 { // the first 2,000 warm the cache
+				lat = append(lat, time.Since(t0))
+			}
+		}
+		slices.Sort(lat)
+		res.P50US = float64(lat[len(lat)/2].Nanoseconds()) / 1000
+		res.P99US = float64(lat[len(lat)*99/100].Nanoseconds()) / 1000
+		s.Close()
+	default:
+		return fmt.Errorf("unknown job %q", job)
+	}
+	if job != "read" {
+		res.Seconds = time.Since(start).Seconds()
+	}
+	if p := os.Getenv("LORE_BENCH_MEMPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		pprof.Lookup("allocs").WriteTo(f, 0)
+		f.Close()
+	}
+	res.RSSMB = peakRSS()
+	if fi, err := os.Stat(filepath.Join(dir, FileName)); err == nil {
+		res.SizeMB = float64(fi.Size()) / (1 << 20)
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// rawLoad loads the quads Lore would write for file straight into Cayley,
+// in transactions of DefaultImportBatch quads, with the same bbolt options.
+func rawLoad(file, dir string) (int64, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	db, err := hbolt.Open(filepath.Join(dir, FileName), &bolt.Options{Timeout: time.Second, InitialMmapSize: 1 << 30, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	kv := &hookKV{DB: db} // the same adapter as Lore's, with no hook
+	if err := ckv.Init(kv, cayleyOpts); err != nil {
+		return 0, err
+	}
+	qs, err := ckv.New(kv, cayleyOpts)
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	dec := &ndjsonDecoder{lr: &lineReader{r: bufio.NewReaderSize(f, 1<<16)}}
+	var deltas []cgraph.Delta
+	var n int64
+	flush := func() error {
+		err := qs.ApplyDeltas(deltas, cgraph.IgnoreOpts{})
+		n += int64(len(deltas))
+		deltas = deltas[:0]
+		return err
+	}
+	for {
+		el, err := dec.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return n, err
+		}
+		q := nodeQuad("", "")
+		if el.node != nil {
+			q = nodeQuad(el.node.ID, el.node.Type)
+		} else {
+			q = edgeQuad(el.edge.EdgeKey)
+		}
+		deltas = append(deltas, cgraph.Delta{Quad: q, Action: cgraph.Add})
+		if len(deltas) == benchBatch() {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, flush()
+}
+
+func benchBatch() int {
+	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_BATCH")); err == nil {
+		return n
+	}
+	return DefaultImportBatch
+}
+
+func peakRSS() float64 {
+	data, _ := os.ReadFile("/proc/self/status")
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func child(b *testing.B, job, file, dir string) benchResult {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+job, "LORE_BENCH_FILE="+file, "LORE_BENCH_DIR="+dir)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s: %v\n%s", job, err, errOut.String())
+	}
+	var r benchResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		b.Fatalf("%s: %v: %s", job, err, out.String())
+	}
+	return r
+}
+
+// dropCaches empties the page cache (root only) so the next open is cold.
+func dropCaches() bool {
+	exec.Command("sync").Run()
+	return os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0o200) == nil
+}
+
+func BenchmarkImport(b *testing.B) {
+	type row struct {
+		n         int
+		raw, lore benchResult
+		read      benchResult
+		cold      bool
+	}
+	var rows []row
+	for _, s := range strings.Split(*benchSizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			file := filepath.Join(dir, "graph.ndjson")
+			if err := writeBenchGraph(file, n); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				os.RemoveAll(filepath.Join(dir, "raw"))
+				os.RemoveAll(filepath.Join(dir, "lore"))
+				r := row{n: n}
+				r.raw = child(b, "raw", file, filepath.Join(dir, "raw"))
+				r.lore = child(b, "lore", file, filepath.Join(dir, "lore"))
+				r.cold = dropCaches()
+				r.read = child(b, "read", file, filepath.Join(dir, "lore"))
+				rows = append(rows, r)
+				b.ReportMetric(float64(r.lore.Elements)/r.lore.Seconds, "elements/s")
+				b.ReportMetric(float64(r.raw.Elements)/r.raw.Seconds, "raw-quads/s")
+				b.ReportMetric(r.raw.Seconds/r.lore.Seconds, "ratio")
+				b.ReportMetric(r.read.P50US, "get-p50-µs")
+				b.ReportMetric(r.read.OpenMS, "open-ms")
+			}
+		})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Printf("\n%-9s %10s %12s %12s %7s %9s %9s %9s %9s %9s %9s %9s\n", "nodes", "elements", "lore s", "lore el/s", "ratio", "raw s", "raw q/s", "RSS MB", "raw RSS", "disk MB", "open ms", "get p50/p99 µs")
+	for _, r := range rows {
+		cold := ""
+		if !r.cold {
+			cold = " (warm)"
+		}
+		fmt.Printf("%-9d %10d %12.1f %12.0f %6.0f%% %9.1f %9.0f %9.0f %9.0f %9.0f %9.1f%s %6.1f/%.1f\n",
+			r.n, r.lore.Elements, r.lore.Seconds, float64(r.lore.Elements)/r.lore.Seconds, 100*r.raw.Seconds/r.lore.Seconds,
+			r.raw.Seconds, float64(r.raw.Elements)/r.raw.Seconds, r.lore.RSSMB, r.raw.RSSMB, r.lore.SizeMB, r.read.OpenMS, cold, r.read.P50US, r.read.P99US)
+	}
+}
+
+// BenchmarkReadAfterUpdates reads one node before and after 3,000 updates of
+// one of its properties (raw Cayley on bolt went from 94 µs to 4.54 ms).
+func BenchmarkReadAfterUpdates(b *testing.B) {
+	s, err := Open(b.Context(), Config{Path: b.TempDir(), NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	write := func(i int) {
+		_, err := s.Apply(b.Context(), &Batch{Nodes: []NodeInput{{ID: "service/s", Type: "Service", Properties: Props{"name": "s", "tier": i % 4, "description": strconv.Itoa(i)}}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	p50 := func() time.Duration {
+		var lat []time.Duration
+		for range 5000 {
+			t0 := time.Now()
+			if _, err := s.Node(b.Context(), "service/s"); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		slices.Sort(lat)
+		return lat[len(lat)/2]
+	}
+	for b.Loop() {
+		write(0)
+		before := p50()
+		for i := 1; i <= 3000; i++ {
+			write(i)
+		}
+		after := p50()
+		b.ReportMetric(float64(before.Nanoseconds())/1000, "p50-before-µs")
+		b.ReportMetric(float64(after.Nanoseconds())/1000, "p50-after-µs")
+		b.ReportMetric(float64(after)/float64(before), "after/before")
+	}
+}
+

@@ -1,0 +1,95 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Records are stored with a small binary header, so that reading a node's
+// type or revision (which planning does for every edge endpoint) never
+// parses JSON:
+//
+//	node: version, uvarint len(type), type, varint created, varint updated, uvarint revision, properties (canonical JSON)
+//	edge: version, varint created, varint updated, uvarint revision, properties (canonical JSON, may be empty)
+const recordVersion = 1
+
+var errCorrupt = errors.New("corrupt record")
+
+func (r *nodeRec) encode() []byte {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64*4+len(r.Type)+len(r.Props))
+	b = append(b, recordVersion)
+	b = binary.AppendUvarint(b, uint64(len(r.Type)))
+	b = append(b, r.Type...)
+	b = binary.AppendVarint(b, r.Created)
+	b = binary.AppendVarint(b, r.Updated)
+	b = binary.AppendUvarint(b, uint64(r.Rev))
+	return append(b, r.Props...)
+}
+
+// decodeNodeRec decodes a node record; the result does not alias b, which
+// bbolt owns only for the life of its transaction.
+func decodeNodeRec(b []byte) (*nodeRec, error) {
+	if len(b) == 0 || b[0] != recordVersion {
+		return nil, errCorrupt
+	}
+	b = b[1:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n {
+		return nil, errCorrupt
+	}
+	r := &nodeRec{Type: string(b[k : k+int(n)])}
+	b = b[k+int(n):]
+	rest, err := decodeMeta(b, &r.Created, &r.Updated, &r.Rev)
+	if err != nil {
+		return nil, err
+	}
+	r.Props = bytes.Clone(rest)
+	return r, nil
+}
+
+func (r *edgeRec) encode() []byte {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64*3+len(r.Props))
+	b = append(b, recordVersion)
+	b = binary.AppendVarint(b, r.Created)
+	b = binary.AppendVarint(b, r.Updated)
+	b = binary.AppendUvarint(b, uint64(r.Rev))
+	return append(b, r.Props...)
+}
+
+func decodeEdgeRec(b []byte) (*edgeRec, error) {
+	if len(b) == 0 || b[0] != recordVersion {
+		return nil, errCorrupt
+	}
+	r := &edgeRec{}
+	rest, err := decodeMeta(b[1:], &r.Created, &r.Updated, &r.Rev)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) > 0 {
+		r.Props = bytes.Clone(rest)
+	}
+	return r, nil
+}
+
+func decodeMeta(b []byte, created, updated, rev *int64) ([]byte, error) {
+	c, k1 := binary.Varint(b)
+	if k1 <= 0 {
+		return nil, errCorrupt
+	}
+	u, k2 := binary.Varint(b[k1:])
+	if k2 <= 0 {
+		return nil, errCorrupt
+	}
+	r, k3 := binary.Uvarint(b[k1+k2:])
+	if k3 <= 0 {
+		return nil, errCorrupt
+	}
+	*created, *updated, *rev = c, u, int64(r)
+	return b[k1+k2+k3:], nil
+}
+
+func corrupt(what string, err error) error {
+	return fmt.Errorf("%s: %w: run lore check", what, err)
+}
