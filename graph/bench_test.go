@@ -353,4 +353,3 @@ func BenchmarkReadAfterUpdates(b *testing.B) {
 		b.ReportMetric(float64(after)/float64(before), "after/before")
 	}
 }
-
