@@ -198,6 +198,26 @@ func (s *Bolt) checkModelFits(tx *bolt.Tx) error {
 	return nil
 }
 
+// beginBulk switches an empty store to unsynced commits for a bulk load.
+func (s *Bolt) beginBulk() (func() error, bool) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	db := s.db.DB()
+	if s.closed || db.NoSync || s.lastSeq != 0 {
+		return nil, false
+	}
+	db.NoSync = true
+	return func() error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if s.closed {
+			return nil
+		}
+		db.NoSync = false
+		return db.Sync()
+	}, true
+}
+
 // Model returns the model the store validates against.
 func (s *Bolt) Model() *schema.Model { return s.model }
 

@@ -30,6 +30,21 @@ func (b *boltSnap) nodeRecs(_ context.Context, ids []ID) ([]*nodeRec, error) {
 	return getNodeRecs(b.tx, ids)
 }
 
+func (b *boltSnap) nodeTypes(_ context.Context, ids []ID) ([]string, error) {
+	nodes := b.tx.Bucket(bNodes)
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		if v := nodes.Get([]byte(id)); v != nil {
+			t, err := decodeNodeType(v)
+			if err != nil {
+				return nil, corrupt(fmt.Sprintf("node %q", id), err)
+			}
+			out[i] = t
+		}
+	}
+	return out, nil
+}
+
 func (b *boltSnap) edgeRecs(_ context.Context, keys []EdgeKey) ([]*edgeRec, error) {
 	return getEdgeRecs(b.tx, keys)
 }
@@ -122,15 +137,23 @@ func (s *Bolt) Node(ctx context.Context, id ID) (n *Node, err error) {
 		if n, err = recs[0].node(id); err != nil {
 			return err
 		}
+		// Out-edges are counted from Lore's edge records, which are ordered by
+		// their source; in-edges have counters, kept by the write path.
 		prefix := append([]byte(id), 0)
-		c := tx.Bucket(bDeg).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			rest := k[len(prefix):]
-			dir := Out
-			if rest[0] == 'i' {
-				dir = In
+		c := tx.Bucket(bEdges).Cursor()
+		var label []byte
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			l := k[len(prefix):]
+			l = l[:bytes.IndexByte(l, 0)]
+			if !bytes.Equal(l, label) {
+				label = bytes.Clone(l)
+				n.Edges = append(n.Edges, EdgeCount{Label: string(label), Direction: Out})
 			}
-			n.Edges = append(n.Edges, EdgeCount{Label: string(rest[1:]), Direction: dir, Count: int64(binary.BigEndian.Uint64(v))})
+			n.Edges[len(n.Edges)-1].Count++
+		}
+		c = tx.Bucket(bDeg).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			n.Edges = append(n.Edges, EdgeCount{Label: string(k[len(prefix)+1:]), Direction: In, Count: int64(binary.BigEndian.Uint64(v))})
 		}
 		sort.Slice(n.Edges, func(i, j int) bool {
 			a, b := n.Edges[i], n.Edges[j]

@@ -253,12 +253,10 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) 
 				continue
 			}
 			count(bMeta, countKey("edge", k.Label), 1)
-			count(bDeg, degKey(k.From, 'o', k.Label), 1)
 			count(bDeg, degKey(k.To, 'i', k.Label), 1)
 		default:
 			del(bEdges, k.bytes())
 			count(bMeta, countKey("edge", k.Label), -1)
-			count(bDeg, degKey(k.From, 'o', k.Label), -1)
 			count(bDeg, degKey(k.To, 'i', k.Label), -1)
 		}
 	}

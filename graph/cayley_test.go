@@ -222,12 +222,12 @@ func TestFailedCommitRecovers(t *testing.T) {
 	})
 	// Corrupt the edge counter so the next commit's hook fails after
 	// Cayley has buffered its own index entries.
-	if err := s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bDeg).Delete(degKey("person/a", 'o', "memberOf")) }); err != nil {
+	if err := s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bDeg).Delete(degKey("team/t", 'i', "memberOf")) }); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Apply(t.Context(), &Batch{
-		Nodes:       []NodeInput{{ID: "person/c", Type: "Person", Properties: Props{"name": "c"}}},
-		Edges:       []EdgeInput{{EdgeKey: EdgeKey{From: "person/c", Label: "memberOf", To: "team/t"}}},
+		Nodes:       []NodeInput{{ID: "person/c", Type: "Person", Properties: Props{"name": "c"}}, {ID: "team/u", Type: "Team", Properties: Props{"name": "u"}}},
+		Edges:       []EdgeInput{{EdgeKey: EdgeKey{From: "person/c", Label: "memberOf", To: "team/u"}}},
 		DeleteEdges: []EdgeRef{{EdgeKey: EdgeKey{From: "person/a", Label: "memberOf", To: "team/t"}}},
 	})
 	if err == nil || !strings.Contains(err.Error(), "would go negative") {
@@ -243,6 +243,11 @@ func TestFailedCommitRecovers(t *testing.T) {
 	p, err := s.Edges(t.Context(), EdgeQuery{Nodes: []ID{"team/t"}, Direction: In})
 	if got := edgeIDs(p); err != nil || len(got) != 2 || got[0] != "memberOf(person/a,team/t)" || got[1] != "memberOf(person/d,team/t)" {
 		t.Errorf("in-edges of team/t = %v (%v), want a's and d's", got, err)
+	}
+	for _, id := range []ID{"person/c", "team/u"} {
+		if _, err := s.Node(t.Context(), id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s from the failed commit: %v", id, err)
+		}
 	}
 	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
 		t.Errorf("check: %v %v", err, r.Problems)

@@ -134,7 +134,6 @@ func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport) (*
 			}
 		}
 		d.counts[string(countKey("edge", key.Label))]++
-		d.deg[string(degKey(key.From, 'o', key.Label))]++
 		d.deg[string(degKey(key.To, 'i', key.Label))]++
 		return nil
 	})

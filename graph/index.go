@@ -156,6 +156,7 @@ func typeKey(typ string, id ID) []byte {
 	return append(k, id...)
 }
 
+// degKey keys a node's in-edge counter for one label (dir is 'i').
 func degKey(id ID, dir byte, label string) []byte {
 	k := make([]byte, 0, len(id)+len(label)+2)
 	k = append(k, id...)

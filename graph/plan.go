@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/lore-dev/lore/schema"
@@ -33,6 +34,8 @@ type edgeRec struct {
 // A snapshot is what planning reads: the store's state while the writer holds its lock.
 type snapshot interface {
 	nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error)
+	// nodeTypes returns the type of each node, "" for a missing one.
+	nodeTypes(ctx context.Context, ids []ID) ([]string, error)
 	edgeRecs(ctx context.Context, keys []EdgeKey) ([]*edgeRec, error)
 	// incident returns every edge that starts or ends at id.
 	incident(ctx context.Context, id ID) ([]EdgeKey, error)
@@ -55,6 +58,19 @@ func (a assumeSnap) nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error) 
 		}
 	}
 	return recs, nil
+}
+
+func (a assumeSnap) nodeTypes(ctx context.Context, ids []ID) ([]string, error) {
+	types, err := a.snapshot.nodeTypes(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		if t, ok := a.assume[id]; ok && types[i] == "" {
+			types[i] = t
+		}
+	}
+	return types, nil
 }
 
 type nodeOp struct {
@@ -196,10 +212,15 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		return true
 	}
 	edgeOK := make([]bool, len(b.Edges))
+	var endpoints []ID // nodes only edges name: their types are all planning needs
 	for i, e := range b.Edges {
 		edgeOK[i] = checkEdge(fmt.Sprintf("/edges/%d", i), e.EdgeKey)
 		if edgeOK[i] {
-			nodeIDs = append(nodeIDs, e.From, e.To)
+			for _, id := range []ID{e.From, e.To} {
+				if _, ok := seenNode[id]; !ok {
+					endpoints = append(endpoints, id)
+				}
+			}
 		}
 	}
 	delEdgeOK := make([]bool, len(b.DeleteEdges))
@@ -211,7 +232,18 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	}
 
 	// Stateful checks.
-	nodeIDs = uniq(nodeIDs)
+	endpoints = uniq(endpoints)
+	slices.Sort(endpoints) // sorted lookups walk the index in order
+	types, err := snap.nodeTypes(ctx, endpoints)
+	if err != nil {
+		return nil, err
+	}
+	endpointType := make(map[ID]string, len(endpoints))
+	for i, id := range endpoints {
+		if types[i] != "" {
+			endpointType[id] = types[i]
+		}
+	}
 	recs, err := snap.nodeRecs(ctx, nodeIDs)
 	if err != nil {
 		return nil, err
@@ -327,7 +359,8 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		if r := oldNode[id]; r != nil {
 			return r.Type, true
 		}
-		return "", false
+		t, ok := endpointType[id]
+		return t, ok
 	}
 	for i, e := range b.Edges {
 		if !edgeOK[i] {

@@ -49,6 +49,18 @@ func decodeNodeRec(b []byte) (*nodeRec, error) {
 	return r, nil
 }
 
+// decodeNodeType reads only the type of a node record.
+func decodeNodeType(b []byte) (string, error) {
+	if len(b) == 0 || b[0] != recordVersion {
+		return "", errCorrupt
+	}
+	n, k := binary.Uvarint(b[1:])
+	if k <= 0 || uint64(len(b)-1-k) < n {
+		return "", errCorrupt
+	}
+	return string(b[1+k : 1+k+int(n)]), nil
+}
+
 func (r *edgeRec) encode() []byte {
 	b := make([]byte, 0, 1+binary.MaxVarintLen64*3+len(r.Props))
 	b = append(b, recordVersion)

@@ -13,13 +13,14 @@ import (
 )
 
 func cmdImport(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "import", "import [--format ndjson|nquads|memory] [--batch N] [--dry-run] FILE|-")
+	fs := newFlagSet(e, "import", "import [--format ndjson|nquads|memory] [--batch N] [--dry-run] [--durable] [--progress] FILE|-")
 	var sf storeFlags
 	sf.register(fs, e)
 	format := fs.String("format", "ndjson", "input `format`: ndjson, nquads or memory (the MCP memory server's JSONL)")
 	batch := fs.Int("batch", graph.DefaultImportBatch, "elements per transaction")
 	dry := fs.Bool("dry-run", false, "validate every line and write nothing")
 	progress := fs.Bool("progress", false, "report progress after every batch, even when stderr is not a terminal")
+	durable := fs.Bool("durable", false, "fsync every batch even into an empty store (by default an import into an empty store is a bulk load, flushed once at the end)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -41,7 +42,7 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	opt := graph.ImportOptions{Format: f, BatchSize: *batch, DryRun: *dry}
+	opt := graph.ImportOptions{Format: f, BatchSize: *batch, DryRun: *dry, Durable: *durable}
 	tty := isTerminal(e.stderr)
 	switch {
 	case *progress:
