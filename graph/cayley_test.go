@@ -120,7 +120,7 @@ func TestReadersAndWriterDoNotDeadlock(t *testing.T) {
 				case 2:
 					_, err = s.Node(ctx, "team/hub")
 				case 3:
-					_, err = s.Lookup(ctx, IndexQuery{Type: "Person", Property: "name", Min: "p", Page: Page{Limit: 100}})
+					_, err = s.Lookup(ctx, IndexQuery{Type: "Person", Property: "role", Min: "r", Page: Page{Limit: 100}})
 				}
 				if err != nil && ctx.Err() == nil {
 					fail <- err
@@ -135,7 +135,7 @@ func TestReadersAndWriterDoNotDeadlock(t *testing.T) {
 			b := &Batch{}
 			for j := range 50 {
 				id := ID(fmt.Sprintf("person/p%d-%d", i, j))
-				b.Nodes = append(b.Nodes, NodeInput{ID: id, Type: "Person", Properties: Props{"name": fmt.Sprintf("p %d %d", i, j), "bio": strings.Repeat("x", 300)}})
+				b.Nodes = append(b.Nodes, NodeInput{ID: id, Type: "Person", Properties: Props{"name": fmt.Sprintf("p %d %d", i, j), "role": fmt.Sprintf("role %d", j), "bio": strings.Repeat("x", 300)}})
 				b.Edges = append(b.Edges, EdgeInput{EdgeKey: EdgeKey{From: id, Label: "memberOf", To: "team/hub"}})
 			}
 			if _, err := s.Apply(context.Background(), b); err != nil {
@@ -429,7 +429,7 @@ func TestCursorsAreStable(t *testing.T) {
 	apply(t, s, &Batch{Nodes: append(topics("a", 250), NodeInput{ID: "team/t", Type: "Team", Properties: Props{"name": "t"}})})
 	var b Batch
 	for i := range 250 {
-		b.Nodes = append(b.Nodes, NodeInput{ID: ID(fmt.Sprintf("person/p%03d", i)), Type: "Person", Properties: Props{"name": fmt.Sprintf("p%03d", i)}})
+		b.Nodes = append(b.Nodes, NodeInput{ID: ID(fmt.Sprintf("person/p%03d", i)), Type: "Person", Properties: Props{"name": fmt.Sprintf("p%03d", i), "role": fmt.Sprintf("p%03d", i)}})
 		b.Edges = append(b.Edges, EdgeInput{EdgeKey: EdgeKey{From: ID(fmt.Sprintf("person/p%03d", i)), Label: "memberOf", To: "team/t"}})
 	}
 	apply(t, s, &b)
@@ -481,7 +481,7 @@ func TestCursorsAreStable(t *testing.T) {
 		t.Errorf("paged %d persons, the store has %d", len(ids), persons.NodeTypes["Person"])
 	}
 	var looked []ID
-	iq := IndexQuery{Type: "Person", Property: "name", Min: "p100", Max: "p199", Page: Page{Limit: 7}}
+	iq := IndexQuery{Type: "Person", Property: "role", Min: "p100", Max: "p199", Page: Page{Limit: 7}}
 	for {
 		page, err := s.Lookup(t.Context(), iq)
 		if err != nil {
