@@ -35,11 +35,12 @@ var (
 	bEdges     = []byte("lore.edge") // edge key bytes -> edgeRec
 	bType      = []byte("lore.type") // type NUL ID -> ""
 	bProp      = []byte("lore.prop") // type NUL prop NUL value ID -> ""
+	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight
 	bDeg       = []byte("lore.deg")  // ID NUL dir label -> count
 	bLog       = []byte("lore.log")  // seq -> Change
 	bIdem      = []byte("lore.idem") // idempotency key -> idemRec
 	bMeta      = []byte("lore.meta") // seq, version, model, counts
-	allBuckets = [][]byte{bNodes, bEdges, bType, bProp, bDeg, bLog, bIdem, bMeta}
+	allBuckets = [][]byte{bNodes, bEdges, bType, bProp, bTok, bDeg, bLog, bIdem, bMeta}
 )
 
 // Config configures Open.

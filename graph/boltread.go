@@ -711,3 +711,67 @@ func (s *Bolt) ScanEdges(ctx context.Context, p Page) (*EdgePage, error) {
 	})
 	return page, err
 }
+
+// Postings returns a page of the text-search index.
+func (s *Bolt) Postings(ctx context.Context, q PostingQuery) (*PostingPage, error) {
+	if q.Prefix == "" {
+		return nil, fmt.Errorf("empty search token: %w", ErrInvalid)
+	}
+	limit := q.limit()
+	maxScan := q.MaxScan
+	if maxScan <= 0 {
+		maxScan = limit
+	}
+	seek := []byte(q.Prefix)
+	prefix := seek
+	if q.Exact {
+		prefix = append(bytes.Clone(seek), 0)
+		seek = prefix
+		if q.Type != "" {
+			seek = append(bytes.Clone(prefix), append([]byte(q.Type), 0)...)
+		}
+	}
+	var after []byte
+	if q.After != "" {
+		var err error
+		if after, err = base64.RawURLEncoding.DecodeString(q.After); err != nil || !bytes.HasPrefix(after, prefix) {
+			return nil, fmt.Errorf("cursor %q does not belong to this index scan: %w", q.After, ErrInvalid)
+		}
+	}
+	page := &PostingPage{}
+	err := s.read(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bTok).Cursor()
+		k, v := c.Seek(seek)
+		if after != nil {
+			if k, v = c.Seek(after); bytes.Equal(k, after) {
+				k, v = c.Next()
+			}
+		}
+		var last []byte
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if last != nil && (page.Scanned == maxScan || len(page.Postings) == limit) {
+				page.Next = base64.RawURLEncoding.EncodeToString(last)
+				break
+			}
+			last = bytes.Clone(k)
+			page.Scanned++
+			parts := bytes.SplitN(k, []byte{0}, 3)
+			if len(parts) != 3 {
+				continue
+			}
+			if q.Type != "" && string(parts[1]) != q.Type {
+				if q.Exact {
+					break
+				}
+				continue
+			}
+			w := 1
+			if len(v) == 1 {
+				w = int(v[0])
+			}
+			page.Postings = append(page.Postings, Posting{Token: string(parts[0]), Type: string(parts[1]), ID: ID(parts[2]), Weight: w})
+		}
+		return nil
+	})
+	return page, err
+}

@@ -221,12 +221,23 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) 
 	for _, op := range p.nodes {
 		id := op.id
 		var oldKeys, newKeys [][]byte
+		var oldToks, newToks map[string]byte
 		if op.old != nil {
-			oldKeys = s.nodePropKeys(id, op.old, nil)
+			oldKeys, oldToks = s.nodeIndexKeys(id, op.old, nil)
 		}
 		if op.new != nil {
-			newKeys = s.nodePropKeys(id, op.new, op.props)
+			newKeys, newToks = s.nodeIndexKeys(id, op.new, op.props)
 			put(bNodes, []byte(id), op.new.encode())
+		}
+		for tok, w := range newToks {
+			if old, ok := oldToks[tok]; !ok || old != w {
+				put(bTok, tokenKey(tok, op.new.Type, id), []byte{w})
+			}
+		}
+		for tok := range oldToks {
+			if _, ok := newToks[tok]; !ok {
+				del(bTok, tokenKey(tok, op.old.Type, id))
+			}
 		}
 		switch {
 		case op.old == nil:
@@ -339,20 +350,20 @@ func writeOps(tx *bolt.Tx, ops []kvOp) error {
 	return nil
 }
 
-// nodePropKeys returns the property index keys of a node record; props,
-// if given, are its decoded properties.
-func (s *Bolt) nodePropKeys(id ID, r *nodeRec, props Props) [][]byte {
+// nodeIndexKeys returns the property index keys and the search tokens of a
+// node record; props, if given, are its decoded properties.
+func (s *Bolt) nodeIndexKeys(id ID, r *nodeRec, props Props) ([][]byte, map[string]byte) {
 	nt, ok := s.model.Node(r.Type)
-	if !ok || len(nt.Indexed) == 0 {
-		return nil
+	if !ok || len(nt.Indexed) == 0 && len(nt.Search) == 0 {
+		return nil, nil
 	}
 	if props == nil {
 		var err error
 		if props, err = decodeProps(r.Props); err != nil {
-			return nil
+			return nil, nil
 		}
 	}
-	return propKeys(r.Type, nt.Indexed, id, props)
+	return propKeys(r.Type, nt.Indexed, id, props), nodeTokens(nt, props)
 }
 
 // diffKeys returns the keys of a that are not in b.

@@ -40,6 +40,7 @@ func (r *CheckReport) add(format string, args ...any) {
 type derived struct {
 	typeKeys map[string]bool
 	propKeys map[string]bool
+	tokKeys  map[string]byte
 	counts   map[string]int64 // bMeta count keys
 	deg      map[string]int64 // bDeg keys
 }
@@ -69,7 +70,7 @@ func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
 }
 
 func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport) (*derived, error) {
-	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, counts: map[string]int64{}, deg: map[string]int64{}}
+	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, tokKeys: map[string]byte{}, counts: map[string]int64{}, deg: map[string]int64{}}
 	err := tx.Bucket(bNodes).ForEach(func(k, v []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -100,6 +101,9 @@ func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport) (*
 		d.typeKeys[string(typeKey(rec.Type, id))] = true
 		for _, pk := range propKeys(rec.Type, nt.Indexed, id, props) {
 			d.propKeys[string(pk)] = true
+		}
+		for tok, w := range nodeTokens(nt, props) {
+			d.tokKeys[string(tokenKey(tok, rec.Type, id))] = w
 		}
 		d.counts[string(countKey("node", rec.Type))]++
 		return nil
@@ -156,6 +160,17 @@ func (s *Bolt) checkDerived(tx *bolt.Tx, d *derived, r *CheckReport) {
 	}
 	set("type", bType, d.typeKeys)
 	set("property", bProp, d.propKeys)
+	n := 0
+	_ = tx.Bucket(bTok).ForEach(func(k, v []byte) error {
+		n++
+		if w, ok := d.tokKeys[string(k)]; !ok || len(v) != 1 || v[0] != w {
+			r.add("search index: stray or stale entry %q", k)
+		}
+		return nil
+	})
+	if n != len(d.tokKeys) {
+		r.add("search index: %d entries, the records imply %d", n, len(d.tokKeys))
+	}
 	counters := func(name string, bucket []byte, prefix []byte, want map[string]int64) {
 		seen := 0
 		c := tx.Bucket(bucket).Cursor()
@@ -271,7 +286,7 @@ func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
 	if err == nil {
 		s.rw.Lock()
 		err = s.db.DB().Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bType, bProp, bDeg} {
+			for _, b := range [][]byte{bType, bProp, bTok, bDeg} {
 				if err := tx.DeleteBucket(b); err != nil {
 					return err
 				}
@@ -300,6 +315,11 @@ func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
 					return err
 				}
 			}
+			for k, w := range d.tokKeys {
+				if err := tx.Bucket(bTok).Put([]byte(k), []byte{w}); err != nil {
+					return err
+				}
+			}
 			for k, n := range d.counts {
 				if err := meta.Put([]byte(k), u64(uint64(n))); err != nil {
 					return err
@@ -320,7 +340,7 @@ func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
 	}
 	r, err := s.Check(ctx)
 	if r != nil {
-		r.Repaired = []string{"type index", "property index", "counts", "edge counters"}
+		r.Repaired = []string{"type index", "property index", "search index", "counts", "edge counters"}
 	}
 	return r, err
 }

@@ -34,6 +34,8 @@ type Store interface {
 	NodesByType(ctx context.Context, typ string, p Page) (*NodePage, error)
 	// Lookup returns a page of the IDs of nodes whose indexed property matches.
 	Lookup(ctx context.Context, q IndexQuery) (*IDPage, error)
+	// Postings returns a page of the text-search index.
+	Postings(ctx context.Context, q PostingQuery) (*PostingPage, error)
 	// ScanNodes returns a page of every node, ordered by ID.
 	ScanNodes(ctx context.Context, p Page) (*NodePage, error)
 	// ScanEdges returns a page of every edge, ordered by from, label, to and key.

@@ -35,6 +35,10 @@ Commands:
   export     write the store to a file:    lore export [--format ndjson|nquads|memory] FILE|-
   validate   check a model file, and optionally a data file against it, without a store
   get        print a node or an edge:       lore get ID   (an edge ID reads label(from,to))
+  query      run a JSON query from a file or stdin (read-only, bounded)
+  search     ranked text search:            lore search [--type T] TEXT
+  neighbors  the nodes around one:          lore neighbors [--edge L] [--direction D] [--depth N] ID
+  paths      shortest paths between two:    lore paths [--edge L] [--direction D] [--k N] FROM TO
   stats      count nodes per type and edges per label
   check      verify the store's integrity (--repair rebuilds Lore's indexes)
   compact    rewrite the store into a fresh file, dropping Cayley's tombstones
@@ -121,6 +125,10 @@ var commands = map[string]func(context.Context, *env, []string) error{
 	"stats":    cmdStats,
 	"check":    cmdCheck,
 	"compact":  cmdCompact,
+	"query":     cmdQuery,
+	"search":    cmdSearch,
+	"neighbors": cmdNeighbors,
+	"paths":     cmdPaths,
 }
 
 func logLevel(s string) slog.Level {

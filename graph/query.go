@@ -1,0 +1,411 @@
+package graph
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/lore-dev/lore/schema"
+)
+
+// A Query is Lore's JSON query language: read-only by construction (it has
+// no verb that writes). Its JSON Schema is QuerySchema.
+//
+//	{
+//	  "from":     {"ids": ["service/billing"]} | {"type": "Service", "where": {…}} | {"search": "billing", "type": "Service"},
+//	  "traverse": [{"edge": "dependsOn", "direction": "in", "hops": [1, 3], "type": "Service", "where": {…}}],
+//	  "where":    {"lifecycle": "production"},
+//	  "return":   {"fields": ["id", "type", "name"], "paths": false, "count": false},
+//	  "orderBy":  [{"field": "name", "desc": false}],
+//	  "limit": 50, "cursor": "…",
+//	  "limits": {"timeoutMs": 2000, "maxVisited": 100000}
+//	}
+//
+// A filter is {field: value} (equals) or {field: {op: value}} with op one of
+// eq, ne, lt, lte, gt, gte, in, contains, prefix, exists; conditions in one
+// object must all hold, and "and", "or" and "not" combine filters. Fields
+// are id, type, createdAt, updatedAt, revision and property names.
+type Query struct {
+	From     From            `json:"from"`
+	Traverse []Step          `json:"traverse,omitempty"`
+	Where    json.RawMessage `json:"where,omitempty"`
+	Return   Return          `json:"return,omitzero"`
+	OrderBy  []Order         `json:"orderBy,omitempty"`
+	Limit    int             `json:"limit,omitempty"`
+	Cursor   string          `json:"cursor,omitempty"`
+	Limits   Limits          `json:"limits,omitzero"`
+
+	where *filter
+}
+
+// From chooses the start set.
+type From struct {
+	IDs    []ID            `json:"ids,omitempty"`
+	Type   string          `json:"type,omitempty"`
+	Where  json.RawMessage `json:"where,omitempty"`
+	Search string          `json:"search,omitempty"`
+
+	where *filter
+}
+
+// A Step follows edges from the current nodes.
+type Step struct {
+	Edge      Labels          `json:"edge,omitempty"`
+	Direction Direction       `json:"direction,omitempty"`
+	Hops      Hops            `json:"hops,omitzero"`
+	Type      string          `json:"type,omitempty"`
+	Where     json.RawMessage `json:"where,omitempty"`
+
+	where *filter
+}
+
+// Labels is one edge label or several.
+type Labels []string
+
+// UnmarshalJSON accepts a string or an array of strings.
+func (l *Labels) UnmarshalJSON(data []byte) error {
+	var one string
+	if err := json.Unmarshal(data, &one); err == nil {
+		*l = Labels{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(data, &many); err != nil {
+		return err
+	}
+	*l = many
+	return nil
+}
+
+// Hops is a hop range: [Min, Max] edges from the step's start.
+type Hops struct{ Min, Max int }
+
+// UnmarshalJSON accepts n (exactly n hops... from 1 to n) or [min, max].
+func (h *Hops) UnmarshalJSON(data []byte) error {
+	var n int
+	if err := json.Unmarshal(data, &n); err == nil {
+		*h = Hops{1, n}
+		return nil
+	}
+	var r [2]int
+	if err := json.Unmarshal(data, &r); err != nil {
+		return err
+	}
+	*h = Hops{r[0], r[1]}
+	return nil
+}
+
+// MarshalJSON writes [min, max].
+func (h Hops) MarshalJSON() ([]byte, error) { return json.Marshal([2]int{h.Min, h.Max}) }
+
+// Return says what a query returns.
+type Return struct {
+	Fields []string `json:"fields,omitempty"`
+	Paths  bool     `json:"paths,omitempty"`
+	Count  bool     `json:"count,omitempty"`
+}
+
+// An Order sorts results by a field.
+type Order struct {
+	Field string `json:"field"`
+	Desc  bool   `json:"desc,omitempty"`
+}
+
+//go:embed query.schema.json
+var querySchema []byte
+
+// QuerySchema returns the query language's JSON Schema (2020-12).
+func QuerySchema() []byte { return bytes.Clone(querySchema) }
+
+var compiledQuerySchema = sync.OnceValue(func() *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(querySchema))
+	if err != nil {
+		panic(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("lore:query.json", doc); err != nil {
+		panic(err)
+	}
+	return c.MustCompile("lore:query.json")
+})
+
+// A QueryError lists every problem of an invalid query, each located by a
+// JSON pointer into the query and saying what would be valid.
+type QueryError struct {
+	Violations []schema.Violation
+}
+
+func (e *QueryError) Error() string {
+	parts := make([]string, len(e.Violations))
+	for i, v := range e.Violations {
+		parts[i] = v.String()
+	}
+	return "invalid query: " + strings.Join(parts, "; ")
+}
+
+func (e *QueryError) Unwrap() error { return ErrInvalid }
+
+// MaxQueryBytes is the largest query document accepted.
+const MaxQueryBytes = 64 << 10
+
+// ParseQuery decodes and validates a query against the language's schema
+// and the model: unknown types, labels and fields are errors that name
+// their JSON pointer and list what the model has.
+func ParseQuery(m *schema.Model, data []byte) (*Query, error) {
+	if len(data) > MaxQueryBytes {
+		return nil, &QueryError{[]schema.Violation{{Message: fmt.Sprintf("the query is %d bytes; the limit is %d", len(data), MaxQueryBytes)}}}
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, &QueryError{[]schema.Violation{{Message: "not JSON: " + err.Error()}}}
+	}
+	if err := compiledQuerySchema().Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return nil, &QueryError{schema.Flatten(ve)}
+		}
+		return nil, &QueryError{[]schema.Violation{{Message: err.Error()}}}
+	}
+	var q Query
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	if err := d.Decode(&q); err != nil {
+		return nil, &QueryError{[]schema.Violation{{Message: err.Error()}}}
+	}
+	if err := q.check(m); err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// check validates the query against the model and compiles its filters.
+func (q *Query) check(m *schema.Model) error {
+	v := &checker{m: m}
+	scope := []string(nil) // node types the current nodes may have; nil: any
+	switch {
+	case q.From.Type != "":
+		if v.nodeType("/from/type", q.From.Type) {
+			scope = []string{q.From.Type}
+		}
+		q.From.where = v.filter("/from/where", q.From.Where, scope)
+	case q.From.Search != "":
+		if q.From.Type != "" && v.nodeType("/from/type", q.From.Type) {
+			scope = []string{q.From.Type}
+		}
+		if len(queryTerms(q.From.Search)) == 0 {
+			v.add("/from/search", "has no words to look for")
+		}
+	default:
+		for i, id := range q.From.IDs {
+			if err := id.Check(); err != nil {
+				v.add(fmt.Sprintf("/from/ids/%d", i), unwrapMsg(err))
+			}
+		}
+	}
+	for i := range q.Traverse {
+		st := &q.Traverse[i]
+		ptr := fmt.Sprintf("/traverse/%d", i)
+		for j, l := range st.Edge {
+			if _, ok := m.Edge(l); !ok {
+				v.add(fmt.Sprintf("%s/edge", ptr)+edgeIndex(len(st.Edge), j), fmt.Sprintf("unknown edge label %q; the model has %s", l, list(m.EdgeLabels())))
+			}
+		}
+		if st.Hops == (Hops{}) {
+			st.Hops = Hops{1, 1}
+		}
+		if st.Hops.Min > st.Hops.Max {
+			v.add(ptr+"/hops", fmt.Sprintf("min %d is above max %d; write [min, max] with min <= max", st.Hops.Min, st.Hops.Max))
+		}
+		if st.Direction == "" {
+			st.Direction = Out
+		}
+		scope = reachable(m, scope, st)
+		if st.Type != "" && v.nodeType(ptr+"/type", st.Type) {
+			scope = []string{st.Type}
+		}
+		st.where = v.filter(ptr+"/where", st.Where, scope)
+	}
+	q.where = v.filter("/where", q.Where, scope)
+	for i, f := range q.Return.Fields {
+		v.field(fmt.Sprintf("/return/fields/%d", i), f, scope, true)
+	}
+	for i, o := range q.OrderBy {
+		v.field(fmt.Sprintf("/orderBy/%d/field", i), o.Field, scope, false)
+	}
+	if q.Return.Count && (q.Return.Paths || len(q.Return.Fields) > 0) {
+		v.add("/return", "count returns only the number of results; drop fields and paths, or count")
+	}
+	if len(v.problems) > 0 {
+		return &QueryError{v.problems}
+	}
+	return nil
+}
+
+func edgeIndex(n, j int) string {
+	if n == 1 {
+		return ""
+	}
+	return "/" + strconv.Itoa(j)
+}
+
+// reachable returns the node types a step can reach from scope.
+func reachable(m *schema.Model, scope []string, st *Step) []string {
+	labels := st.Edge
+	if len(labels) == 0 {
+		labels = m.EdgeLabels()
+	}
+	var out []string
+	for _, l := range labels {
+		et, ok := m.Edge(l)
+		if !ok {
+			continue
+		}
+		if st.Direction != In {
+			out = append(out, et.To...)
+		}
+		if st.Direction != Out {
+			out = append(out, et.From...)
+		}
+	}
+	if st.Hops.Min == 0 {
+		out = append(out, scope...)
+		if scope == nil {
+			return nil
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+type checker struct {
+	m        *schema.Model
+	problems []schema.Violation
+}
+
+func (v *checker) add(ptr, msg string) {
+	if len(v.problems) < MaxProblems {
+		v.problems = append(v.problems, schema.Violation{Pointer: ptr, Message: msg})
+	}
+}
+
+func (v *checker) nodeType(ptr, t string) bool {
+	if _, ok := v.m.Node(t); !ok {
+		v.add(ptr, fmt.Sprintf("unknown node type %q; the model has %s", t, list(v.m.NodeTypeNames())))
+		return false
+	}
+	return true
+}
+
+// metaFields are the fields every node has besides its properties.
+var metaFields = []string{"id", "type", "createdAt", "updatedAt", "revision"}
+
+// field checks that f names a field of some type in scope.
+func (v *checker) field(ptr, f string, scope []string, allowProperties bool) {
+	if slices.Contains(metaFields, f) || allowProperties && f == "properties" {
+		return
+	}
+	types := scope
+	if types == nil {
+		types = v.m.NodeTypeNames()
+	}
+	var known []string
+	for _, t := range types {
+		nt, _ := v.m.Node(t)
+		if nt == nil {
+			continue
+		}
+		if slices.Contains(nt.Properties, f) {
+			return
+		}
+		known = append(known, nt.Properties...)
+	}
+	slices.Sort(known)
+	known = slices.Compact(known)
+	v.add(ptr, fmt.Sprintf("unknown field %q for %s; fields are %s, %s", f, list(types), strings.Join(metaFields, ", "), strings.Join(known, ", ")))
+}
+
+// filter compiles a filter, checking its fields against the types in scope.
+func (v *checker) filter(ptr string, raw json.RawMessage, scope []string) *filter {
+	if len(raw) == 0 {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&obj); err != nil {
+		v.add(ptr, "a filter is an object of conditions")
+		return nil
+	}
+	f := &filter{}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		val := obj[k]
+		kptr := ptr + "/" + escapePointer(k)
+		switch k {
+		case "and", "or":
+			var subs []json.RawMessage
+			json.Unmarshal(val, &subs)
+			for i, sub := range subs {
+				c := v.filter(fmt.Sprintf("%s/%d", kptr, i), sub, scope)
+				if k == "and" {
+					f.and = append(f.and, c)
+				} else {
+					f.or = append(f.or, c)
+				}
+			}
+		case "not":
+			f.not = v.filter(kptr, val, scope)
+		default:
+			v.field(kptr, k, scope, false)
+			f.conds = append(f.conds, v.condition(kptr, k, val)...)
+		}
+	}
+	return f
+}
+
+func (v *checker) condition(ptr, field string, raw json.RawMessage) []cond {
+	var val any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	d.Decode(&val)
+	ops, isOps := val.(map[string]any)
+	if !isOps {
+		return []cond{{field: field, op: "eq", val: val}}
+	}
+	var out []cond
+	names := make([]string, 0, len(ops))
+	for op := range ops {
+		names = append(names, op)
+	}
+	slices.Sort(names)
+	for _, op := range names {
+		c := cond{field: field, op: op, val: ops[op]}
+		if op == "in" {
+			c.vals, _ = ops[op].([]any)
+		}
+		if slices.Contains([]string{"createdAt", "updatedAt"}, field) && slices.Contains([]string{"lt", "lte", "gt", "gte", "eq", "ne"}, op) {
+			if s, ok := c.val.(string); !ok || parseTime(s).IsZero() {
+				v.add(ptr+"/"+op, "compare "+field+" with an RFC 3339 time, such as 2026-01-31T12:00:00Z")
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}

@@ -1,0 +1,298 @@
+package graph
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lore-dev/lore/schema"
+)
+
+// A PostingQuery reads the search index: the nodes indexed under tokens
+// that start with Prefix (or equal it, with Exact), of one Type if set.
+type PostingQuery struct {
+	Prefix string
+	Exact  bool
+	Type   string
+	Page
+	// MaxScan bounds the index entries examined, matching or not; 0 means
+	// the page size.
+	MaxScan int
+}
+
+// A Posting is one entry of the search index.
+type Posting struct {
+	Token  string
+	Type   string
+	ID     ID
+	Weight int
+}
+
+// A PostingPage is one page of postings, in token, type, ID order.
+// Scanned counts the entries examined; Next is "" at the end.
+type PostingPage struct {
+	Postings []Posting
+	Scanned  int
+	Next     string
+}
+
+// A SearchQuery is a ranked text search: nodes whose searchable text
+// holds every term of Text, the last term (and any term) also as a prefix.
+type SearchQuery struct {
+	Text   string `json:"query"`
+	Type   string `json:"type,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+	Limits Limits `json:"limits,omitzero"`
+}
+
+// A SearchHit is one ranked result.
+type SearchHit struct {
+	Node  *Node   `json:"node"`
+	Score float64 `json:"score"`
+}
+
+// A SearchResult is a page of ranked hits.
+type SearchResult struct {
+	Hits      []SearchHit `json:"hits"`
+	Truncated bool        `json:"truncated"`
+	Reason    string      `json:"reason,omitempty"`
+	Cursor    string      `json:"cursor,omitempty"`
+	Limits    Limits      `json:"limits"`
+	Capped    []string    `json:"capped,omitempty"`
+	Stats     ReadStats   `json:"stats"`
+}
+
+// ReadStats reports the work a read did.
+type ReadStats struct {
+	Visited   int     `json:"visited"`
+	ElapsedMs float64 `json:"elapsedMs"`
+}
+
+type searchCursor struct {
+	Q     string  `json:"q"` // the query text and type it belongs to
+	Score float64 `json:"s"`
+	Len   int     `json:"l"`
+	ID    ID      `json:"i"`
+}
+
+type ranked struct {
+	node  *Node
+	score float64
+	len   int // display-name length: shorter ranks first among equals
+}
+
+// Search runs a ranked text search over the store's index under the
+// ceilings. It never scans every node: it counts each term's postings (up
+// to a cap), starts from the rarest term, and verifies and scores only the
+// nodes indexed under it.
+func Search(ctx context.Context, s Store, q SearchQuery, ceilings Limits) (*SearchResult, error) {
+	start := time.Now()
+	lim, capped := ceilings.Clamp(q.Limits)
+	res := &SearchResult{Hits: []SearchHit{}, Limits: lim, Capped: capped}
+	m := s.Model()
+	nt, typed := m.Node(q.Type)
+	if q.Type != "" && !typed {
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(m.NodeTypeNames()), ErrInvalid)
+	}
+	terms := queryTerms(q.Text)
+	if len(terms) == 0 {
+		return nil, fmt.Errorf("search query %q has no words to look for: %w", q.Text, ErrInvalid)
+	}
+	fingerprint := q.Type + "\x00" + strings.Join(terms, " ")
+	var after *searchCursor
+	if q.Cursor != "" {
+		c, err := decodeCursor[searchCursor](q.Cursor)
+		if err != nil || c.Q != fingerprint {
+			return nil, fmt.Errorf("cursor does not belong to this search; pass the same query and type: %w", ErrInvalid)
+		}
+		after = &c
+	}
+	limit := pageLimit(q.Limit, lim.MaxResults)
+	b := newBudget(ctx, lim)
+	defer b.cancel()
+
+	// Start from the term with the fewest postings.
+	best, bestCount := "", -1
+	for _, term := range terms {
+		page, err := s.Postings(b.ctx, PostingQuery{Prefix: term, Type: q.Type, Page: Page{Limit: searchCountCap + 1}, MaxScan: min(b.remaining(), 4*searchCountCap)})
+		if err != nil {
+			return res.finish(b, start), ignoreDeadline(err)
+		}
+		b.spend(page.Scanned)
+		if n := len(page.Postings); bestCount < 0 || n < bestCount {
+			best, bestCount = term, n
+		}
+		if !b.ok() || bestCount == 0 {
+			break
+		}
+	}
+	if bestCount == 0 || !b.ok() {
+		return res.finish(b, start), nil
+	}
+
+	// Collect the candidates indexed under it.
+	seen := map[ID]bool{}
+	var cands []ID
+	pq := PostingQuery{Prefix: best, Type: q.Type, Page: Page{Limit: 1000}}
+	for b.ok() {
+		pq.MaxScan = min(b.remaining(), 4000)
+		page, err := s.Postings(b.ctx, pq)
+		if err != nil {
+			return res.finish(b, start), ignoreDeadline(err)
+		}
+		b.spend(page.Scanned)
+		for _, p := range page.Postings {
+			if !seen[p.ID] {
+				seen[p.ID] = true
+				cands = append(cands, p.ID)
+			}
+		}
+		if len(cands) >= searchCandidate {
+			b.stop(ReasonWork)
+		}
+		if page.Next == "" {
+			break
+		}
+		pq.After = page.Next
+	}
+
+	// Verify and score them.
+	var hits []ranked
+	for i := 0; i < len(cands) && b.ok(); i += 256 {
+		chunk := cands[i:min(i+256, len(cands))]
+		if !b.spend(len(chunk)) {
+			break
+		}
+		nodes, err := s.Nodes(b.ctx, chunk)
+		if err != nil {
+			return res.finish(b, start), ignoreDeadline(err)
+		}
+		for _, n := range nodes {
+			if n == nil || typed && n.Type != nt.Name {
+				continue
+			}
+			if ntOf, ok := m.Node(n.Type); ok {
+				if r, ok := score(ntOf, n, terms, q.Text); ok {
+					hits = append(hits, r)
+				}
+			}
+		}
+	}
+	slices.SortFunc(hits, func(a, b ranked) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.len, b.len); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.node.ID), string(b.node.ID))
+	})
+	if after != nil {
+		i, _ := slices.BinarySearchFunc(hits, *after, func(h ranked, c searchCursor) int {
+			if x := cmp.Compare(c.Score, h.score); x != 0 {
+				return x
+			}
+			if x := cmp.Compare(h.len, c.Len); x != 0 {
+				return x
+			}
+			return strings.Compare(string(h.node.ID), string(c.ID))
+		})
+		for i < len(hits) && hits[i].node.ID == after.ID {
+			i++
+		}
+		hits = hits[i:]
+	}
+	for _, h := range hits {
+		if len(res.Hits) == limit {
+			last := res.Hits[len(res.Hits)-1]
+			lt, _ := m.Node(last.Node.Type)
+			res.Cursor = encodeCursor(searchCursor{Q: fingerprint, Score: last.Score, Len: len(displayOf(lt, last.Node.Properties)), ID: last.Node.ID})
+			if limit == lim.MaxResults && after == nil {
+				b.stop(ReasonResults)
+			}
+			break
+		}
+		res.Hits = append(res.Hits, SearchHit{Node: h.node, Score: h.score})
+	}
+	return res.finish(b, start), nil
+}
+
+func (r *SearchResult) finish(b *budget, start time.Time) *SearchResult {
+	if b.reason != "" && b.reason != ReasonResults {
+		r.Truncated, r.Reason = true, b.reason
+	}
+	r.Stats = ReadStats{Visited: b.visited, ElapsedMs: float64(time.Since(start).Microseconds()) / 1000}
+	return r
+}
+
+// score matches a node's searchable text against every term. Exact words
+// score twice a prefix; words of the display property weigh more; a display
+// name equal to the query ranks first.
+func score(nt *schema.NodeType, n *Node, terms []string, query string) (ranked, bool) {
+	toks := nodeTokens(nt, n.Properties)
+	total := 0.0
+	for _, term := range terms {
+		best := 0
+		for tok, w := range toks {
+			switch {
+			case tok == term:
+				best = max(best, 2*int(w))
+			case strings.HasPrefix(tok, term):
+				best = max(best, int(w))
+			}
+		}
+		if best == 0 {
+			return ranked{}, false
+		}
+		total += float64(best)
+	}
+	display := displayOf(nt, n.Properties)
+	if display != "" && strings.EqualFold(strings.TrimSpace(display), strings.TrimSpace(query)) {
+		total += 10
+	}
+	return ranked{node: n, score: total, len: len(display)}, true
+}
+
+// displayOf returns a node's display name ("" if its type has none).
+func displayOf(nt *schema.NodeType, props Props) string {
+	if nt == nil || nt.Display == "" {
+		return ""
+	}
+	s, _ := props[nt.Display].(string)
+	return s
+}
+
+func pageLimit(want, ceiling int) int {
+	if want <= 0 {
+		want = DefaultPageSize
+	}
+	return min(want, ceiling)
+}
+
+func ignoreDeadline(err error) error {
+	if strings.Contains(err.Error(), "context deadline exceeded") {
+		return nil
+	}
+	return err
+}
+
+func encodeCursor(v any) string {
+	data, _ := json.Marshal(v)
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+func decodeCursor[T any](s string) (T, error) {
+	var v T
+	data, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return v, err
+	}
+	err = json.Unmarshal(data, &v)
+	return v, err
+}
