@@ -43,12 +43,12 @@ const frontierChunk = 128
 // queryCursor continues a query: Scan resumes the start set's scan (after
 // a bound stopped it); After and Pos page through a complete result.
 type queryCursor struct {
-	F     string   `json:"f"`           // the query it belongs to
-	Scan  string   `json:"s,omitempty"` // resume token of the start scan
-	Skip  int      `json:"k,omitempty"` // start nodes of the resumed page already used
-	After []any    `json:"a,omitempty"` // sort key of the last result returned
-	ID    ID       `json:"i,omitempty"`
-	Pos   int      `json:"p,omitempty"` // for rank order: results already returned
+	F     string `json:"f"`           // the query it belongs to
+	Scan  string `json:"s,omitempty"` // resume token of the start scan
+	Skip  int    `json:"k,omitempty"` // start nodes of the resumed page already used
+	After []any  `json:"a,omitempty"` // sort key of the last result returned
+	ID    ID     `json:"i,omitempty"`
+	Pos   int    `json:"p,omitempty"` // for rank order: results already returned
 }
 
 type executor struct {

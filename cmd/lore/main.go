@@ -117,14 +117,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 var commands = map[string]func(context.Context, *env, []string) error{
-	"serve":    cmdServe,
-	"import":   cmdImport,
-	"export":   cmdExport,
-	"validate": cmdValidate,
-	"get":      cmdGet,
-	"stats":    cmdStats,
-	"check":    cmdCheck,
-	"compact":  cmdCompact,
+	"serve":     cmdServe,
+	"import":    cmdImport,
+	"export":    cmdExport,
+	"validate":  cmdValidate,
+	"get":       cmdGet,
+	"stats":     cmdStats,
+	"check":     cmdCheck,
+	"compact":   cmdCompact,
 	"query":     cmdQuery,
 	"search":    cmdSearch,
 	"neighbors": cmdNeighbors,

@@ -163,4 +163,3 @@ func splitList(s string) []string {
 	}
 	return out
 }
-
