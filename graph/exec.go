@@ -398,8 +398,8 @@ func (ex *executor) step(from []ID, st *Step, index int) ([]ID, error) {
 	for d := 1; d <= st.Hops.Max && len(frontier) > 0 && b.ok(); d++ {
 		var next []ID
 		err := expandLevel(ex.s, b, frontier, st.Edge, st.Direction, func(self, other ID, e *Edge) {
-			if _, seen := depth[other]; seen {
-				return
+			if _, seen := depth[other]; seen || !b.spend(1) {
+				return // known, or out of budget: a node costs one unit when first reached
 			}
 			depth[other] = d
 			next = append(next, other)
@@ -435,15 +435,13 @@ func (ex *executor) fetch(ids []ID, f *filter) ([]*Node, error) {
 	return ex.fetchWith(ids, f.match)
 }
 
+// fetchWith reads nodes already paid for when they were reached (or
+// scanned), keeping those that pass. It runs even after a bound stopped the
+// work, so the results found so far are returned.
 func (ex *executor) fetchWith(ids []ID, keep func(*Node) bool) ([]*Node, error) {
 	var out []*Node
 	for i := 0; i < len(ids); i += 256 {
 		chunk := ids[i:min(i+256, len(ids))]
-		if !ex.b.spend(len(chunk)) {
-			// Out of work or time: the results found so far still count,
-			// fetched without charge so the caller gets them.
-			ex.b.visited += len(chunk)
-		}
 		nodes, err := ex.s.Nodes(context.WithoutCancel(ex.b.ctx), chunk)
 		if err != nil {
 			return nil, err
@@ -452,9 +450,6 @@ func (ex *executor) fetchWith(ids []ID, keep func(*Node) bool) ([]*Node, error) 
 			if n != nil && keep(n) {
 				out = append(out, n)
 			}
-		}
-		if ex.b.reason == ReasonDeadline {
-			break
 		}
 	}
 	return out, nil
@@ -468,7 +463,10 @@ func (ex *executor) page(res *QueryResult, nodes []*Node, cur queryCursor, fp st
 	if limit <= 0 {
 		limit = DefaultQueryLimit
 	}
-	limit = min(limit, res.Limits.MaxResults)
+	if limit > res.Limits.MaxResults {
+		limit = res.Limits.MaxResults
+		res.Capped = appendOnce(res.Capped, "maxResults")
+	}
 	rankOrder := ranked && len(q.Traverse) == 0 && len(q.OrderBy) == 0
 	if !rankOrder {
 		slices.SortStableFunc(nodes, func(a, b *Node) int { return compareNodes(q.OrderBy, a, b) })

@@ -171,7 +171,7 @@ func ParseQuery(m *schema.Model, data []byte) (*Query, error) {
 	if err := compiledQuerySchema().Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return nil, &QueryError{schema.Flatten(ve)}
+			return nil, &QueryError{explain(schema.Flatten(ve))}
 		}
 		return nil, &QueryError{[]schema.Violation{{Message: err.Error()}}}
 	}
@@ -191,6 +191,11 @@ func ParseQuery(m *schema.Model, data []byte) (*Query, error) {
 func (q *Query) check(m *schema.Model) error {
 	v := &checker{m: m}
 	scope := []string(nil) // node types the current nodes may have; nil: any
+	f := q.From
+	if n := btoi(len(f.IDs) > 0) + btoi(f.Type != "" && f.Search == "") + btoi(f.Search != ""); n != 1 || len(f.IDs) > 0 && (f.Type != "" || len(f.Where) > 0) || f.Search != "" && len(f.Where) > 0 {
+		v.add("/from", "give exactly one of: ids; type, with an optional where; search, with an optional type")
+		return &QueryError{v.problems}
+	}
 	switch {
 	case q.From.Type != "":
 		if v.nodeType("/from/type", q.From.Type) {
@@ -248,6 +253,34 @@ func (q *Query) check(m *schema.Model) error {
 		return &QueryError{v.problems}
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// operators lists the filter operators, for error messages.
+const operators = "eq, ne, lt, lte, gt, gte, in, contains, prefix and exists"
+
+// explain makes schema violations of a filter say what would be valid, and
+// drops the noise of the branch that did not apply.
+func explain(vs []schema.Violation) []schema.Violation {
+	var out []schema.Violation
+	for _, v := range vs {
+		if v.Rule == "type" && slices.ContainsFunc(vs, func(w schema.Violation) bool {
+			return strings.HasPrefix(w.Pointer, v.Pointer+"/") && w.Rule == "additionalProperties"
+		}) {
+			continue // an operator object with a bad operator: its own violation says which
+		}
+		if v.Rule == "additionalProperties" && strings.Contains(v.Pointer, "where/") && strings.Count(v.Pointer[strings.LastIndex(v.Pointer, "where/"):], "/") >= 2 {
+			v.Message = "is not an operator; operators are " + operators
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func edgeIndex(n, j int) string {

@@ -110,7 +110,7 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 	for d := 1; d <= depth && len(frontier) > 0 && b.ok(); d++ {
 		var next []ID
 		err := expandLevel(s, b, frontier, q.Labels, dir, func(_, other ID, e *Edge) {
-			if seen[other] {
+			if seen[other] || !b.spend(1) {
 				return
 			}
 			if len(order) == lim.MaxResults {
@@ -258,6 +258,9 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 			d, seen := sd.depth[nb]
 			switch {
 			case !seen:
+				if !b.spend(1) {
+					return
+				}
 				sd.depth[nb] = sd.level
 				next = append(next, nb)
 			case d != sd.level:

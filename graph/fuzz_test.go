@@ -1,0 +1,76 @@
+package graph_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/lore-dev/lore/graph"
+)
+
+// FuzzQuery feeds arbitrary documents to the query decoder and validator,
+// and runs the ones they accept through the planner and executor on the
+// example store under tight limits: nothing may panic, an invalid query is
+// an ErrInvalid, and no result exceeds its limits.
+func FuzzQuery(f *testing.F) {
+	for _, seed := range []string{
+		`{"from":{"ids":["service/billing"]}}`,
+		`{"from":{"type":"Service","where":{"tier":{"lt":1},"language":"Go"}}}`,
+		`{"from":{"type":"Decision","where":{"and":[{"status":"accepted"},{"date":{"lt":"2020-01-01"}}],"not":{"number":1}}}}`,
+		`{"from":{"type":"Service","where":{"or":[{"language":{"in":["Rust","C"]}},{"name":{"prefix":"car"}}]}}}`,
+		`{"from":{"ids":["service/billing"]},"traverse":[{"edge":"dependsOn","direction":"in","hops":[1,3]}]}`,
+		`{"from":{"ids":["service/checkout"]},"traverse":[{"edge":["dependsOn","owns"],"direction":"both","hops":[0,2],"type":"Team","where":{"name":{"contains":"pay"}}}],"return":{"paths":true}}`,
+		`{"from":{"search":"postgres","type":"Decision"},"orderBy":[{"field":"date","desc":true}],"limit":2}`,
+		`{"from":{"type":"Person"},"return":{"count":true},"limits":{"maxVisited":5,"timeoutMs":1}}`,
+		`{"from":{"type":"Topic"},"orderBy":[{"field":"name"}],"limit":3,"cursor":"eyJmIjoieCJ9"}`,
+		`{"from":{"type":"Service","where":{"createdAt":{"gt":"2020-01-01T00:00:00Z"},"revision":{"gte":1}}}}`,
+		`{"from":{"ids":["a/b"]},"traverse":[{"hops":[3,1]}]}`,
+		`{"from":{}}`, `[]`, `{"from":{"ids":[]}}`, `{"from":{"type":"Service","where":{"and":[]}}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := example(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		q, err := graph.ParseQuery(s.Model(), data)
+		if err != nil {
+			if !errors.Is(err, graph.ErrInvalid) {
+				t.Fatalf("ParseQuery error %v is not ErrInvalid", err)
+			}
+			return
+		}
+		res, err := graph.Run(t.Context(), s, q, graph.Limits{MaxResults: 50, MaxHops: 4, MaxVisited: 2000, TimeoutMs: 200, MaxBytes: 64 << 10})
+		if err != nil {
+			if !errors.Is(err, graph.ErrInvalid) && !errors.Is(err, graph.ErrNotFound) {
+				t.Fatalf("Run(%s): unexpected error %v", data, err)
+			}
+			return
+		}
+		if len(res.Nodes) > 50 || res.Stats.Visited > 2000 {
+			t.Fatalf("Run(%s) exceeded its limits: %d nodes, %d visited", data, len(res.Nodes), res.Stats.Visited)
+		}
+		if out, err := json.Marshal(res); err != nil || len(out) > 64<<10 {
+			t.Fatalf("Run(%s): response of %d bytes (%v)", data, len(out), err)
+		}
+	})
+}
+
+// FuzzEdgeKey: parsing an edge ID never panics, and a parsed ID formats
+// back to an ID that parses to the same key.
+func FuzzEdgeKey(f *testing.F) {
+	for _, seed := range []string{"memberOf(person/ada,team/core)", "relation(entity/A%20B,entity/C,works%20at)", "x(a,b,c,d)", "(a,b)", "l(,)", "l(a/b,c%2"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := graph.ParseEdgeKey(s)
+		if err != nil {
+			if !errors.Is(err, graph.ErrInvalid) {
+				t.Fatalf("ParseEdgeKey(%q) error %v is not ErrInvalid", s, err)
+			}
+			return
+		}
+		again, err := graph.ParseEdgeKey(k.String())
+		if err != nil || again != k {
+			t.Fatalf("ParseEdgeKey(%q) = %+v, which formats to %q and parses to %+v, %v", s, k, k.String(), again, err)
+		}
+	})
+}
