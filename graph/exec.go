@@ -52,10 +52,12 @@ type queryCursor struct {
 }
 
 type executor struct {
-	s     Store
-	q     *Query
-	b     *budget
-	paths []map[ID]hop // per step, how each reached node was reached
+	s        Store
+	q        *Query
+	b        *budget
+	paths    []map[ID]hop // per step, how each reached node was reached
+	hardStop time.Time    // reading results stops here, bound or not
+	cut      bool         // reading results was cut at hardStop
 }
 
 type hop struct {
@@ -106,23 +108,32 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 			return nil, err
 		}
 	}
-	nodes, err := ex.fetch(ids, q.where)
-	if err != nil {
-		return nil, err
-	}
 	if b.reason != "" {
 		res.Truncated, res.Reason = true, b.reason
-		if scanNext != "" {
-			res.Cursor = encodeCursor(queryCursor{F: fp, Scan: scanNext})
+	}
+	// Past its bound, a query still returns what it found, but the work of
+	// reading it stops a quarter of the timeout after the deadline.
+	ex.hardStop = start.Add(time.Duration(lim.TimeoutMs) * time.Millisecond * 5 / 4)
+	if q.Return.Count {
+		n := len(ids)
+		if q.where != nil {
+			nodes, err := ex.fetchAll(ids, q.where)
+			if err != nil {
+				return nil, err
+			}
+			n = len(nodes)
+		}
+		res.Count = &n
+	} else if err := ex.page(res, ids, cur, fp, ranked, startSet); err != nil {
+		return nil, err
+	}
+	if ex.cut {
+		res.Truncated = true
+		if res.Reason == "" {
+			res.Reason = ReasonDeadline
 		}
 	}
-	if q.Return.Count {
-		n := len(nodes)
-		res.Count = &n
-		return res.finish(b, start), nil
-	}
-	ex.page(res, nodes, cur, fp, ranked, startSet)
-	if res.Truncated && res.Reason != ReasonBytes && res.Cursor == "" && scanNext != "" {
+	if res.Truncated && res.Cursor == "" && scanNext != "" {
 		res.Cursor = encodeCursor(queryCursor{F: fp, Scan: scanNext})
 	}
 	return res.finish(b, start), nil
@@ -419,7 +430,7 @@ func (ex *executor) step(from []ID, st *Step, index int) ([]ID, error) {
 		return reached, nil
 	}
 	keep := func(n *Node) bool { return (st.Type == "" || n.Type == st.Type) && st.where.match(n) }
-	nodes, err := ex.fetchWith(reached, keep)
+	nodes, err := ex.fetchWith(reached, keep, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -430,18 +441,28 @@ func (ex *executor) step(from []ID, st *Step, index int) ([]ID, error) {
 	return out, nil
 }
 
-// fetch reads the result nodes that pass f.
-func (ex *executor) fetch(ids []ID, f *filter) ([]*Node, error) {
-	return ex.fetchWith(ids, f.match)
+// fetchAll reads the result nodes that pass f.
+func (ex *executor) fetchAll(ids []ID, f *filter) ([]*Node, error) {
+	return ex.fetchWith(ids, f.match, -1)
 }
 
 // fetchWith reads nodes already paid for when they were reached (or
-// scanned), keeping those that pass. It runs even after a bound stopped the
-// work, so the results found so far are returned.
-func (ex *executor) fetchWith(ids []ID, keep func(*Node) bool) ([]*Node, error) {
+// scanned), in order, keeping those that pass, until it has want of them
+// (want < 0: all). It runs even after a bound stopped the work, so the
+// results found so far are returned, but not past the hard stop.
+func (ex *executor) fetchWith(ids []ID, keep func(*Node) bool, want int) ([]*Node, error) {
 	var out []*Node
-	for i := 0; i < len(ids); i += 256 {
-		chunk := ids[i:min(i+256, len(ids))]
+	for i := 0; i < len(ids) && (want < 0 || len(out) < want); {
+		if !ex.hardStop.IsZero() && time.Now().After(ex.hardStop) {
+			ex.cut = true
+			break
+		}
+		n := 256
+		if want >= 0 {
+			n = min(n, max(want-len(out), 16))
+		}
+		chunk := ids[i:min(i+n, len(ids))]
+		i += len(chunk)
 		nodes, err := ex.s.Nodes(context.WithoutCancel(ex.b.ctx), chunk)
 		if err != nil {
 			return nil, err
@@ -456,8 +477,9 @@ func (ex *executor) fetchWith(ids []ID, keep func(*Node) bool) ([]*Node, error) 
 }
 
 // page sorts the results, skips those a cursor has seen, and projects a
-// page of them within the byte limit.
-func (ex *executor) page(res *QueryResult, nodes []*Node, cur queryCursor, fp string, ranked bool, start []ID) {
+// page of them within the byte limit. In the default order (by ID) it reads
+// only the nodes the page needs.
+func (ex *executor) page(res *QueryResult, ids []ID, cur queryCursor, fp string, ranked bool, start []ID) error {
 	q := ex.q
 	limit := q.Limit
 	if limit <= 0 {
@@ -468,22 +490,41 @@ func (ex *executor) page(res *QueryResult, nodes []*Node, cur queryCursor, fp st
 		res.Capped = appendOnce(res.Capped, "maxResults")
 	}
 	rankOrder := ranked && len(q.Traverse) == 0 && len(q.OrderBy) == 0
-	if !rankOrder {
-		slices.SortStableFunc(nodes, func(a, b *Node) int { return compareNodes(q.OrderBy, a, b) })
-	}
-	from := 0
+	var nodes []*Node
+	var from int
+	var err error
 	switch {
 	case rankOrder:
-		from = min(cur.Pos, len(nodes))
-	case cur.ID != "":
-		from, _ = slices.BinarySearchFunc(nodes, cur, func(n *Node, c queryCursor) int {
-			return compareKey(q.OrderBy, sortKey(q.OrderBy, n), n.ID, c.After, c.ID)
-		})
-		if from < len(nodes) && nodes[from].ID == cur.ID {
-			from++
+		from = min(cur.Pos, len(ids))
+		nodes, err = ex.fetchWith(ids[from:], q.where.match, limit+1)
+	case len(q.OrderBy) == 0:
+		ids = slices.Clone(ids)
+		slices.Sort(ids)
+		if cur.ID != "" {
+			i, found := slices.BinarySearch(ids, cur.ID)
+			if found {
+				i++
+			}
+			ids = ids[i:]
+		}
+		nodes, err = ex.fetchWith(ids, q.where.match, limit+1)
+	default:
+		nodes, err = ex.fetchAll(ids, q.where)
+		slices.SortStableFunc(nodes, func(a, b *Node) int { return compareNodes(q.OrderBy, a, b) })
+		if cur.ID != "" {
+			from, _ = slices.BinarySearchFunc(nodes, cur, func(n *Node, c queryCursor) int {
+				return compareKey(q.OrderBy, sortKey(q.OrderBy, n), n.ID, c.After, c.ID)
+			})
+			if from < len(nodes) && nodes[from].ID == cur.ID {
+				from++
+			}
+			nodes = nodes[from:]
+			from = 0
 		}
 	}
-	nodes = nodes[from:]
+	if err != nil {
+		return err
+	}
 	budget := res.Limits.MaxBytes - 2048 // room for the envelope
 	used := 0
 	var last *Node
@@ -511,6 +552,7 @@ func (ex *executor) page(res *QueryResult, nodes []*Node, cur queryCursor, fp st
 		}
 		last = n
 	}
+	return nil
 }
 
 func (ex *executor) nextCursor(fp string, last *Node, pos int, rankOrder bool, cur queryCursor) string {

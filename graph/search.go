@@ -117,49 +117,73 @@ func Search(ctx context.Context, s Store, q SearchQuery, ceilings Limits) (*Sear
 	b := newBudget(ctx, lim)
 	defer b.cancel()
 
-	// Start from the term with the fewest postings.
-	best, bestCount := "", -1
-	for _, term := range terms {
-		page, err := s.Postings(b.ctx, PostingQuery{Prefix: term, Type: q.Type, Page: Page{Limit: searchCountCap + 1}, MaxScan: min(b.remaining(), 4*searchCountCap)})
+	// Start from the term with the fewest postings; when several reach the
+	// counting cap, from the one with the fewest exact matches.
+	best, bestCount, bestExact := "", -1, -1
+	count := func(term string, exact bool) (int, error) {
+		page, err := s.Postings(b.ctx, PostingQuery{Prefix: term, Exact: exact, Type: q.Type, Page: Page{Limit: searchCountCap + 1}, MaxScan: min(b.remaining(), 4*searchCountCap)})
+		if err != nil {
+			return 0, err
+		}
+		b.spend(page.Scanned)
+		return len(page.Postings), nil
+	}
+	counts := make([]int, len(terms))
+	for i, term := range terms {
+		n, err := count(term, false)
 		if err != nil {
 			return res.finish(b, start), ignoreDeadline(err)
 		}
-		b.spend(page.Scanned)
-		if n := len(page.Postings); bestCount < 0 || n < bestCount {
+		counts[i] = n
+		if bestCount < 0 || n < bestCount {
 			best, bestCount = term, n
 		}
-		if !b.ok() || bestCount == 0 {
+		if !b.ok() || n == 0 {
 			break
+		}
+	}
+	if bestCount > searchCountCap && b.ok() {
+		for _, term := range terms { // every term is common: compare exact matches
+			e, err := count(term, true)
+			if err != nil {
+				return res.finish(b, start), ignoreDeadline(err)
+			}
+			if bestExact < 0 || e < bestExact {
+				best, bestExact = term, e
+			}
 		}
 	}
 	if bestCount == 0 || !b.ok() {
 		return res.finish(b, start), nil
 	}
 
-	// Collect the candidates indexed under it.
+	// Collect the candidates indexed under it: exact matches first, as they
+	// score highest, then prefix matches, up to the candidate cap.
 	seen := map[ID]bool{}
 	var cands []ID
-	pq := PostingQuery{Prefix: best, Type: q.Type, Page: Page{Limit: 1000}}
-	for b.ok() {
-		pq.MaxScan = min(b.remaining(), 4000)
-		page, err := s.Postings(b.ctx, pq)
-		if err != nil {
-			return res.finish(b, start), ignoreDeadline(err)
-		}
-		b.spend(page.Scanned)
-		for _, p := range page.Postings {
-			if !seen[p.ID] {
-				seen[p.ID] = true
-				cands = append(cands, p.ID)
+	for _, exact := range []bool{true, false} {
+		pq := PostingQuery{Prefix: best, Exact: exact, Type: q.Type, Page: Page{Limit: 1000}}
+		for b.ok() && len(cands) < searchCandidate {
+			pq.MaxScan = min(b.remaining(), 4000)
+			page, err := s.Postings(b.ctx, pq)
+			if err != nil {
+				return res.finish(b, start), ignoreDeadline(err)
 			}
+			b.spend(page.Scanned)
+			for _, p := range page.Postings {
+				if !seen[p.ID] {
+					seen[p.ID] = true
+					cands = append(cands, p.ID)
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			pq.After = page.Next
 		}
-		if len(cands) >= searchCandidate {
-			b.stop(ReasonWork)
-		}
-		if page.Next == "" {
-			break
-		}
-		pq.After = page.Next
+	}
+	if len(cands) >= searchCandidate {
+		b.stop(ReasonWork)
 	}
 
 	// Verify and score them.

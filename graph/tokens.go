@@ -19,7 +19,7 @@ const (
 	maxNodeTokens   = 2000 // distinct tokens indexed per node
 	displayWeight   = 3
 	ordinaryWeight  = 1
-	searchCountCap  = 2000 // postings counted per term when choosing where to start
+	searchCountCap  = 500 // postings counted per term when choosing where to start
 	searchCandidate = 20_000
 )
 

@@ -1,0 +1,209 @@
+package graph
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Query benchmarks run on generated graphs (writeBenchGraph: Service nodes
+// with five properties, about two dependsOn edges each), built once per
+// size per run:
+//
+//	go test -run '^$' -bench 'Search|Traversal|Bounds' -benchtime 1x ./graph -lore.qsizes 10000,100000,1000000
+var querySizes = flag.String("lore.qsizes", "10000,100000", "comma-separated node counts for the query benchmarks")
+
+var (
+	benchStores   = map[int]*Bolt{}
+	benchStoresMu sync.Mutex
+)
+
+func benchStore(b *testing.B, n int) *Bolt {
+	b.Helper()
+	benchStoresMu.Lock()
+	defer benchStoresMu.Unlock()
+	if s, ok := benchStores[n]; ok {
+		return s
+	}
+	dir, err := os.MkdirTemp("", fmt.Sprintf("lore-qbench-%d-", n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	file := filepath.Join(dir, "graph.ndjson")
+	if err := writeBenchGraph(file, n); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(context.Background(), Config{Path: filepath.Join(dir, "store")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, _ := os.Open(file)
+	start := time.Now()
+	if _, err := Import(context.Background(), s, f, ImportOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	fmt.Printf("built a %d-node store in %v\n", n, time.Since(start).Round(time.Second))
+	benchStores[n] = s
+	return s
+}
+
+func sizes(b *testing.B, list string, min int) []int {
+	var out []int
+	for s := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n >= min {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// latencies runs f reps times and reports p50 and p99.
+func latencies(b *testing.B, reps int, f func(i int)) (p50, p99 time.Duration) {
+	lat := make([]time.Duration, reps)
+	for i := range reps {
+		t0 := time.Now()
+		f(i)
+		lat[i] = time.Since(t0)
+	}
+	slices.Sort(lat)
+	return lat[reps/2], lat[reps*99/100]
+}
+
+func report(b *testing.B, name string, p50, p99 time.Duration) {
+	b.ReportMetric(float64(p50.Microseconds())/1000, name+"-p50-ms")
+	b.ReportMetric(float64(p99.Microseconds())/1000, name+"-p99-ms")
+	fmt.Printf("%-28s p50 %8.3f ms   p99 %8.3f ms\n", b.Name()+" "+name, float64(p50.Microseconds())/1000, float64(p99.Microseconds())/1000)
+}
+
+// BenchmarkSearch: two-term queries (a common word and a rare one) and
+// single rare words; flat latency across sizes shows no full scan.
+func BenchmarkSearch(b *testing.B) {
+	for _, n := range sizes(b, *querySizes, 0) {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			s := benchStore(b, n)
+			rng := rand.New(rand.NewPCG(3, 4))
+			for b.Loop() {
+				for _, kind := range []string{"word+number", "number", "prefix"} {
+					var misses int
+					p50, p99 := latencies(b, 300, func(int) {
+						i := rng.IntN(n)
+						text := map[string]string{"word+number": fmt.Sprintf("service %d", i), "number": strconv.Itoa(i), "prefix": fmt.Sprintf("generated %d", i)}[kind]
+						res, err := Search(b.Context(), s, SearchQuery{Text: text, Type: "Service", Limit: 10}, Limits{})
+						if err != nil {
+							b.Fatal(err)
+						}
+						if len(res.Hits) == 0 || res.Hits[0].Node.ID != ID("service/s"+strconv.Itoa(i)) {
+							misses++
+						}
+					})
+					if misses > 0 {
+						b.Errorf("%s: %d of 300 searches missed the node named", kind, misses)
+					}
+					report(b, kind, p50, p99)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTraversal: a 2-hop neighbourhood (about 20 neighbours), a 3-hop
+// typed traversal with a filter, and the shortest path between nodes 4 hops apart.
+func BenchmarkTraversal(b *testing.B) {
+	for _, n := range sizes(b, *querySizes, 100000) {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			s := benchStore(b, n)
+			ctx := b.Context()
+			rng := rand.New(rand.NewPCG(5, 6))
+			q, err := ParseQuery(s.Model(), []byte(`{"from":{"ids":["X"]},"traverse":[{"edge":"dependsOn","hops":[1,3],"type":"Service","where":{"tier":{"lte":1}}}],"limit":100}`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Pairs 4 hops apart along dependsOn.
+			var pairs [][2]ID
+			for len(pairs) < 200 {
+				from := ID("service/s" + strconv.Itoa(rng.IntN(n)))
+				nb, err := Neighbors(ctx, s, NeighborsQuery{ID: from, Labels: []string{"dependsOn"}, Direction: Out, Depth: 4}, Limits{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, x := range nb.Nodes {
+					if x.Depth == 4 {
+						pairs = append(pairs, [2]ID{from, x.Node.ID})
+						break
+					}
+				}
+			}
+			for b.Loop() {
+				var sizes int
+				p50, p99 := latencies(b, 300, func(int) {
+					res, err := Neighbors(ctx, s, NeighborsQuery{ID: ID("service/s" + strconv.Itoa(rng.IntN(n))), Labels: []string{"dependsOn"}, Direction: Both, Depth: 2}, Limits{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					sizes += len(res.Nodes)
+				})
+				report(b, "2hop", p50, p99)
+				fmt.Printf("  (2-hop neighbourhoods average %.1f nodes)\n", float64(sizes)/300)
+				p50, p99 = latencies(b, 300, func(int) {
+					q.From.IDs = []ID{ID("service/s" + strconv.Itoa(rng.IntN(n)))}
+					if _, err := Run(ctx, s, q, Limits{}); err != nil {
+						b.Fatal(err)
+					}
+				})
+				report(b, "3hop-typed-filtered", p50, p99)
+				p50, p99 = latencies(b, len(pairs), func(i int) {
+					res, err := Paths(ctx, s, PathsQuery{From: pairs[i][0], To: pairs[i][1], Labels: []string{"dependsOn"}, Direction: Out}, Limits{})
+					if err != nil || res.Length != 4 {
+						b.Fatalf("path %v: length %d, %v", pairs[i], res.Length, err)
+					}
+				})
+				report(b, "shortest-path-4", p50, p99)
+			}
+		})
+	}
+}
+
+// BenchmarkBounds expands everything to 6 hops with a 200 ms deadline, and
+// again with maxVisited 10,000: both must stop by their bound.
+func BenchmarkBounds(b *testing.B) {
+	for _, n := range sizes(b, *querySizes, 100000) {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			s := benchStore(b, n)
+			for b.Loop() {
+				for _, tc := range []struct {
+					limits, reason string
+				}{{`{"timeoutMs":200,"maxVisited":100000000}`, ReasonDeadline}, {`{"maxVisited":10000}`, ReasonWork}} {
+					q, err := ParseQuery(s.Model(), []byte(`{"from":{"type":"Service"},"traverse":[{"direction":"both","hops":[1,6]}],"return":{"count":true},"limits":`+tc.limits+`}`))
+					if err != nil {
+						b.Fatal(err)
+					}
+					t0 := time.Now()
+					res, err := Run(b.Context(), s, q, Limits{MaxVisited: 1 << 30, TimeoutMs: 10000})
+					el := time.Since(t0)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !res.Truncated || res.Reason != tc.reason {
+						b.Errorf("%s: truncated %v, reason %q", tc.limits, res.Truncated, res.Reason)
+					}
+					fmt.Printf("%-28s %s: %v, truncated=%v reason=%s visited=%d count=%d\n", b.Name(), tc.limits, el.Round(time.Millisecond), res.Truncated, res.Reason, res.Stats.Visited, *res.Count)
+					b.ReportMetric(float64(el.Milliseconds()), tc.reason+"-ms")
+				}
+			}
+		})
+	}
+}
