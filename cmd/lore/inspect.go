@@ -15,35 +15,16 @@ func cmdGet(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "get", "get ID   (a node ID such as service/billing, or an edge ID such as memberOf(person/ada,team/core))")
 	var sf storeFlags
 	sf.register(fs, e)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageErr(fs, "get takes one ID")
-	}
-	s, err := sf.open(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	var v any
-	if strings.Contains(pos[0], "(") {
-		k, err := graph.ParseEdgeKey(pos[0])
-		if err != nil {
-			return err
+	return readStore(ctx, e, fs, &sf, args, 1, "get takes one ID", func(s *graph.Bolt, pos []string) (any, error) {
+		if strings.Contains(pos[0], "(") {
+			k, err := graph.ParseEdgeKey(pos[0])
+			if err != nil {
+				return nil, err
+			}
+			return s.Edge(ctx, k)
 		}
-		v, err = s.Edge(ctx, k)
-		if err != nil {
-			return err
-		}
-	} else {
-		v, err = s.Node(ctx, graph.ID(pos[0]))
-		if err != nil {
-			return err
-		}
-	}
-	return printJSON(e, v)
+		return s.Node(ctx, graph.ID(pos[0]))
+	})
 }
 
 func printJSON(e *env, v any) error {

@@ -322,3 +322,35 @@ func TestDefaultStoreIsXDG(t *testing.T) {
 		t.Errorf("LORE_STORE not read: %q", sf.store)
 	}
 }
+
+func TestReadCommands(t *testing.T) {
+	store := t.TempDir()
+	if out, errOut, code := lore(t, "import", "--store", store, "../../schema/models/example.ndjson"); code != 0 {
+		t.Fatalf("import: %s%s", out, errOut)
+	}
+	query := filepath.Join(t.TempDir(), "q.json")
+	os.WriteFile(query, []byte(`{"from":{"ids":["service/billing"]},"traverse":[{"edge":"dependsOn","direction":"in","hops":[1,3]}],"return":{"fields":["id"]}}`), 0o644)
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"from":{"ids":["service/billing"]},"traverse":[{"edge":"dependson"}]}`), 0o644)
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"query", []string{"query", "--store", store, query}, 0, `"id": "service/checkout"`},
+		{"query error", []string{"query", "--store", store, bad}, 1, `/traverse/0/edge: unknown edge label "dependson"`},
+		{"query ceiling", []string{"query", "--store", store, "--max-visited", "3", query}, 0, `"reason": "work"`},
+		{"search", []string{"search", "--store", store, "--type", "Service", "billing"}, 0, `"id": "service/billing"`},
+		{"neighbors", []string{"neighbors", "--store", store, "--edge", "supersedes", "--depth", "2", "adr/0016-run-postgresql-on-a-managed-ha-cluster"}, 0, `"id": "adr/0002-use-mysql-for-transactional-data"`},
+		{"paths", []string{"paths", "--store", store, "--edge", "dependsOn", "--direction", "out", "service/checkout", "service/postgres-cluster"}, 0, `"length": 2`},
+		{"paths missing", []string{"paths", "--store", store, "service/checkout", "service/nope"}, 1, "not found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := lore(t, tt.args...)
+			if code != tt.code || !strings.Contains(out+errOut, tt.want) {
+				t.Errorf("lore %s: exit %d, want %d; output:\n%s%s\nwant it to contain %q", strings.Join(tt.args, " "), code, tt.code, out, errOut, tt.want)
+			}
+		})
+	}
+}

@@ -30,42 +30,51 @@ func (c *ceilingFlags) limits() graph.Limits {
 		MaxBytes: c.maxBytes, TimeoutMs: int(c.timeout / time.Millisecond)}
 }
 
-func cmdQuery(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "query", "query [ceiling flags] FILE|-   (a JSON query; see the README)")
-	var sf storeFlags
-	var cf ceilingFlags
-	sf.register(fs, e)
-	cf.register(fs)
+// readStore parses a read command's flags, checks its arguments (want of
+// them; -1: at least one), opens the store and prints what read returns.
+func readStore(ctx context.Context, e *env, fs *flag.FlagSet, sf *storeFlags, args []string, want int, usage string,
+	read func(s *graph.Bolt, pos []string) (any, error)) error {
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageErr(fs, "query takes one file (- for stdin)")
-	}
-	in, closeIn, err := openInput(e, pos[0])
-	if err != nil {
-		return err
-	}
-	defer closeIn()
-	data, err := io.ReadAll(io.LimitReader(in, graph.MaxQueryBytes+1))
-	if err != nil {
-		return err
+	if want >= 0 && len(pos) != want || want < 0 && len(pos) == 0 {
+		return usageErr(fs, "%s", usage)
 	}
 	s, err := sf.open(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	q, err := graph.ParseQuery(s.Model(), data)
+	v, err := read(s, pos)
 	if err != nil {
 		return err
 	}
-	res, err := graph.Run(ctx, s, q, cf.limits())
-	if err != nil {
-		return err
-	}
-	return printJSON(e, res)
+	return printJSON(e, v)
+}
+
+func cmdQuery(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "query", "query [ceiling flags] FILE|-   (a JSON query; see the README)")
+	var sf storeFlags
+	var cf ceilingFlags
+	sf.register(fs, e)
+	cf.register(fs)
+	return readStore(ctx, e, fs, &sf, args, 1, "query takes one file (- for stdin)", func(s *graph.Bolt, pos []string) (any, error) {
+		in, closeIn, err := openInput(e, pos[0])
+		if err != nil {
+			return nil, err
+		}
+		defer closeIn()
+		data, err := io.ReadAll(io.LimitReader(in, graph.MaxQueryBytes+1))
+		if err != nil {
+			return nil, err
+		}
+		q, err := graph.ParseQuery(s.Model(), data)
+		if err != nil {
+			return nil, err
+		}
+		return graph.Run(ctx, s, q, cf.limits())
+	})
 }
 
 func cmdSearch(ctx context.Context, e *env, args []string) error {
@@ -77,23 +86,9 @@ func cmdSearch(ctx context.Context, e *env, args []string) error {
 	typ := fs.String("type", "", "only nodes of this `type`")
 	limit := fs.Int("limit", 10, "hits per page")
 	cursor := fs.String("cursor", "", "the cursor of the previous page")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 {
-		return usageErr(fs, "search takes the text to look for")
-	}
-	s, err := sf.open(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	res, err := graph.Search(ctx, s, graph.SearchQuery{Text: strings.Join(pos, " "), Type: *typ, Limit: *limit, Cursor: *cursor}, cf.limits())
-	if err != nil {
-		return err
-	}
-	return printJSON(e, res)
+	return readStore(ctx, e, fs, &sf, args, -1, "search takes the text to look for", func(s *graph.Bolt, pos []string) (any, error) {
+		return graph.Search(ctx, s, graph.SearchQuery{Text: strings.Join(pos, " "), Type: *typ, Limit: *limit, Cursor: *cursor}, cf.limits())
+	})
 }
 
 func cmdNeighbors(ctx context.Context, e *env, args []string) error {
@@ -105,27 +100,13 @@ func cmdNeighbors(ctx context.Context, e *env, args []string) error {
 	edges := fs.String("edge", "", "comma-separated edge `labels` to follow (default: all)")
 	dir := fs.String("direction", "both", "out, in or both")
 	depth := fs.Int("depth", 1, "hops from the node")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageErr(fs, "neighbors takes one node ID")
-	}
-	s, err := sf.open(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	res, err := graph.Neighbors(ctx, s, graph.NeighborsQuery{ID: graph.ID(pos[0]), Labels: splitList(*edges), Direction: graph.Direction(*dir), Depth: *depth}, cf.limits())
-	if err != nil {
-		return err
-	}
-	return printJSON(e, res)
+	return readStore(ctx, e, fs, &sf, args, 1, "neighbors takes one node ID", func(s *graph.Bolt, pos []string) (any, error) {
+		return graph.Neighbors(ctx, s, graph.NeighborsQuery{ID: graph.ID(pos[0]), Labels: splitList(*edges), Direction: graph.Direction(*dir), Depth: *depth}, cf.limits())
+	})
 }
 
 func cmdPaths(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "paths", "paths [--edge L1,L2] [--direction out|in|both] [--max-hops N] [--k N] FROM TO")
+	fs := newFlagSet(e, "paths", "paths [--edge L1,L2] [--direction out|in|both] [--hops N] [--k N] FROM TO")
 	var sf storeFlags
 	var cf ceilingFlags
 	sf.register(fs, e)
@@ -134,24 +115,10 @@ func cmdPaths(ctx context.Context, e *env, args []string) error {
 	dir := fs.String("direction", "both", "out follows edges from FROM towards TO; in against them; both either way")
 	maxHops := fs.Int("hops", 0, "longest path to look for (default: the hop ceiling)")
 	k := fs.Int("k", 1, "shortest paths wanted")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 2 {
-		return usageErr(fs, "paths takes two node IDs")
-	}
-	s, err := sf.open(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	res, err := graph.Paths(ctx, s, graph.PathsQuery{From: graph.ID(pos[0]), To: graph.ID(pos[1]), Labels: splitList(*edges),
-		Direction: graph.Direction(*dir), MaxHops: *maxHops, K: *k}, cf.limits())
-	if err != nil {
-		return err
-	}
-	return printJSON(e, res)
+	return readStore(ctx, e, fs, &sf, args, 2, "paths takes two node IDs", func(s *graph.Bolt, pos []string) (any, error) {
+		return graph.Paths(ctx, s, graph.PathsQuery{From: graph.ID(pos[0]), To: graph.ID(pos[1]), Labels: splitList(*edges),
+			Direction: graph.Direction(*dir), MaxHops: *maxHops, K: *k}, cf.limits())
+	})
 }
 
 func splitList(s string) []string {
