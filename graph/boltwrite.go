@@ -69,12 +69,18 @@ func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.DryRun {
+	if b.DryRun || p.empty() && b.IdempotencyKey == "" {
 		return p.result, nil
 	}
-	if p.empty() && b.IdempotencyKey == "" {
-		return p.result, nil
+	if err := s.commit(p, b.IdempotencyKey, hash, t); err != nil {
+		return nil, err
 	}
+	return p.result, nil
+}
+
+// commit writes a plan: Cayley's quads and Lore's records in one bbolt
+// transaction, then wakes subscribers. The caller holds wmu.
+func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time) (err error) {
 	seq := s.lastSeq
 	if !p.empty() {
 		seq++
@@ -89,7 +95,7 @@ func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
 	}
 	ready := make(chan prepared, 1)
 	go func() {
-		ops, err := s.prepareWrites(p, b.IdempotencyKey, hash, t)
+		ops, err := s.prepareWrites(p, idemKey, hash, t)
 		ready <- prepared{ops, err}
 	}()
 	write := func(tx *bolt.Tx) error {
@@ -121,13 +127,118 @@ func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
 	}
 	s.rw.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", err)
 	}
 	if !p.empty() {
 		s.lastSeq = seq
 		s.changed.notify()
 	}
-	return p.result, nil
+	return nil
+}
+
+// pipelineable reports whether a batch may be planned while the previous
+// one commits: planning it reads one bbolt transaction and nothing else
+// (node deletes read Cayley's iterators, which must not run beside a
+// commit), and it has no idempotency key to look up.
+func pipelineable(b *Batch) bool {
+	return len(b.DeleteNodes) == 0 && b.IdempotencyKey == "" && !b.DryRun
+}
+
+// applyPipelined applies batches in order like Apply, but plans each while
+// the one before it commits: against the committed state plus the plan in
+// flight. handle receives each batch's outcome and says whether to go on.
+func (s *Bolt) applyPipelined(ctx context.Context, batches <-chan *importBatch, handle func(*importBatch, *Result, error) bool) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	type flight struct {
+		ib   *importBatch
+		p    *plan
+		done chan error
+	}
+	var cur *flight
+	// finish waits for the batch in flight and reports it.
+	finish := func() bool {
+		f := cur
+		cur = nil
+		if err := <-f.done; err != nil {
+			handle(f.ib, nil, err)
+			return false
+		}
+		return handle(f.ib, f.p.result, nil)
+	}
+	for {
+		var ib *importBatch
+		var ok bool
+		select {
+		case ib, ok = <-batches:
+		default:
+			// Nothing to plan yet: report the batch in flight now rather
+			// than when the next one arrives.
+			if cur != nil && !finish() {
+				return
+			}
+			ib, ok = <-batches
+		}
+		if !ok {
+			break
+		}
+		if s.closed {
+			handle(ib, nil, ErrClosed)
+			return
+		}
+		if ib.fatal || ib.b.Len() == 0 || !pipelineable(ib.b) {
+			if cur != nil && !finish() {
+				return
+			}
+			var res *Result
+			var err error
+			if !ib.fatal && ib.b.Len() > 0 {
+				s.wmu.Unlock()
+				res, err = s.Apply(ctx, ib.b)
+				s.wmu.Lock()
+			}
+			if !handle(ib, res, err) {
+				return
+			}
+			continue
+		}
+		var prev *plan
+		if cur != nil {
+			prev = cur.p
+		}
+		t := now()
+		var p *plan
+		err := s.db.DB().View(func(tx *bolt.Tx) error {
+			var snap snapshot = &boltSnap{s: s, tx: tx}
+			if prev != nil {
+				snap = newOverlay(snap, prev)
+			}
+			var err error
+			p, err = makePlan(ctx, s.model, snap, ib.b, t)
+			return err
+		})
+		if cur != nil && !finish() {
+			return
+		}
+		if err != nil || p.empty() {
+			if !handle(ib, resultOf(p), err) {
+				return
+			}
+			continue
+		}
+		cur = &flight{ib: ib, p: p, done: make(chan error, 1)}
+		go func(f *flight) { f.done <- s.commit(f.p, "", nil, t) }(cur)
+	}
+	if cur != nil {
+		finish()
+	}
+}
+
+func resultOf(p *plan) *Result {
+	if p == nil {
+		return nil
+	}
+	return p.result
 }
 
 func batchHash(b *Batch) []byte {

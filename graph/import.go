@@ -64,6 +64,12 @@ type ImportOptions struct {
 	Durable bool
 }
 
+// A pipeliner applies a stream of batches, planning each while the one
+// before it commits.
+type pipeliner interface {
+	applyPipelined(ctx context.Context, batches <-chan *importBatch, handle func(*importBatch, *Result, error) bool)
+}
+
 // A bulkLoader can skip per-commit flushes while it is empty. beginBulk
 // reports whether it did; end flushes and restores durable commits.
 type bulkLoader interface {
@@ -198,47 +204,65 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (_ *Im
 	var (
 		assume  map[ID]string
 		rejects []*LineError
+		stopErr error // why the import stopped early
 	)
 	if opt.DryRun {
 		assume = map[ID]string{}
 	}
-	for ib := range batches {
+	// handle records one batch's outcome and says whether to go on.
+	handle := func(ib *importBatch, res *Result, err error) bool {
 		rejects = append(rejects, ib.parseErrs...)
+		st.Lines = ib.lines
 		if ib.fatal {
-			st.Lines = ib.lines
-			return st, &ImportError{Lines: rejects, Stats: *st}
+			stopErr = &ImportError{Lines: rejects, Stats: *st}
+			return false
 		}
-		if ib.b.Len() > 0 {
-			ib.b.Assume = assume
-			res, err := s.Apply(ctx, ib.b)
-			var be *BatchError
-			switch {
-			case errors.As(err, &be):
-				for _, p := range be.Problems {
-					rejects = append(rejects, &LineError{Line: lineOf(p.Pointer, ib.nodeLines, ib.edgeLines), Problem: &p})
-				}
-				if !opt.DryRun {
-					st.Lines = ib.lines
-					return st, &ImportError{Lines: rejects, Stats: *st}
-				}
-			case err != nil:
-				return st, err
-			default:
-				st.count(res)
+		var be *BatchError
+		switch {
+		case errors.As(err, &be):
+			for _, p := range be.Problems {
+				rejects = append(rejects, &LineError{Line: lineOf(p.Pointer, ib.nodeLines, ib.edgeLines), Problem: &p})
 			}
-			if opt.DryRun {
-				for _, n := range ib.b.Nodes {
-					assume[n.ID] = n.Type
-				}
+			if !opt.DryRun {
+				stopErr = &ImportError{Lines: rejects, Stats: *st}
+				return false
+			}
+		case err != nil:
+			stopErr = err
+			return false
+		case res != nil:
+			st.count(res)
+		}
+		if opt.DryRun {
+			for _, n := range ib.b.Nodes {
+				assume[n.ID] = n.Type
 			}
 		}
 		st.Nodes += int64(len(ib.b.Nodes))
 		st.Edges += int64(len(ib.b.Edges))
-		st.Lines = ib.lines
 		st.Elapsed = time.Since(start)
 		if opt.Progress != nil && ib.b.Len() > 0 {
 			opt.Progress(*st)
 		}
+		return true
+	}
+	if pl, ok := s.(pipeliner); ok && !opt.DryRun {
+		pl.applyPipelined(ctx, batches, handle)
+	} else {
+		for ib := range batches {
+			var res *Result
+			var err error
+			if !ib.fatal && ib.b.Len() > 0 {
+				ib.b.Assume = assume
+				res, err = s.Apply(ctx, ib.b)
+			}
+			if !handle(ib, res, err) {
+				break
+			}
+		}
+	}
+	if stopErr != nil {
+		return st, stopErr
 	}
 	if err := ctx.Err(); err != nil {
 		return st, err

@@ -73,6 +73,76 @@ func (a assumeSnap) nodeTypes(ctx context.Context, ids []ID) ([]string, error) {
 	return types, nil
 }
 
+// overlaySnap answers from a plan not yet committed, then from the store:
+// it lets the next batch be planned while that plan commits.
+type overlaySnap struct {
+	snapshot
+	nodes map[ID]*nodeRec // nil value: deleted
+	edges map[EdgeKey]*edgeRec
+}
+
+func newOverlay(snap snapshot, prev *plan) overlaySnap {
+	o := overlaySnap{snap, make(map[ID]*nodeRec, len(prev.nodes)), make(map[EdgeKey]*edgeRec, len(prev.edges))}
+	for _, op := range prev.nodes {
+		o.nodes[op.id] = op.new
+	}
+	for _, op := range prev.edges {
+		o.edges[op.key] = op.new
+	}
+	return o
+}
+
+func (o overlaySnap) node(id ID) (*nodeRec, bool) {
+	r, ok := o.nodes[id]
+	return r, ok
+}
+
+func (o overlaySnap) nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error) {
+	recs, err := o.snapshot.nodeRecs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		if r, ok := o.node(id); ok {
+			recs[i] = r
+		}
+	}
+	return recs, nil
+}
+
+func (o overlaySnap) nodeTypes(ctx context.Context, ids []ID) ([]string, error) {
+	types, err := o.snapshot.nodeTypes(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		if r, ok := o.node(id); ok {
+			types[i] = ""
+			if r != nil {
+				types[i] = r.Type
+			}
+		}
+	}
+	return types, nil
+}
+
+func (o overlaySnap) edgeRecs(ctx context.Context, keys []EdgeKey) ([]*edgeRec, error) {
+	recs, err := o.snapshot.edgeRecs(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		if r, ok := o.edges[k]; ok {
+			recs[i] = r
+		}
+	}
+	return recs, nil
+}
+
+func (o overlaySnap) incident(context.Context, ID) ([]EdgeKey, error) {
+	return nil, errors.New("internal: node deletes are never planned beside a commit")
+}
+
 type nodeOp struct {
 	id       ID
 	old, new *nodeRec // new == nil: delete
