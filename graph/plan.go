@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lore-dev/lore/schema"
 )
@@ -613,8 +614,9 @@ func addViolations(ps *problems, base, elem string, err error) {
 	}
 }
 
-// canonicalProps encodes props as canonical JSON and decodes them back, so
-// what is validated is exactly what is stored.
+// canonicalProps encodes props as canonical JSON. Values of other Go types
+// than decoded JSON's are decoded back, so what is validated is exactly
+// what is stored.
 func canonicalProps(p Props) (json.RawMessage, map[string]any, error) {
 	if p == nil {
 		p = Props{}
@@ -626,11 +628,43 @@ func canonicalProps(p Props) (json.RawMessage, map[string]any, error) {
 		return nil, nil, err
 	}
 	raw := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if pureJSON(p) {
+		return raw, p, nil
+	}
 	decoded, err := decodeProps(raw)
 	if err != nil {
 		return nil, nil, err
 	}
 	return raw, decoded, nil
+}
+
+// pureJSON reports whether v holds only what encoding/json decodes with
+// UseNumber: such values encode and decode back to themselves.
+func pureJSON(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, json.Number:
+		return true
+	case string:
+		return utf8.ValidString(x) // encoding replaces invalid UTF-8
+	case map[string]any:
+		for k, e := range x {
+			if !utf8.ValidString(k) {
+				return false
+			}
+			if !pureJSON(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !pureJSON(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func decodeProps(raw []byte) (Props, error) {
