@@ -21,6 +21,7 @@ import (
 
 	cgraph "github.com/cayleygraph/cayley/graph"
 	ckv "github.com/cayleygraph/cayley/graph/kv"
+	"github.com/cayleygraph/quad"
 	hkv "github.com/hidal-go/hidalgo/kv"
 	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
 	bolt "go.etcd.io/bbolt"
@@ -227,7 +228,7 @@ func rawLoad(file, dir string, stock bool) (int64, error) {
 		if err != nil {
 			return n, err
 		}
-		q := nodeQuad("", "")
+		var q quad.Quad
 		if el.node != nil {
 			q = nodeQuad(el.node.ID, el.node.Type)
 		} else {
