@@ -9,9 +9,11 @@ import (
 // with the default model, and holds it until interrupted. The MCP, GraphQL
 // and REST surfaces mount here as they are built.
 func cmdServe(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "serve [--no-example]")
+	fs := newFlagSet(e, "serve", "serve [--no-example] [ceiling flags]")
 	var sf storeFlags
+	var cf ceilingFlags
 	sf.register(fs, e)
+	cf.register(fs)
 	noExample := fs.Bool("no-example", false, "do not load the example dataset into a new store")
 	if _, err := parse(fs, args); err != nil {
 		return err
@@ -35,7 +37,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	e.log.Info("store open", "path", s.Path(), "nodes", st.Nodes, "edges", st.Edges, "changes", st.LastSeq)
+	e.log.Info("store open", "path", s.Path(), "nodes", st.Nodes, "edges", st.Edges, "changes", st.LastSeq, "ceilings", cf.limits())
 	e.log.Info("serving; press Ctrl-C to stop (the MCP, GraphQL and REST surfaces are not built yet)")
 	<-ctx.Done()
 	e.log.Info("shutting down")
