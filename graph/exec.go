@@ -45,19 +45,75 @@ const frontierChunk = 128
 type queryCursor struct {
 	F     string `json:"f"`           // the query it belongs to
 	Scan  string `json:"s,omitempty"` // resume token of the start scan
-	Skip  int    `json:"k,omitempty"` // start nodes of the resumed page already used
 	After []any  `json:"a,omitempty"` // sort key of the last result returned
 	ID    ID     `json:"i,omitempty"`
 	Pos   int    `json:"p,omitempty"` // for rank order: results already returned
+	Start int    `json:"t,omitempty"` // start nodes already expanded
+	Chunk int    `json:"c,omitempty"` // how many start nodes to expand together next
 }
 
 type executor struct {
-	s        Store
-	q        *Query
-	b        *budget
-	paths    []map[ID]hop // per step, how each reached node was reached
-	hardStop time.Time    // reading results stops here, bound or not
-	cut      bool         // reading results was cut at hardStop
+	s         Store
+	q         *Query
+	b         *budget
+	paths     []map[ID]hop // per step, how each reached node was reached
+	hardStop  time.Time    // reading results stops here, bound or not
+	cut       bool         // reading results was cut at hardStop
+	nextStart int          // the first start node not yet expanded
+	nextChunk int          // the chunk size to resume with
+	scanCap   int          // work the start scan may use; 0: all
+}
+
+// startChunk is how many start nodes are expanded together.
+const startChunk = 256
+
+// traverse runs the steps from each chunk of start nodes, starting at
+// skip, and returns the union of what they reach. A chunk that a bound
+// cuts is retried by the cursor: as it was if earlier chunks used the
+// budget, else with half as many start nodes, down to one; a single start
+// node that alone exceeds the budget is passed over.
+func (ex *executor) traverse(start []ID, steps []Step, skip, chunk int) ([]ID, error) {
+	if ex.q.Return.Paths {
+		ex.paths = make([]map[ID]hop, len(steps))
+		for i := range ex.paths {
+			ex.paths[i] = map[ID]hop{}
+		}
+	}
+	if chunk <= 0 {
+		chunk = startChunk
+	}
+	seen := map[ID]bool{}
+	var out []ID
+	pos := min(skip, len(start))
+	ex.nextStart, ex.nextChunk = pos, chunk
+	for first := true; pos < len(start) && ex.b.ok(); first = false {
+		part := start[pos:min(pos+chunk, len(start))]
+		ids := part
+		for i := range steps {
+			var err error
+			if ids, err = ex.step(ids, &steps[i], i); err != nil {
+				return nil, err
+			}
+		}
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+		switch {
+		case ex.b.ok():
+			pos += len(part)
+			ex.nextStart = pos
+		case !first:
+			ex.nextStart, ex.nextChunk = pos, len(part) // earlier chunks used the budget: retry with a fresh one
+		case len(part) > 1:
+			ex.nextStart, ex.nextChunk = pos, len(part)/2
+		default:
+			ex.nextStart, ex.nextChunk = pos+1, 1
+		}
+	}
+	return out, nil
 }
 
 type hop struct {
@@ -94,19 +150,27 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	b := newBudget(ctx, lim)
 	defer b.cancel()
 	ex := &executor{s: s, q: q, b: b}
+	if len(steps) > 0 {
+		ex.scanCap = lim.MaxVisited / 2 // leave the traversal its share
+	}
 	ids, scanNext, ranked, err := ex.startSet(cur)
 	if err != nil {
 		return nil, err
 	}
 	startSet := ids
-	for i := range steps {
-		if !b.ok() {
-			break
-		}
-		ids, err = ex.step(ids, &steps[i], i)
+	if len(steps) > 0 {
+		// The start nodes are expanded a chunk at a time, so a bound that
+		// stops the work leaves a cursor to the start nodes not yet expanded.
+		ids, err = ex.traverse(startSet, steps, cur.Start, cur.Chunk)
 		if err != nil {
 			return nil, err
 		}
+		if b.reason != "" && ex.nextStart < len(startSet) {
+			res.Cursor = encodeCursor(queryCursor{F: fp, Scan: cur.Scan, Start: ex.nextStart, Chunk: ex.nextChunk})
+		}
+	}
+	if scanNext != "" && b.reason == "" {
+		b.stop(ReasonWork) // the start scan stopped at its share of the budget
 	}
 	if b.reason != "" {
 		res.Truncated, res.Reason = true, b.reason
@@ -133,7 +197,7 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 			res.Reason = ReasonDeadline
 		}
 	}
-	if res.Truncated && res.Cursor == "" && scanNext != "" {
+	if res.Truncated && res.Cursor == "" && scanNext != "" && (len(steps) == 0 || ex.nextStart >= len(startSet)) {
 		res.Cursor = encodeCursor(queryCursor{F: fp, Scan: scanNext})
 	}
 	return res.finish(b, start), nil
@@ -203,7 +267,7 @@ func (ex *executor) startSet(cur queryCursor) ([]ID, string, bool, error) {
 		return ids, "", false, nil
 	case q.From.Search != "":
 		sr, err := Search(b.ctx, ex.s, SearchQuery{Text: q.From.Search, Type: q.From.Type, Limit: b.limits.MaxResults, Cursor: cur.Scan,
-			Limits: Limits{MaxResults: b.limits.MaxResults, MaxVisited: b.remaining(), TimeoutMs: b.limits.TimeoutMs}}, b.limits)
+			Limits: Limits{MaxResults: b.limits.MaxResults, MaxVisited: max(ex.scanRemaining(), 1), TimeoutMs: b.limits.TimeoutMs}}, b.limits)
 		if err != nil {
 			return nil, "", false, err
 		}
@@ -282,9 +346,9 @@ func (ex *executor) scanType(cur queryCursor) ([]ID, string, bool, error) {
 				return nil, "", false, ignoreDeadline(err)
 			}
 			nodes := np.Nodes[min(tok.Skip, len(np.Nodes)):]
-			n := min(len(nodes), b.remaining())
+			n := min(len(nodes), ex.scanRemaining())
 			if !b.spend(n) || n < len(nodes) {
-				b.stop(ReasonWork)
+				ex.stopScan()
 				keep(nodes[:n])
 				return out, encodeCursor(scanToken{After: tok.After, Skip: tok.Skip + n}), false, nil
 			}
@@ -305,7 +369,7 @@ func (ex *executor) scanType(cur queryCursor) ([]ID, string, bool, error) {
 				return nil, "", false, ignoreDeadline(err)
 			}
 			ids := ip.IDs[min(tok.Skip, len(ip.IDs)):]
-			n := min(len(ids), b.remaining())
+			n := min(len(ids), ex.scanRemaining())
 			partial := !b.spend(n) || n < len(ids)
 			nodes, err := ex.s.Nodes(b.ctx, ids[:n])
 			if err != nil {
@@ -313,7 +377,7 @@ func (ex *executor) scanType(cur queryCursor) ([]ID, string, bool, error) {
 			}
 			keep(nodes)
 			if partial {
-				b.stop(ReasonWork)
+				ex.stopScan()
 				return out, encodeCursor(scanToken{Query: qi, After: iq.After, Skip: tok.Skip + n}), false, nil
 			}
 			if ip.Next == "" {
@@ -328,6 +392,23 @@ func (ex *executor) scanType(cur queryCursor) ([]ID, string, bool, error) {
 		return out, encodeCursor(tok), false, nil
 	}
 	return out, "", false, nil
+}
+
+// scanRemaining is the work the start scan may still do.
+func (ex *executor) scanRemaining() int {
+	r := ex.b.remaining()
+	if ex.scanCap > 0 {
+		r = min(r, ex.scanCap-ex.b.visited)
+	}
+	return max(r, 0)
+}
+
+// stopScan ends the start scan: at its share of the budget, the traversal
+// still runs (Run reports the cut afterwards); at the whole budget, the work stops.
+func (ex *executor) stopScan() {
+	if ex.scanCap == 0 || ex.b.remaining() <= 0 {
+		ex.b.stop(ReasonWork)
+	}
 }
 
 // scanToken resumes a start-set scan: which index query, after which page
@@ -391,38 +472,61 @@ func indexPlans(typ string, indexed func(string) bool, f *filter) []indexPlan {
 // frontier by frontier, each frontier fetched in bounded chunks; it returns
 // the nodes reached between Hops.Min and Hops.Max edges away that pass the
 // step's type and filter.
+// step expands nodes along one traversal step: breadth first, frontier by
+// frontier, each frontier fetched in bounded chunks. It returns the nodes
+// whose distance from the step's start nodes lies within Hops (a start node
+// counts when another start node reaches it), that pass the step's type
+// and filter.
 func (ex *executor) step(from []ID, st *Step, index int) ([]ID, error) {
 	b := ex.b
-	parents := map[ID]hop{}
-	if ex.q.Return.Paths {
-		ex.paths = append(ex.paths, parents)
+	var parents map[ID]hop
+	if ex.paths != nil {
+		parents = ex.paths[index]
 	}
 	depth := make(map[ID]int, len(from))
 	for _, id := range from {
 		depth[id] = 0
 	}
 	var reached []ID
+	inResult := map[ID]bool{}
 	if st.Hops.Min == 0 {
 		reached = append(reached, from...)
+		for _, id := range from {
+			inResult[id] = true
+		}
 	}
 	frontier := from
 	for d := 1; d <= st.Hops.Max && len(frontier) > 0 && b.ok(); d++ {
 		var next []ID
 		err := expandLevel(ex.s, b, frontier, st.Edge, st.Direction, func(self, other ID, e *Edge) {
-			if _, seen := depth[other]; seen || !b.spend(1) {
-				return // known, or out of budget: a node costs one unit when first reached
+			if od, seen := depth[other]; seen {
+				if od == 0 && d >= st.Hops.Min && !inResult[other] {
+					inResult[other] = true // a start node another start node reaches
+					reached = append(reached, other)
+				}
+				return
+			}
+			if !b.spend(1) {
+				return // out of budget: a node costs one unit when first reached
 			}
 			depth[other] = d
 			next = append(next, other)
-			if ex.q.Return.Paths {
-				parents[other] = hop{prev: self, edge: e.ID}
+			if parents != nil {
+				if _, ok := parents[other]; !ok {
+					parents[other] = hop{prev: self, edge: e.ID}
+				}
 			}
 		})
 		if err != nil {
 			return nil, err
 		}
 		if d >= st.Hops.Min {
-			reached = append(reached, next...)
+			for _, id := range next {
+				if !inResult[id] {
+					inResult[id] = true
+					reached = append(reached, id)
+				}
+			}
 		}
 		frontier = next
 	}
@@ -556,7 +660,7 @@ func (ex *executor) page(res *QueryResult, ids []ID, cur queryCursor, fp string,
 }
 
 func (ex *executor) nextCursor(fp string, last *Node, pos int, rankOrder bool, cur queryCursor) string {
-	c := queryCursor{F: fp, Scan: cur.Scan}
+	c := queryCursor{F: fp, Scan: cur.Scan, Start: cur.Start}
 	switch {
 	case rankOrder:
 		c.Pos = pos
@@ -572,7 +676,7 @@ func (ex *executor) nextCursor(fp string, last *Node, pos int, rankOrder bool, c
 func (ex *executor) pathTo(id ID, start []ID) *Path {
 	p := &Path{Nodes: []ID{id}, Edges: []string{}}
 	for k := len(ex.paths) - 1; k >= 0; k-- {
-		for {
+		for steps := 0; steps <= ex.q.Traverse[k].Hops.Max; steps++ {
 			h, ok := ex.paths[k][id]
 			if !ok {
 				break

@@ -78,6 +78,7 @@ func TestQueryLanguage(t *testing.T) {
 		{"supersession chain", `{"from":{"ids":["adr/0016-run-postgresql-on-a-managed-ha-cluster"]},"traverse":[{"edge":"supersedes","hops":[1,5]}],"orderBy":[{"field":"number"}]}`, []string{"adr/0002-use-mysql-for-transactional-data", "adr/0007-adopt-postgresql-for-transactional-services"}},
 		{"two steps with type", `{"from":{"ids":["service/checkout"]},"traverse":[{"edge":"dependsOn"},{"edge":"owns","direction":"in","type":"Team"}]}`, []string{"team/identity", "team/logistics", "team/payments", "team/platform"}},
 		{"step filter", `{"from":{"ids":["team/payments"]},"traverse":[{"edge":"owns","type":"Service","where":{"tier":{"gt":0}}}]}`, []string{"service/fraud-scoring", "service/legacy-invoicer"}},
+		{"start nodes reach each other", `{"from":{"ids":["service/payments","service/billing"]},"traverse":[{"edge":"dependsOn"}],"where":{"tier":0}}`, []string{"service/billing", "service/card-vault", "service/event-bus", "service/ledger", "service/postgres-cluster"}},
 		{"any label", `{"from":{"ids":["adr/0013-replace-legacy-invoicer-with-billing"]},"traverse":[{"direction":"out"}],"where":{"type":"Service"}}`, []string{"service/billing", "service/legacy-invoicer"}},
 		{"order desc", `{"from":{"type":"Decision"},"orderBy":[{"field":"date","desc":true}],"limit":3}`, []string{"adr/0019-streaming-features-for-fraud-scoring", "adr/0018-carrier-integrations-behind-carrier-connect", "adr/0017-severity-levels-and-incident-commander"}},
 		{"order by two fields", `{"from":{"type":"Service","where":{"tier":{"gte":2}}},"orderBy":[{"field":"tier","desc":true},{"field":"name"}],"limit":4}`, []string{"service/developer-portal", "service/legacy-invoicer", "service/data-warehouse", "service/event-pipeline"}},
@@ -285,6 +286,44 @@ func TestQueryBounds(t *testing.T) {
 	}
 	if len(seen) != 1111 { // s1, s10–s19, s100–s199, s1000–s1999
 		t.Errorf("continued scan found %d nodes, want 1111", len(seen))
+	}
+}
+
+// A traversal stopped by a bound continues, through its cursor, with the
+// start nodes it had not expanded: together the pages hold every result.
+func TestTruncatedTraversalContinues(t *testing.T) {
+	s := chain(t, 3000)
+	q := `{"from":{"type":"Service","where":{"name":{"prefix":"s1"}}},"traverse":[{"edge":"dependsOn","hops":[1,2]}],"return":{"fields":["id"]},"limit":10000%s}`
+	all := map[string]bool{}
+	ceil := graph.Limits{MaxResults: 10000}
+	for _, id := range ids(run(t, s, fmt.Sprintf(q, ""), ceil)) {
+		all[id] = true
+	}
+	got := map[string]bool{}
+	cursor, calls := "", 0
+	for {
+		extra := `,"limits":{"maxVisited":2500}`
+		if cursor != "" {
+			extra += fmt.Sprintf(`,"cursor":%q`, cursor)
+		}
+		res := run(t, s, fmt.Sprintf(q, extra), ceil)
+		calls++
+		for _, id := range ids(res) {
+			got[id] = true
+		}
+		if res.Cursor == "" {
+			break
+		}
+		if !res.Truncated || res.Reason != graph.ReasonWork {
+			t.Fatalf("a cursor without a bound: %+v", res)
+		}
+		if calls > 100 {
+			t.Fatal("no end")
+		}
+		cursor = res.Cursor
+	}
+	if calls < 3 || len(got) != len(all) {
+		t.Errorf("%d calls found %d results; the unbounded query finds %d", calls, len(got), len(all))
 	}
 }
 
