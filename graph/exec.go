@@ -62,6 +62,7 @@ type executor struct {
 	nextStart int          // the first start node not yet expanded
 	nextChunk int          // the chunk size to resume with
 	scanCap   int          // work the start scan may use; 0: all
+	scanUntil time.Time    // when the start scan must pause; zero: never
 }
 
 // startChunk is how many start nodes are expanded together.
@@ -150,8 +151,9 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	b := newBudget(ctx, lim)
 	defer b.cancel()
 	ex := &executor{s: s, q: q, b: b}
-	if len(steps) > 0 {
-		ex.scanCap = lim.MaxVisited / 2 // leave the traversal its share
+	if len(steps) > 0 { // leave the traversal its share of the work and the time
+		ex.scanCap = lim.MaxVisited / 2
+		ex.scanUntil = start.Add(time.Duration(lim.TimeoutMs) * time.Millisecond / 2)
 	}
 	ids, scanNext, ranked, err := ex.startSet(cur)
 	if err != nil {
@@ -399,6 +401,9 @@ func (ex *executor) scanRemaining() int {
 	r := ex.b.remaining()
 	if ex.scanCap > 0 {
 		r = min(r, ex.scanCap-ex.b.visited)
+	}
+	if !ex.scanUntil.IsZero() && time.Now().After(ex.scanUntil) {
+		r = 0
 	}
 	return max(r, 0)
 }
