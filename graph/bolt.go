@@ -74,11 +74,15 @@ type Bolt struct {
 	wmu sync.Mutex
 	rw  sync.RWMutex
 
-	qs      cgraph.QuadStore // replaced after a failed commit (Cayley's state is then tainted)
-	lastSeq uint64
-	closed  bool
-	changed *notifier
+	qs       cgraph.QuadStore // replaced after a failed commit (Cayley's state is then tainted)
+	lastSeq  uint64
+	closed   bool
+	changed  *notifier
+	deferred *deferredIndexes // during a bulk load: derived index entries not yet written
 }
+
+// metaDeferred marks a store whose derived indexes a bulk load deferred.
+var metaDeferred = []byte("deferred")
 
 var cayleyOpts = cgraph.Options{ckv.OptNoBloom: true} // open in milliseconds instead of rebuilding a 100M-entry bloom filter
 
@@ -122,6 +126,15 @@ func Open(ctx context.Context, cfg Config) (_ *Bolt, err error) {
 	if err := s.init(cfg.Model); err != nil {
 		db.Close()
 		return nil, err
+	}
+	var deferred bool
+	_ = db.DB().View(func(tx *bolt.Tx) error { deferred = tx.Bucket(bMeta).Get(metaDeferred) != nil; return nil })
+	if deferred {
+		// A bulk load died before writing its deferred index entries.
+		if err := s.rebuildDerived(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("rebuilding the indexes of an interrupted bulk load: %w", err)
+		}
 	}
 	_ = os.WriteFile(filepath.Join(cfg.Path, ownerFile), fmt.Appendf(nil, "pid %d (%s)\n", os.Getpid(), strings.Join(os.Args, " ")), 0o644)
 	return s, nil
@@ -199,24 +212,64 @@ func (s *Bolt) checkModelFits(tx *bolt.Tx) error {
 	return nil
 }
 
-// beginBulk switches an empty store to unsynced commits for a bulk load.
+// beginBulk starts a bulk load into an empty store: derived index entries
+// are deferred (see deferredIndexes) and commits skip fsync until the end.
 func (s *Bolt) beginBulk() (func() error, bool) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	db := s.db.DB()
-	if s.closed || db.NoSync || s.lastSeq != 0 {
+	if s.closed || s.lastSeq != 0 || s.deferred != nil {
 		return nil, false
 	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(metaDeferred, []byte{1}) }); err != nil {
+		return nil, false
+	}
+	synced := !db.NoSync
 	db.NoSync = true
+	s.deferred = newDeferred()
 	return func() error {
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
 		if s.closed {
 			return nil
 		}
-		db.NoSync = false
-		return db.Sync()
+		err := s.flushDeferred()
+		s.deferred = nil
+		if synced {
+			db.NoSync = false
+			err = errors.Join(err, db.Sync())
+		}
+		return err
 	}, true
+}
+
+// flushDeferred writes the deferred index entries and clears the mark.
+// The caller holds wmu.
+func (s *Bolt) flushDeferred() error {
+	counters := map[counterKey]int64{}
+	ops := s.deferred.drain(counters)
+	s.rw.Lock()
+	defer s.rw.Unlock()
+	return s.db.DB().Update(func(tx *bolt.Tx) error {
+		for ck, n := range counters {
+			var cur int64
+			if v := tx.Bucket([]byte(ck.bucket)).Get([]byte(ck.key)); len(v) == 8 {
+				cur = int64(binary.BigEndian.Uint64(v))
+			}
+			if cur += n; cur < 0 {
+				return fmt.Errorf("counter %q in %s would go negative: run lore check", ck.key, ck.bucket)
+			} else if cur > 0 {
+				ops = append(ops, kvOp{bucket: []byte(ck.bucket), key: []byte(ck.key), val: u64(uint64(cur))})
+			} else {
+				ops = append(ops, kvOp{bucket: []byte(ck.bucket), key: []byte(ck.key), del: true})
+			}
+		}
+		sortOps(ops)
+		if err := writeOps(tx, ops); err != nil {
+			return err
+		}
+		return tx.Bucket(bMeta).Delete(metaDeferred)
+	})
 }
 
 // Model returns the model the store validates against.

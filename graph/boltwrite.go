@@ -325,9 +325,29 @@ type counterKey struct {
 func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) ([]kvOp, error) {
 	var ops []kvOp
 	counters := map[counterKey]int64{}
-	put := func(b, k, v []byte) { ops = append(ops, kvOp{bucket: b, key: k, val: v}) }
-	del := func(b, k []byte) { ops = append(ops, kvOp{bucket: b, key: k, del: true}) }
-	count := func(b, k []byte, n int64) { counters[counterKey{string(b), string(k)}] += n }
+	primary := func(op kvOp) { ops = append(ops, op) }
+	d := s.deferred
+	put := func(b, k, v []byte) {
+		if d != nil && d.holds(b) {
+			d.add(kvOp{bucket: b, key: k, val: v})
+			return
+		}
+		primary(kvOp{bucket: b, key: k, val: v})
+	}
+	del := func(b, k []byte) {
+		if d != nil && d.holds(b) {
+			d.add(kvOp{bucket: b, key: k, del: true})
+			return
+		}
+		primary(kvOp{bucket: b, key: k, del: true})
+	}
+	count := func(b, k []byte, n int64) {
+		if d != nil && d.holds(b) {
+			d.counters[counterKey{string(b), string(k)}] += n
+			return
+		}
+		counters[counterKey{string(b), string(k)}] += n
+	}
 
 	for _, op := range p.nodes {
 		id := op.id
@@ -390,6 +410,9 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) 
 		rec, _ := json.Marshal(idemRec{Hash: hash, Time: t, Result: p.result})
 		put(bIdem, []byte(idemKey), rec)
 	}
+	if d != nil && d.size() >= deferFlush {
+		ops = append(ops, d.drain(counters)...) // this commit also writes the deferred index entries
+	}
 	err := s.db.DB().View(func(tx *bolt.Tx) error {
 		for ck, n := range counters {
 			if n == 0 {
@@ -414,13 +437,19 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) 
 	if err != nil {
 		return nil, err
 	}
+	sortOps(ops)
+	return ops, nil
+}
+
+// sortOps orders writes by bucket and key, so that a commit touches each
+// page once and in order.
+func sortOps(ops []kvOp) {
 	slices.SortFunc(ops, func(a, b kvOp) int {
 		if c := bytes.Compare(a.bucket, b.bucket); c != 0 {
 			return c
 		}
 		return bytes.Compare(a.key, b.key)
 	})
-	return ops, nil
 }
 
 // fillFor returns how full bbolt packs a bucket's pages when it splits them.
@@ -490,4 +519,51 @@ outer:
 		out = append(out, x)
 	}
 	return out
+}
+
+// A bulk load defers the derived index entries (type, property and search
+// indexes, in-edge counters): they are collected here and written in key
+// order every deferFlush entries and at the end, instead of at scattered
+// positions at every commit. The store is marked "deferred" meanwhile; if
+// the load dies, Open rebuilds them from the records.
+type deferredIndexes struct {
+	ops      map[string]kvOp // by bucket NUL key: the last write wins
+	counters map[counterKey]int64
+}
+
+// deferFlush is how many deferred entries are written at a time.
+var deferFlush = 1 << 19 // a variable so that tests can lower it
+
+func newDeferred() *deferredIndexes {
+	return &deferredIndexes{ops: map[string]kvOp{}, counters: map[counterKey]int64{}}
+}
+
+func (d *deferredIndexes) holds(bucket []byte) bool {
+	for _, b := range [][]byte{bType, bProp, bTok, bDeg} {
+		if bytes.Equal(b, bucket) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *deferredIndexes) add(op kvOp) {
+	d.ops[string(op.bucket)+"\x00"+string(op.key)] = op
+}
+
+func (d *deferredIndexes) size() int { return len(d.ops) + len(d.counters) }
+
+// drain hands over the collected entries, and moves the counters into the
+// commit's own (which reads their current values).
+func (d *deferredIndexes) drain(counters map[counterKey]int64) []kvOp {
+	ops := make([]kvOp, 0, len(d.ops))
+	for _, op := range d.ops {
+		ops = append(ops, op)
+	}
+	for k, n := range d.counters {
+		counters[k] += n
+	}
+	clear(d.ops)
+	clear(d.counters)
+	return ops
 }

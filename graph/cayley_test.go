@@ -3,6 +3,7 @@ package graph
 // Tests that Cayley's measured defects (../shared/reference/cayley.md) cannot bite.
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -535,3 +536,70 @@ func TestLookup(t *testing.T) {
 }
 
 func loadModelString(s string) (*schema.Model, error) { return schema.Load([]byte(s)) }
+
+// A bulk load defers its index entries; they are flushed in key order as
+// they pile up and at the end, and a load that dies leaves a store whose
+// indexes Open rebuilds.
+func TestBulkLoadDefersIndexes(t *testing.T) {
+	old := deferFlush
+	deferFlush = 700
+	t.Cleanup(func() { deferFlush = old })
+	var data strings.Builder
+	for i := range 1500 {
+		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
+	}
+	for i := 1; i < 1500; i++ {
+		fmt.Fprintf(&data, `{"kind":"node","id":"doc/d%d","type":"Document","properties":{"title":"doc %d","kind":"guide"}}`+"\n", i, i)
+		fmt.Fprintf(&data, `{"kind":"edge","from":"doc/d%d","label":"about","to":"topic/t%d"}`+"\n", i, i-1)
+	}
+	verify := func(s *Bolt) {
+		t.Helper()
+		if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+			t.Fatalf("check: %v %v", err, r.Problems)
+		}
+		res, err := Search(t.Context(), s, SearchQuery{Text: "topic number 1234"}, Limits{})
+		if err != nil || len(res.Hits) == 0 || res.Hits[0].Node.ID != "topic/t1234" {
+			t.Errorf("search after the bulk load: %+v, %v", res, err)
+		}
+		n, _ := s.Node(t.Context(), "topic/t7")
+		if len(n.Edges) != 1 || n.Edges[0].Direction != In || n.Edges[0].Count != 1 {
+			t.Errorf("edge counts of topic/t7: %+v", n.Edges)
+		}
+	}
+
+	s := openTest(t, t.TempDir(), Config{})
+	if _, err := Import(t.Context(), s, strings.NewReader(data.String()), ImportOptions{BatchSize: 200}); err != nil {
+		t.Fatal(err)
+	}
+	verify(s)
+
+	// A load that dies before its final flush.
+	dir := t.TempDir()
+	s = openTest(t, dir, Config{})
+	end, ok := s.beginBulk()
+	if !ok {
+		t.Fatal("an empty store did not start a bulk load")
+	}
+	_ = end // never called: the process "dies"
+	dec := &ndjsonDecoder{lr: &lineReader{r: bufio.NewReader(strings.NewReader(data.String()))}}
+	b := &Batch{}
+	for {
+		el, err := dec.next()
+		if err != nil {
+			break
+		}
+		if el.node != nil {
+			b.Nodes = append(b.Nodes, *el.node)
+		} else {
+			b.Edges = append(b.Edges, *el.edge)
+		}
+		if b.Len() == 500 {
+			apply(t, s, b)
+			b = &Batch{}
+		}
+	}
+	apply(t, s, b)
+	s.deferred = nil // what a dead process leaves: entries never written
+	s.Close()
+	verify(openTest(t, dir, Config{}))
+}

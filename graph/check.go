@@ -272,70 +272,11 @@ func (s *Bolt) checkCayley(ctx context.Context, tx *bolt.Tx, r *CheckReport) err
 	return nil
 }
 
-// Repair rebuilds the derived buckets (type and property indexes, counts,
-// edge counters) from the node and edge records, then checks again. It
-// cannot repair Cayley's quads: Compact rebuilds those.
+// Repair rebuilds the derived buckets (type, property and search indexes,
+// counts, edge counters) from the node and edge records, then checks
+// again. It cannot repair Cayley's quads: Compact rebuilds those.
 func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
-	s.wmu.Lock()
-	var d *derived
-	err := s.read(func(tx *bolt.Tx) error {
-		var err error
-		d, err = s.checkRecords(ctx, tx, &CheckReport{})
-		return err
-	})
-	if err == nil {
-		s.rw.Lock()
-		err = s.db.DB().Update(func(tx *bolt.Tx) error {
-			for _, b := range [][]byte{bType, bProp, bTok, bDeg} {
-				if err := tx.DeleteBucket(b); err != nil {
-					return err
-				}
-				if _, err := tx.CreateBucket(b); err != nil {
-					return err
-				}
-			}
-			meta := tx.Bucket(bMeta)
-			c := meta.Cursor()
-			var stale [][]byte
-			for k, _ := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, _ = c.Next() {
-				stale = append(stale, bytes.Clone(k))
-			}
-			for _, k := range stale {
-				if err := meta.Delete(k); err != nil {
-					return err
-				}
-			}
-			for k := range d.typeKeys {
-				if err := tx.Bucket(bType).Put([]byte(k), []byte{}); err != nil {
-					return err
-				}
-			}
-			for k := range d.propKeys {
-				if err := tx.Bucket(bProp).Put([]byte(k), []byte{}); err != nil {
-					return err
-				}
-			}
-			for k, w := range d.tokKeys {
-				if err := tx.Bucket(bTok).Put([]byte(k), []byte{w}); err != nil {
-					return err
-				}
-			}
-			for k, n := range d.counts {
-				if err := meta.Put([]byte(k), u64(uint64(n))); err != nil {
-					return err
-				}
-			}
-			for k, n := range d.deg {
-				if err := tx.Bucket(bDeg).Put([]byte(k), u64(uint64(n))); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		s.rw.Unlock()
-	}
-	s.wmu.Unlock()
-	if err != nil {
+	if err := s.rebuildDerived(ctx); err != nil {
 		return nil, err
 	}
 	r, err := s.Check(ctx)
@@ -343,4 +284,64 @@ func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
 		r.Repaired = []string{"type index", "property index", "search index", "counts", "edge counters"}
 	}
 	return r, err
+}
+
+// rebuildDerived rewrites the derived buckets from the records in one
+// transaction, and clears the mark of a deferred bulk load.
+func (s *Bolt) rebuildDerived(ctx context.Context) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var d *derived
+	err := s.read(func(tx *bolt.Tx) error {
+		var err error
+		d, err = s.checkRecords(ctx, tx, &CheckReport{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.rw.Lock()
+	defer s.rw.Unlock()
+	return s.db.DB().Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bType, bProp, bTok, bDeg} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bMeta)
+		c := meta.Cursor()
+		var stale [][]byte
+		for k, _ := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, _ = c.Next() {
+			stale = append(stale, bytes.Clone(k))
+		}
+		for _, k := range stale {
+			if err := meta.Delete(k); err != nil {
+				return err
+			}
+		}
+		var ops []kvOp
+		for k := range d.typeKeys {
+			ops = append(ops, kvOp{bucket: bType, key: []byte(k)})
+		}
+		for k := range d.propKeys {
+			ops = append(ops, kvOp{bucket: bProp, key: []byte(k)})
+		}
+		for k, w := range d.tokKeys {
+			ops = append(ops, kvOp{bucket: bTok, key: []byte(k), val: []byte{w}})
+		}
+		for k, n := range d.counts {
+			ops = append(ops, kvOp{bucket: bMeta, key: []byte(k), val: u64(uint64(n))})
+		}
+		for k, n := range d.deg {
+			ops = append(ops, kvOp{bucket: bDeg, key: []byte(k), val: u64(uint64(n))})
+		}
+		sortOps(ops)
+		if err := writeOps(tx, ops); err != nil {
+			return err
+		}
+		return meta.Delete(metaDeferred)
+	})
 }
