@@ -532,7 +532,7 @@ type deferredIndexes struct {
 }
 
 // deferFlush is how many deferred entries are written at a time.
-var deferFlush = 1 << 19 // a variable so that tests can lower it
+var deferFlush = 1 << 18 // a variable so that tests can lower it
 
 func newDeferred() *deferredIndexes {
 	return &deferredIndexes{ops: map[string]kvOp{}, counters: map[counterKey]int64{}}
