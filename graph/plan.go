@@ -299,6 +299,26 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		delEdgeOK[i] = checkEdge(fmt.Sprintf("/deleteEdges/%d", i), e.EdgeKey)
 	}
 	if len(ps.list) > 0 {
+		// Rejected already: report the property problems of the other
+		// elements too, so one answer lists everything to fix.
+		for i, n := range b.Nodes {
+			if nt, ok := m.Node(n.Type); ok && !n.Merge && n.ID.Check() == nil {
+				prep := n.prep
+				if prep == nil {
+					prep = prepareProps(nt.Validate, n.Properties)
+				}
+				propsOK(&ps, fmt.Sprintf("/nodes/%d/properties", i), nodeElem(n.ID), prep)
+			}
+		}
+		for i, e := range b.Edges {
+			if et, ok := m.Edge(e.Label); ok && edgeOK[i] {
+				prep := e.prep
+				if prep == nil {
+					prep = prepareProps(et.Validate, e.Properties)
+				}
+				propsOK(&ps, fmt.Sprintf("/edges/%d/properties", i), edgeElem(e.EdgeKey), prep)
+			}
+		}
 		return nil, ps.err()
 	}
 

@@ -30,7 +30,9 @@ Usage:
   lore COMMAND [flags] [args]
 
 Commands:
-  serve      open the store (loading the example data into a new one) and serve it
+  serve      serve MCP over Streamable HTTP on 127.0.0.1:8931 (loading the example
+             data into a new store); --addr, --tokens, --allow-origin, --read-only
+  mcp        serve MCP over stdio (for .mcp.json); logs go to stderr
   import     load a file into the store:   lore import [--format ndjson|nquads|memory] FILE|-
   export     write the store to a file:    lore export [--format ndjson|nquads|memory] FILE|-
   validate   check a model file, and optionally a data file against it, without a store
@@ -118,6 +120,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 var commands = map[string]func(context.Context, *env, []string) error{
 	"serve":     cmdServe,
+	"mcp":       cmdMCP,
 	"import":    cmdImport,
 	"export":    cmdExport,
 	"validate":  cmdValidate,

@@ -1,0 +1,333 @@
+// Package mcp is Lore's canonical surface: the catalog of tools, resources
+// and prompts, declared once, and the MCP server that serves it on the
+// official Go SDK over stdio and Streamable HTTP in both protocol eras.
+//
+// Every surface calls a tool through Catalog.Invoke, which validates the
+// arguments against the tool's JSON Schema 2020-12 input schema (every
+// violation, with its pointer, formats asserted), applies defaults, calls
+// the handler with the caller's limits and returns structured output capped
+// in bytes. REST and GraphQL are generated from the same definitions.
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/schema"
+)
+
+// ModelURI is the URI of the model resource. Output schemas refer to the
+// model's node types as ModelURI#/$defs/TYPE.
+const ModelURI = "lore://model"
+
+// Options configure a Catalog. The zero value serves every tool under the
+// default ceilings.
+type Options struct {
+	// ReadOnly leaves the write tools out of the catalog.
+	ReadOnly bool
+	// Ceilings bound every read; zero fields take graph.DefaultCeilings.
+	Ceilings graph.Limits
+	// Logger receives internal errors; nil discards them.
+	Logger *slog.Logger
+}
+
+// A Catalog is the set of tools over one store.
+type Catalog struct {
+	store    graph.Store
+	model    *schema.Model
+	ceilings graph.Limits
+	log      *slog.Logger
+	tools    []*Tool
+	byName   map[string]*Tool
+	outputs  map[string]*jsonschema.Schema
+}
+
+// Scopes a caller may hold.
+const (
+	ScopeRead  = "read"
+	ScopeWrite = "write"
+)
+
+// A Caller is who makes a call. Calls whose context carries no Caller (stdio,
+// the CLI, tests) hold every scope.
+type Caller struct {
+	// ID names the caller in logs and rate limits ("" for anonymous).
+	ID string
+	// Scopes lists what the caller may do: ScopeRead, ScopeWrite.
+	Scopes []string
+}
+
+type callerKey struct{}
+
+// WithCaller returns a context carrying c.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller in ctx and whether there is one.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
+
+func allowed(ctx context.Context, scope string) bool {
+	c, ok := CallerFrom(ctx)
+	return !ok || slices.Contains(c.Scopes, scope) || scope == ScopeRead && slices.Contains(c.Scopes, ScopeWrite)
+}
+
+// NewCatalog builds the catalog over s. It panics if a tool's schemas do
+// not compile, which the package's tests rule out.
+func NewCatalog(s graph.Store, opts *Options) *Catalog {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Catalog{store: s, model: s.Model(), ceilings: graph.DefaultCeilings, log: o.Logger,
+		byName: map[string]*Tool{}, outputs: map[string]*jsonschema.Schema{}}
+	c.ceilings, _ = o.Ceilings.Clamp(graph.Limits{})
+	comp := newCompiler(c.model)
+	for _, t := range tools(c.model) {
+		if t.Write && o.ReadOnly {
+			continue
+		}
+		if !ValidToolName(t.Name) {
+			panic(fmt.Sprintf("mcp: tool name %q does not match %s", t.Name, toolNamePattern))
+		}
+		if _, dup := c.byName[t.Name]; dup {
+			panic("mcp: duplicate tool " + t.Name)
+		}
+		t.Input, t.Output = compact(t.Input), compact(t.Output)
+		t.defaults = topDefaults(t.Input)
+		t.in = mustCompile(comp, "lore:tool/"+t.Name+"/input", t.Input)
+		c.outputs[t.Name] = mustCompile(comp, "lore:tool/"+t.Name+"/output", t.Output)
+		c.tools = append(c.tools, t)
+		c.byName[t.Name] = t
+	}
+	return c
+}
+
+// Store returns the store the catalog serves.
+func (c *Catalog) Store() graph.Store { return c.store }
+
+// Model returns the store's model.
+func (c *Catalog) Model() *schema.Model { return c.model }
+
+// Ceilings returns the read ceilings.
+func (c *Catalog) Ceilings() graph.Limits { return c.ceilings }
+
+// Tools returns the catalog's tools in presentation order.
+func (c *Catalog) Tools() []*Tool { return slices.Clone(c.tools) }
+
+// Tool returns the named tool.
+func (c *Catalog) Tool(name string) (*Tool, bool) { t, ok := c.byName[name]; return t, ok }
+
+const toolNamePattern = `^[a-z][a-z0-9_]{0,63}$`
+
+// ValidToolName reports whether name matches ^[a-z][a-z0-9_]{0,63}$.
+func ValidToolName(name string) bool {
+	if name == "" || len(name) > 64 || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// A Tool is one operation of the catalog, declared once for every surface.
+type Tool struct {
+	Name  string
+	Title string
+	// Description is written for a model choosing a tool.
+	Description string
+	// Input and Output are JSON Schema 2020-12 documents.
+	Input, Output json.RawMessage
+	// Write tools need the write scope and are absent from read-only catalogs.
+	Write bool
+	// Annotations: ReadOnly, Destructive and Idempotent hints. OpenWorld is
+	// always false: a tool sees only the store.
+	ReadOnly, Destructive, Idempotent bool
+	// Confirm marks tools that ask for confirmation before they run: their
+	// input has a "confirm" boolean, and a call without confirm: true
+	// fails with CodeConfirm.
+	Confirm bool
+	// Icon is an SVG data URI.
+	Icon string
+
+	run      func(ctx context.Context, c *Catalog, args json.RawMessage) (output, error)
+	in       *jsonschema.Schema
+	defaults map[string]json.RawMessage
+}
+
+// define declares a tool whose handler takes the decoded input In.
+func define[In any](t Tool, run func(ctx context.Context, c *Catalog, in *In) (output, error)) *Tool {
+	t.run = func(ctx context.Context, c *Catalog, args json.RawMessage) (output, error) {
+		in := new(In)
+		d := json.NewDecoder(bytes.NewReader(args))
+		d.UseNumber()
+		if err := d.Decode(in); err != nil {
+			return nil, &Error{Code: CodeInvalid, Message: "arguments: " + err.Error()}
+		}
+		return run(ctx, c, in)
+	}
+	return &t
+}
+
+// Error codes of tool errors.
+const (
+	CodeInvalid   = "invalid_argument" // the arguments break the input schema or a model rule
+	CodeNotFound  = "not_found"        // a node or edge named by the call does not exist
+	CodeConflict  = "conflict"         // a stale revision or a reused idempotency key
+	CodeForbidden = "forbidden"        // the caller lacks a scope
+	CodeConfirm   = "confirmation_required"
+	CodeCancelled = "cancelled" // the user declined the confirmation
+	CodeInternal  = "internal"
+)
+
+// An Error is a tool error: the call was understood and refused, and the
+// message says how to fix it. Every surface shows it to the caller as is.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Violations lists every broken rule, each at its JSON pointer into
+	// the arguments.
+	Violations []schema.Violation `json:"violations,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if len(e.Violations) == 0 {
+		return e.Message
+	}
+	var b strings.Builder
+	b.WriteString(e.Message)
+	for _, v := range e.Violations {
+		b.WriteString("\n- ")
+		b.WriteString(v.String())
+	}
+	return b.String()
+}
+
+// categories maps graph's error categories to codes, most specific first.
+var categories = []struct {
+	err  error
+	code string
+}{
+	{graph.ErrInvalid, CodeInvalid},
+	{graph.ErrConflict, CodeConflict},
+	{graph.ErrNotFound, CodeNotFound},
+}
+
+// toolError turns a handler's error into an *Error; errors outside graph's
+// categories are logged and reported as internal.
+func (c *Catalog) toolError(ctx context.Context, name string, err error) *Error {
+	var te *Error
+	if errors.As(err, &te) {
+		return te
+	}
+	var be *graph.BatchError
+	if errors.As(err, &be) {
+		e := &Error{Code: CodeInvalid, Message: fmt.Sprintf("nothing was written: %d problem(s); fix them and send the whole batch again", len(be.Problems))}
+		for _, cat := range categories {
+			if errors.Is(err, cat.err) {
+				e.Code = cat.code
+				break
+			}
+		}
+		for _, p := range be.Problems {
+			e.Violations = append(e.Violations, schema.Violation{Pointer: p.Pointer, Rule: p.Rule, Message: p.Element + ": " + p.Message})
+		}
+		return e
+	}
+	var qe *graph.QueryError
+	if errors.As(err, &qe) {
+		return &Error{Code: CodeInvalid, Message: "the query is not valid", Violations: qe.Violations}
+	}
+	for _, cat := range categories {
+		if errors.Is(err, cat.err) {
+			return &Error{Code: cat.code, Message: err.Error()}
+		}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Code: CodeCancelled, Message: "the call was cancelled"}
+	}
+	c.log.ErrorContext(ctx, "tool call failed", "tool", name, "error", err)
+	return &Error{Code: CodeInternal, Message: "internal error; the server log has the details"}
+}
+
+// A Result is a tool's successful output: Structured is the JSON object
+// the output schema describes, Text a short rendering for a reader.
+type Result struct {
+	Structured json.RawMessage
+	Text       string
+}
+
+// Invoke validates args against the named tool's input schema, applies its
+// defaults and runs it. Tool errors are returned as *Error; an unknown tool
+// is ErrUnknownTool.
+func (c *Catalog) Invoke(ctx context.Context, name string, args json.RawMessage) (*Result, error) {
+	t, ok := c.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	if t.Write && !allowed(ctx, ScopeWrite) {
+		return nil, &Error{Code: CodeForbidden, Message: fmt.Sprintf("%s needs the %q scope; this token has read access only", name, ScopeWrite)}
+	}
+	if !allowed(ctx, ScopeRead) {
+		return nil, &Error{Code: CodeForbidden, Message: fmt.Sprintf("%s needs the %q scope", name, ScopeRead)}
+	}
+	args, err := c.checkArgs(t, args)
+	if err != nil {
+		return nil, err
+	}
+	out, err := t.run(ctx, c, args)
+	if err != nil {
+		return nil, c.toolError(ctx, name, err)
+	}
+	return c.render(out)
+}
+
+// ErrUnknownTool is returned by Invoke for a name the catalog lacks.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// ValidateOutput checks a tool's structured output against its output
+// schema; tests run it on every call.
+func (c *Catalog) ValidateOutput(name string, structured json.RawMessage) error {
+	s, ok := c.outputs[name]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(structured))
+	if err != nil {
+		return err
+	}
+	if err := s.Validate(v); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return &schema.ValidationError{Violations: schema.Flatten(ve)}
+		}
+		return err
+	}
+	return nil
+}
+
+func compact(doc json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, doc); err != nil {
+		panic("mcp: schema: " + err.Error())
+	}
+	return b.Bytes()
+}

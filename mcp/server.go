@@ -1,0 +1,272 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lore-dev/lore/graph"
+)
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	// Name and Version identify the server to clients; "" means "lore" and "dev".
+	Name, Version string
+	// Logger receives server logs; nil discards them. Never stdout.
+	Logger *slog.Logger
+}
+
+// A Server is the catalog served over MCP: tools, resources, resource
+// templates, prompts and completions on one SDK server, with resource
+// subscriptions fed by the store's change log.
+type Server struct {
+	cat  *Catalog
+	sdk  *mcpsdk.Server
+	log  *slog.Logger
+	subs subscriptions
+
+	mu    sync.Mutex
+	types map[string]bool // node types listed as resources (those with nodes)
+	start uint64          // the change-log end when the server was built
+}
+
+const instructions = `Lore is a knowledge graph of typed nodes and labelled edges. Start with describe_model to learn the node types and edge labels, ` +
+	`search_nodes to find IDs from words, get_node and neighbors to read, find_paths and query_graph for multi-hop questions. ` +
+	`Writes are all-or-nothing batches; pass expectedRevision to avoid overwriting a change you have not seen.`
+
+// NewServer builds the MCP server for a catalog. Run Watch to send resource
+// notifications as the store changes.
+func NewServer(cat *Catalog, opts *ServerOptions) *Server {
+	var o ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cat: cat, log: o.Logger, types: map[string]bool{}}
+	s.subs.count = map[string]int{}
+	impl := &mcpsdk.Implementation{Name: cmpOr(o.Name, "lore"), Title: "Lore knowledge graph", Version: cmpOr(o.Version, "dev"),
+		Icons: []mcpsdk.Icon{{Source: iconRead, MIMEType: "image/svg+xml"}}}
+	s.sdk = mcpsdk.NewServer(impl, &mcpsdk.ServerOptions{
+		Instructions:       instructions,
+		Logger:             o.Logger,
+		CompletionHandler:  s.complete,
+		SubscribeHandler:   s.subs.subscribe,
+		UnsubscribeHandler: s.subs.unsubscribe,
+		SetCacheable:       setCacheable,
+	})
+	for _, t := range cat.Tools() {
+		s.sdk.AddTool(sdkTool(t), s.toolHandler(t))
+	}
+	s.addResources()
+	s.addPrompts()
+	if st, err := cat.store.Stats(context.Background()); err == nil {
+		s.start = st.LastSeq
+		s.syncTypes(st)
+	} else {
+		s.log.Error("reading store stats", "error", err)
+	}
+	return s
+}
+
+// SDK returns the underlying SDK server, for transports.
+func (s *Server) SDK() *mcpsdk.Server { return s.sdk }
+
+// Catalog returns the server's catalog.
+func (s *Server) Catalog() *Catalog { return s.cat }
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func sdkTool(t *Tool) *mcpsdk.Tool {
+	no := false
+	ann := &mcpsdk.ToolAnnotations{ReadOnlyHint: t.ReadOnly, IdempotentHint: t.Idempotent, OpenWorldHint: &no}
+	if !t.ReadOnly {
+		d := t.Destructive
+		ann.DestructiveHint = &d
+	}
+	return &mcpsdk.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.Input, OutputSchema: t.Output,
+		Annotations: ann, Icons: []mcpsdk.Icon{{Source: t.Icon}}}
+}
+
+// callerOf returns the context a tool runs with: the bearer token's scopes
+// become the Caller.
+func callerOf(ctx context.Context, req *mcpsdk.CallToolRequest) context.Context {
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		return WithCaller(ctx, Caller{ID: req.Extra.TokenInfo.UserID, Scopes: req.Extra.TokenInfo.Scopes})
+	}
+	return ctx
+}
+
+const confirmInput = "confirm"
+
+func (s *Server) toolHandler(t *Tool) mcpsdk.ToolHandler {
+	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+		ctx = callerOf(ctx, req)
+		args := req.Params.Arguments
+		if t.Confirm {
+			if resp, ok := req.Params.InputResponses[confirmInput]; ok {
+				er, ok := resp.(*mcpsdk.ElicitResult)
+				if !ok || er.Action != "accept" || er.Content["confirm"] != true {
+					return toolError(&Error{Code: CodeCancelled, Message: "the user did not confirm; nothing was deleted"}), nil
+				}
+				args = withConfirm(args)
+			}
+		}
+		res, err := s.cat.Invoke(ctx, t.Name, args)
+		if err != nil {
+			var te *Error
+			if !errors.As(err, &te) {
+				if errors.Is(err, ErrUnknownTool) {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+				}
+				return nil, err
+			}
+			if te.Code == CodeConfirm && canElicit(req) {
+				return &mcpsdk.CallToolResult{InputRequests: mcpsdk.InputRequestMap{confirmInput: &mcpsdk.ElicitParams{
+					Message: te.Message[:strings.Index(te.Message, ";")] + ". Go ahead?",
+					RequestedSchema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Delete"}},"required":["confirm"]}`),
+				}}}, nil
+			}
+			return toolError(te), nil
+		}
+		if t.Write && req.Session != nil {
+			_ = req.Session.Log(ctx, &mcpsdk.LoggingMessageParams{Level: "info", Logger: "lore", Data: strings.TrimSpace(res.Text)})
+		}
+		return &mcpsdk.CallToolResult{StructuredContent: res.Structured, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: res.Text}}}, nil
+	}
+}
+
+// canElicit reports whether the client can answer an elicitation: on
+// 2026-07-28 as an input-required result, on older sessions as a request
+// the SDK sends on the handler's behalf.
+func canElicit(req *mcpsdk.CallToolRequest) bool {
+	caps := req.ClientCapabilities()
+	return caps != nil && caps.Elicitation != nil
+}
+
+func withConfirm(args json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil || m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	m["confirm"] = json.RawMessage("true")
+	out, _ := json.Marshal(m)
+	return out
+}
+
+func toolError(e *Error) *mcpsdk.CallToolResult {
+	return &mcpsdk.CallToolResult{IsError: true, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: e.Code + ": " + e.Error()}}}
+}
+
+// Cache lifetimes. The model and the catalog do not change while a server
+// runs; graph data does, and clients that want it fresh subscribe.
+const (
+	ttlCatalog = int(time.Hour / time.Millisecond)
+	ttlList    = 30_000
+)
+
+func setCacheable(_ context.Context, req mcpsdk.Request, c *mcpsdk.Cacheable) {
+	// Runs with the SDK's server lock held for lists: never call back into the Server.
+	switch r := req.(type) {
+	case *mcpsdk.ListToolsRequest, *mcpsdk.ListPromptsRequest, *mcpsdk.ListResourceTemplatesRequest:
+		c.TTLMs = ttlCatalog
+	case *mcpsdk.ListResourcesRequest:
+		c.TTLMs = ttlList // the type resources come and go with the data
+	case *mcpsdk.ReadResourceRequest:
+		if r.Params != nil && r.Params.URI == ModelURI {
+			c.TTLMs = ttlCatalog
+		}
+	default:
+		if c.TTLMs == 0 {
+			c.TTLMs = ttlCatalog // server/discover
+		}
+	}
+	c.CacheScope = "public" // the same data for every caller
+}
+
+// subscriptions counts subscribers per URI, so that a commit notifies only
+// the URIs someone listens to. The SDK keeps the sessions themselves.
+type subscriptions struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+func (s *subscriptions) subscribe(_ context.Context, req *mcpsdk.SubscribeRequest) error {
+	s.mu.Lock()
+	s.count[req.Params.URI]++
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *subscriptions) unsubscribe(_ context.Context, req *mcpsdk.UnsubscribeRequest) error {
+	s.mu.Lock()
+	if s.count[req.Params.URI]--; s.count[req.Params.URI] <= 0 {
+		delete(s.count, req.Params.URI)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *subscriptions) watched(uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count[uri] > 0
+}
+
+// Watch follows the change log from where it ended when the server was
+// built and sends
+// notifications/resources/updated for every subscribed URI a commit
+// touched: lore://changes, lore://node/ID of each node written (and the
+// endpoints of each edge written) and lore://type/T of each type touched.
+// It lists a type as a resource while the type has nodes, so the resource
+// list changes (and list-changed is sent) when a type gains its first node
+// or loses its last. It returns when ctx is done.
+func (s *Server) Watch(ctx context.Context) error {
+	ch, errf := graph.Subscribe(ctx, s.cat.store, s.start)
+	for c := range ch {
+		s.notify(ctx, &c)
+	}
+	if err := errf(); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+func (s *Server) notify(ctx context.Context, c *graph.Change) {
+	uris := []string{ChangesURI}
+	for _, id := range c.NodeIDs() {
+		uris = append(uris, NodeURI(id))
+	}
+	membership := false
+	for _, n := range c.Nodes {
+		membership = membership || n.Action == graph.Created || n.Action == graph.Deleted
+	}
+	for _, t := range c.Types() {
+		uris = append(uris, TypeURI(t))
+	}
+	for _, u := range uris {
+		if s.subs.watched(u) {
+			if err := s.sdk.ResourceUpdated(ctx, &mcpsdk.ResourceUpdatedNotificationParams{URI: u}); err != nil {
+				s.log.WarnContext(ctx, "resource notification failed", "uri", u, "error", err)
+			}
+		}
+	}
+	if membership {
+		if st, err := s.cat.store.Stats(ctx); err == nil {
+			s.syncTypes(st)
+		}
+	}
+}

@@ -1,0 +1,425 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/schema"
+)
+
+const draft = `"$schema":"https://json-schema.org/draft/2020-12/schema"`
+
+// Shared schema fragments. Tool schemas stay small: the whole tools/list is
+// paid by a model on every turn.
+const (
+	idSchema      = `{"type":"string","minLength":1}`
+	labelsSchema  = `{"type":["string","array"],"items":{"type":"string"},"description":"Edge label(s); default all"}`
+	dirSchema     = `{"enum":["out","in","both"],"default":"both"}`
+	truncatedProp = `"truncated":{"type":"boolean"},"cursor":{"type":"string"}`
+)
+
+// tools returns the catalog's tool definitions for a model, in the order
+// surfaces present them.
+func tools(m *schema.Model) []*Tool {
+	return []*Tool{
+		describeModel(m), getNode(m), searchNodes(), neighbors(), findPaths(), queryGraph(), changesSince(),
+		upsertNodes(), upsertEdges(), deleteNodes(), deleteEdges(),
+	}
+}
+
+// Icons: tiny SVG data URIs, one for reads and one for writes.
+const (
+	iconRead  = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'%3E%3Ccircle r='8'/%3E%3C/svg%3E"
+	iconWrite = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'%3E%3Crect width='8' height='8'/%3E%3C/svg%3E"
+)
+
+func readTool(name, title, desc, in, out string) Tool {
+	return Tool{Name: name, Title: title, Description: desc, Input: json.RawMessage(in), Output: json.RawMessage(out),
+		ReadOnly: true, Idempotent: true, Icon: iconRead}
+}
+
+// ---- describe_model
+
+type describeIn struct {
+	Type string `json:"type"`
+}
+
+type typeSummary struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Display     string   `json:"display,omitempty"`
+	Properties  []string `json:"properties"`
+	Required    []string `json:"required,omitempty"`
+	Indexed     []string `json:"indexed,omitempty"`
+	Count       int64    `json:"count"`
+}
+
+type labelSummary struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	From        []string `json:"from"`
+	To          []string `json:"to"`
+	Keyed       bool     `json:"keyed,omitempty"`
+	Count       int64    `json:"count"`
+}
+
+type describeOut struct {
+	Title      string          `json:"title,omitempty"`
+	NodeTypes  []typeSummary   `json:"nodeTypes,omitempty"`
+	EdgeLabels []labelSummary  `json:"edgeLabels,omitempty"`
+	Schema     json.RawMessage `json:"schema,omitempty"`
+	Nodes      int64           `json:"nodes"`
+	Edges      int64           `json:"edges"`
+}
+
+func (o *describeOut) text() string {
+	var b strings.Builder
+	if o.Schema != nil {
+		return string(o.Schema)
+	}
+	fmt.Fprintf(&b, "%s: %d nodes, %d edges\n", o.Title, o.Nodes, o.Edges)
+	for _, t := range o.NodeTypes {
+		fmt.Fprintf(&b, "node %s (%d): %s [%s]\n", t.Name, t.Count, t.Description, strings.Join(t.Properties, ", "))
+	}
+	for _, l := range o.EdgeLabels {
+		fmt.Fprintf(&b, "edge %s (%d): %s → %s. %s\n", l.Name, l.Count, strings.Join(l.From, "|"), strings.Join(l.To, "|"), l.Description)
+	}
+	return b.String()
+}
+
+func describeModel(m *schema.Model) *Tool {
+	return define(readTool("describe_model", "Describe the model",
+		"Node types (with properties) and edge labels of this graph, with counts. Call first; pass type for its full JSON Schema.",
+		`{`+draft+`,"type":"object","properties":{"type":{"type":"string","description":"A node type or edge label"}},"additionalProperties":false}`,
+		`{`+draft+`,"type":"object","required":["nodes","edges"],"properties":{"nodeTypes":{"type":"array"},"schema":{"type":"object"}}}`),
+		func(ctx context.Context, c *Catalog, in *describeIn) (output, error) {
+			st, err := c.store.Stats(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out := &describeOut{Title: m.Title(), Nodes: st.Nodes, Edges: st.Edges}
+			if in.Type != "" {
+				if t, ok := m.Node(in.Type); ok {
+					out.Schema = t.Schema
+				} else if e, ok := m.Edge(in.Type); ok {
+					out.Schema = e.Schema
+				} else {
+					return nil, &Error{Code: CodeNotFound, Message: fmt.Sprintf("%q is neither a node type nor an edge label; node types: %s; edge labels: %s",
+						in.Type, strings.Join(m.NodeTypeNames(), ", "), strings.Join(m.EdgeLabels(), ", "))}
+				}
+				return out, nil
+			}
+			for _, t := range m.NodeTypes() {
+				out.NodeTypes = append(out.NodeTypes, typeSummary{Name: t.Name, Description: t.Description, Display: t.Display,
+					Properties: t.Properties, Required: t.Required, Indexed: t.Indexed, Count: st.NodeTypes[t.Name]})
+			}
+			for _, e := range m.EdgeTypes() {
+				out.EdgeLabels = append(out.EdgeLabels, labelSummary{Name: e.Name, Description: e.Description, From: e.From, To: e.To,
+					Keyed: e.Keyed, Count: st.EdgeLabels[e.Name]})
+			}
+			return out, nil
+		})
+}
+
+// ---- get_node
+
+type getNodeIn struct {
+	ID graph.ID `json:"id"`
+}
+
+type nodeOut struct {
+	Node *graph.Node `json:"node"`
+}
+
+func (o *nodeOut) text() string {
+	var b strings.Builder
+	n := o.Node
+	fmt.Fprintf(&b, "%s %s (revision %d, updated %s)\n", n.Type, n.ID, n.Revision, n.UpdatedAt.Format("2006-01-02T15:04:05Z"))
+	for _, k := range sortedKeys(n.Properties) {
+		v, _ := json.Marshal(n.Properties[k])
+		fmt.Fprintf(&b, "%s: %s\n", k, clip(string(v), 300))
+	}
+	for _, e := range n.Edges {
+		fmt.Fprintf(&b, "edges %s %s: %d\n", e.Direction, e.Label, e.Count)
+	}
+	return b.String()
+}
+
+// nodeOutputSchema describes {node}: the node's properties validate against
+// the model's node type definitions, by $ref.
+func nodeOutputSchema(m *schema.Model) string {
+	var refs []string
+	for _, t := range m.NodeTypeNames() {
+		ref, _ := json.Marshal(ModelURI + "#/$defs/" + strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
+		refs = append(refs, `{"$ref":`+string(ref)+`}`)
+	}
+	return `{` + draft + `,"type":"object","required":["node"],"properties":{"node":{"type":"object","required":["id","type","properties","revision"],` +
+		`"properties":{"id":{"type":"string"},"type":{"type":"string"},"properties":{"anyOf":[` + strings.Join(refs, ",") + `]},"revision":{"type":"integer"}}}}}`
+}
+
+func getNode(m *schema.Model) *Tool {
+	return define(readTool("get_node", "Get a node",
+		"One node by ID (e.g. service/billing): type, properties, revision, and edge counts per label and direction.",
+		`{`+draft+`,"type":"object","required":["id"],"properties":{"id":{"type":"string"}},"additionalProperties":false}`,
+		nodeOutputSchema(m)),
+		func(ctx context.Context, c *Catalog, in *getNodeIn) (output, error) {
+			n, err := c.store.Node(ctx, in.ID)
+			if err != nil {
+				return nil, err
+			}
+			return &nodeOut{Node: n}, nil
+		})
+}
+
+// ---- search_nodes
+
+type searchOut struct{ *graph.SearchResult }
+
+func (o searchOut) items() int { return len(o.Hits) }
+func (o searchOut) keep(n int) {
+	o.Hits, o.Truncated, o.Reason, o.Cursor = o.Hits[:n], true, graph.ReasonBytes, ""
+}
+
+func (o searchOut) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d hits", len(o.Hits))
+	if o.Truncated {
+		fmt.Fprintf(&b, " (truncated: %s)", o.Reason)
+	}
+	b.WriteString("\n")
+	for _, h := range o.Hits {
+		fmt.Fprintf(&b, "%s %s: %s\n", h.Node.Type, h.Node.ID, clip(display(h.Node), 120))
+	}
+	if o.Cursor != "" {
+		b.WriteString("more: call again with cursor\n")
+	}
+	return b.String()
+}
+
+func display(n *graph.Node) string {
+	for _, k := range []string{"name", "title"} {
+		if s, ok := n.Properties[k].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+func searchNodes() *Tool {
+	return define(readTool("search_nodes", "Search nodes",
+		"Ranked text search over node names and text; every word must match (the last as a prefix). Finds IDs from words.",
+		`{`+draft+`,"type":"object","required":["query"],"properties":{"query":{"type":"string","minLength":1,"maxLength":500},`+
+			`"type":{"type":"string","description":"Only this node type"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":10},"cursor":{"type":"string"}},"additionalProperties":false}`,
+		`{`+draft+`,"type":"object","required":["hits","truncated"],"properties":{"hits":{"type":"array","items":{"required":["node","score"]}},`+truncatedProp+`}}`),
+		func(ctx context.Context, c *Catalog, in *graph.SearchQuery) (output, error) {
+			r, err := graph.Search(ctx, c.store, *in, c.ceilings)
+			if err != nil {
+				return nil, err
+			}
+			return &searchOut{r}, nil
+		})
+}
+
+// ---- neighbors
+
+type neighborsIn struct {
+	ID        graph.ID     `json:"id"`
+	Edge      graph.Labels `json:"edge"`
+	Direction string       `json:"direction"`
+	Depth     int          `json:"depth"`
+	Limit     int          `json:"limit"`
+}
+
+type neighborsOut struct{ *graph.NeighborsResult }
+
+func (o neighborsOut) items() int { return len(o.Nodes) }
+func (o neighborsOut) keep(n int) {
+	o.Nodes, o.Truncated, o.Reason = o.Nodes[:n], true, graph.ReasonBytes
+}
+
+func (o neighborsOut) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d nodes, %d edges", len(o.Nodes), len(o.Edges))
+	if o.Truncated {
+		fmt.Fprintf(&b, " (truncated: %s)", o.Reason)
+	}
+	b.WriteString("\n")
+	for _, e := range o.Edges {
+		fmt.Fprintf(&b, "%s\n", e)
+	}
+	return b.String()
+}
+
+func neighbors() *Tool {
+	return define(readTool("neighbors", "Neighbours of a node",
+		"The nodes linked to one node, breadth first up to depth hops, with the edges that reach them.",
+		`{`+draft+`,"type":"object","required":["id"],"properties":{"id":`+idSchema+`,"edge":`+labelsSchema+`,"direction":`+dirSchema+
+			`,"depth":{"type":"integer","minimum":1,"maximum":6,"default":1},"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100}},"additionalProperties":false}`,
+		`{`+draft+`,"type":"object","required":["nodes","edges","truncated"],"properties":{"nodes":{"type":"array","items":{"required":["node","depth"]}},`+truncatedProp+`}}`),
+		func(ctx context.Context, c *Catalog, in *neighborsIn) (output, error) {
+			r, err := graph.Neighbors(ctx, c.store, graph.NeighborsQuery{ID: in.ID, Labels: in.Edge, Direction: graph.Direction(in.Direction),
+				Depth: in.Depth, Limits: graph.Limits{MaxResults: in.Limit}}, c.ceilings)
+			if err != nil {
+				return nil, err
+			}
+			return &neighborsOut{r}, nil
+		})
+}
+
+// ---- find_paths
+
+type pathsIn struct {
+	From      graph.ID     `json:"from"`
+	To        graph.ID     `json:"to"`
+	MaxHops   int          `json:"maxHops"`
+	Edge      graph.Labels `json:"edge"`
+	Direction string       `json:"direction"`
+	K         int          `json:"k"`
+}
+
+type pathsOut struct{ *graph.PathsResult }
+
+func (o pathsOut) text() string {
+	var b strings.Builder
+	if len(o.Paths) == 0 {
+		b.WriteString("no path found")
+		if o.Truncated {
+			fmt.Fprintf(&b, " (search stopped: %s)", o.Reason)
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d path(s) of %d edge(s)\n", len(o.Paths), o.Length)
+	for _, p := range o.Paths {
+		b.WriteString(strings.Join(p.Edges, " · "))
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func findPaths() *Tool {
+	return define(readTool("find_paths", "Find paths",
+		"Shortest paths between two nodes: how they are connected, as node IDs and edge IDs.",
+		`{`+draft+`,"type":"object","required":["from","to"],"properties":{"from":`+idSchema+`,"to":`+idSchema+
+			`,"maxHops":{"type":"integer","minimum":1,"maximum":12},"edge":`+labelsSchema+`,"direction":`+dirSchema+`,"k":{"type":"integer","minimum":1,"maximum":20,"default":1}},"additionalProperties":false}`,
+		`{`+draft+`,"type":"object","required":["paths","length","truncated"],"properties":{"paths":{"type":"array","items":{"required":["nodes","edges"]}}}}`),
+		func(ctx context.Context, c *Catalog, in *pathsIn) (output, error) {
+			r, err := graph.Paths(ctx, c.store, graph.PathsQuery{From: in.From, To: in.To, Labels: in.Edge, Direction: graph.Direction(in.Direction),
+				MaxHops: in.MaxHops, K: in.K}, c.ceilings)
+			if err != nil {
+				return nil, err
+			}
+			return &pathsOut{r}, nil
+		})
+}
+
+// ---- query_graph
+
+type queryOut struct{ *graph.QueryResult }
+
+func (o queryOut) text() string {
+	var b strings.Builder
+	if o.Count != nil {
+		fmt.Fprintf(&b, "count: %d", *o.Count)
+	} else {
+		fmt.Fprintf(&b, "%d results", len(o.Nodes))
+	}
+	if o.Truncated {
+		fmt.Fprintf(&b, " (truncated: %s; continue with cursor)", o.Reason)
+	}
+	b.WriteString("\n")
+	for _, n := range o.Nodes {
+		fmt.Fprintf(&b, "%v %v\n", n["type"], n["id"])
+	}
+	return b.String()
+}
+
+// queryInput is the query language's shape, condensed for the tools list;
+// graph.ParseQuery then checks the query against the language's full schema
+// (graph.QuerySchema) and the model, reporting every problem by pointer.
+const queryInput = `{` + draft + `,"type":"object","required":["from"],"properties":{` +
+	`"from":{"type":"object","description":"Start: ids; or type (+where); or search (+type)","properties":{"ids":{"type":"array","items":{"type":"string"}},"type":{"type":"string"},"where":{"$ref":"#/$defs/f"},"search":{"type":"string"}}},` +
+	`"traverse":{"type":"array","items":{"type":"object","properties":{"edge":{"type":["string","array"]},"direction":{"enum":["out","in","both"],"default":"out"},"hops":{"type":["integer","array"],"description":"n or [min,max]"},"type":{"type":"string"},"where":{"$ref":"#/$defs/f"}}}},` +
+	`"where":{"$ref":"#/$defs/f"},"return":{"type":"object","properties":{"fields":{"type":"array","items":{"type":"string"}},"paths":{"type":"boolean"},"count":{"type":"boolean"}}},` +
+	`"orderBy":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"desc":{"type":"boolean"}}}},"limit":{"type":"integer","default":50},"cursor":{"type":"string"},"limits":{"type":"object"}},` +
+	`"$defs":{"f":{"type":"object","description":"{field: value} or {field: {eq|ne|lt|lte|gt|gte|in|contains|prefix|exists: v}}; and/or: [filter], not: filter. Fields: id, type, createdAt, updatedAt, revision, properties"}}}`
+
+func queryGraph() *Tool {
+	return define(Tool{Name: "query_graph", Title: "Query the graph",
+		Description: "Run a read-only, bounded graph query: a start set (ids, type+where, or search), traversal steps, filters, fields, order. For multi-hop questions.",
+		Input:       json.RawMessage(queryInput),
+		Output:      json.RawMessage(`{` + draft + `,"type":"object","required":["nodes","truncated"],"properties":{"nodes":{"type":"array"},` + truncatedProp + `}}`),
+		ReadOnly:    true, Idempotent: true, Icon: iconRead},
+		func(ctx context.Context, c *Catalog, in *json.RawMessage) (output, error) {
+			q, err := graph.ParseQuery(c.model, *in)
+			if err != nil {
+				return nil, err
+			}
+			r, err := graph.Run(ctx, c.store, q, c.ceilings)
+			if err != nil {
+				return nil, err
+			}
+			return &queryOut{r}, nil
+		})
+}
+
+// ---- changes_since
+
+type changesIn struct {
+	Cursor uint64 `json:"cursor"`
+	Limit  int    `json:"limit"`
+}
+
+type changesOut struct {
+	Changes []graph.Change `json:"changes"`
+	// Cursor is the sequence number to pass next time.
+	Cursor uint64 `json:"cursor"`
+	More   bool   `json:"more"`
+}
+
+func (o *changesOut) items() int { return len(o.Changes) }
+func (o *changesOut) keep(n int) {
+	o.Changes, o.More = o.Changes[:n], true
+	if n > 0 {
+		o.Cursor = o.Changes[n-1].Seq
+	}
+}
+
+func (o *changesOut) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d changes; next cursor %d", len(o.Changes), o.Cursor)
+	if o.More {
+		b.WriteString(" (more to read)")
+	}
+	b.WriteString("\n")
+	for _, ch := range o.Changes {
+		fmt.Fprintf(&b, "#%d %s %s: %d node(s), %d edge(s)\n", ch.Seq, ch.Time.Format("2006-01-02T15:04:05Z"), ch.Op, len(ch.Nodes), len(ch.Edges))
+	}
+	return b.String()
+}
+
+func changesSince() *Tool {
+	return define(readTool("changes_since", "Changes since a cursor",
+		"What each write changed, after a cursor (0: from the start). Pass the returned cursor next time.",
+		`{`+draft+`,"type":"object","properties":{"cursor":{"type":"integer","minimum":0,"default":0},"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100}},"additionalProperties":false}`,
+		`{`+draft+`,"type":"object","required":["changes","cursor","more"],"properties":{"changes":{"type":"array","items":{"required":["seq","op"]}}}}`),
+		func(ctx context.Context, c *Catalog, in *changesIn) (output, error) {
+			chs, err := c.store.Since(ctx, in.Cursor, in.Limit+1)
+			if err != nil {
+				return nil, err
+			}
+			out := &changesOut{Changes: chs, Cursor: in.Cursor}
+			if len(chs) > in.Limit {
+				out.Changes, out.More = chs[:in.Limit], true
+			}
+			if len(out.Changes) > 0 {
+				out.Cursor = out.Changes[len(out.Changes)-1].Seq
+			}
+			if out.Changes == nil {
+				out.Changes = []graph.Change{}
+			}
+			return out, nil
+		})
+}

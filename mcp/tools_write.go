@@ -1,0 +1,186 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lore-dev/lore/graph"
+)
+
+// MaxWriteItems caps the elements of one write call.
+const MaxWriteItems = 1000
+
+const (
+	revSchema      = `{"type":"integer","minimum":0,"description":"0: must not exist"}`
+	idemSchema     = `{"type":"string","maxLength":200}`
+	confirmSchema  = `{"type":"boolean"}`
+	edgeKeyProps   = `"from":{"type":"string"},"label":{"type":"string"},"to":{"type":"string"},"key":{"type":"string"}`
+	writeOutSchema = `{` + draft + `,"type":"object","required":["seq"],"properties":{"seq":{"type":"integer"}}}`
+)
+
+func writeTool(name, title, desc, in string) Tool {
+	return Tool{Name: name, Title: title, Description: desc, Input: json.RawMessage(in), Output: json.RawMessage(writeOutSchema),
+		Write: true, Icon: iconWrite}
+}
+
+type writeOut struct{ *graph.Result }
+
+func (o writeOut) text() string {
+	var b strings.Builder
+	if o.Seq == 0 {
+		b.WriteString("nothing changed")
+	} else {
+		fmt.Fprintf(&b, "committed as change %d", o.Seq)
+	}
+	if o.Replayed {
+		b.WriteString(" (replayed: this idempotency key was already applied)")
+	}
+	b.WriteString("\n")
+	for _, r := range slices.Concat(o.Nodes, o.Edges) {
+		fmt.Fprintf(&b, "%s %s → revision %d\n", r.Status, r.ID, r.Revision)
+	}
+	for _, id := range o.DeletedNodes {
+		fmt.Fprintf(&b, "deleted %s\n", id)
+	}
+	for _, id := range o.DeletedEdges {
+		fmt.Fprintf(&b, "deleted %s\n", id)
+	}
+	return b.String()
+}
+
+func apply(ctx context.Context, c *Catalog, b *graph.Batch) (output, error) {
+	r, err := c.store.Apply(ctx, b)
+	var be *graph.BatchError
+	if errors.As(err, &be) && (b.DeleteNodes != nil || b.DeleteEdges != nil) {
+		// The tools name the lists nodes and edges; point into their arguments.
+		for i, p := range be.Problems {
+			p.Pointer = strings.Replace(strings.Replace(p.Pointer, "/deleteNodes/", "/nodes/", 1), "/deleteEdges/", "/edges/", 1)
+			be.Problems[i] = p
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &writeOut{r}, nil
+}
+
+// ---- upsert_nodes
+
+type upsertNodesIn struct {
+	Nodes          []graph.NodeInput `json:"nodes"`
+	IdempotencyKey string            `json:"idempotencyKey"`
+}
+
+func upsertNodes() *Tool {
+	t := writeTool("upsert_nodes", "Create or update nodes",
+		"Create nodes or replace their properties (merge: true patches, null removes). All or nothing; errors list every problem.",
+		`{`+draft+`,"type":"object","required":["nodes"],"properties":{"nodes":{"type":"array","minItems":1,"items":{"type":"object","required":["id","type","properties"],`+
+			`"properties":{"id":{"type":"string"},"type":{"type":"string"},"properties":{"type":"object"},"merge":{"type":"boolean"},"expectedRevision":`+revSchema+`}}},`+
+			`"idempotencyKey":`+idemSchema+`},"additionalProperties":false}`)
+	t.Idempotent = true
+	return define(t, func(ctx context.Context, c *Catalog, in *upsertNodesIn) (output, error) {
+		return apply(ctx, c, &graph.Batch{Nodes: in.Nodes, IdempotencyKey: in.IdempotencyKey, Op: "upsert_nodes"})
+	})
+}
+
+// ---- upsert_edges
+
+type edgeIn struct {
+	graph.EdgeKey
+	Properties       graph.Props `json:"properties"`
+	ExpectedRevision *int64      `json:"expectedRevision"`
+}
+
+type upsertEdgesIn struct {
+	Edges          []edgeIn `json:"edges"`
+	IdempotencyKey string   `json:"idempotencyKey"`
+}
+
+func upsertEdges() *Tool {
+	t := writeTool("upsert_edges", "Create or update edges",
+		"Link nodes: create edges or replace their properties. key only for keyed labels. All or nothing.",
+		`{`+draft+`,"type":"object","required":["edges"],"properties":{"edges":{"type":"array","minItems":1,"items":{"type":"object","required":["from","label","to"],`+
+			`"properties":{`+edgeKeyProps+`,"properties":{"type":"object"},"expectedRevision":`+revSchema+`}}},`+
+			`"idempotencyKey":`+idemSchema+`},"additionalProperties":false}`)
+	t.Idempotent = true
+	return define(t, func(ctx context.Context, c *Catalog, in *upsertEdgesIn) (output, error) {
+		b := &graph.Batch{IdempotencyKey: in.IdempotencyKey, Op: "upsert_edges"}
+		for _, e := range in.Edges {
+			b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: e.EdgeKey, Properties: e.Properties, ExpectedRevision: e.ExpectedRevision})
+		}
+		return apply(ctx, c, b)
+	})
+}
+
+// ---- delete_nodes
+
+type deleteNodesIn struct {
+	Nodes          []graph.NodeRef `json:"nodes"`
+	IdempotencyKey string          `json:"idempotencyKey"`
+	Confirm        bool            `json:"confirm"`
+}
+
+func deleteTool(name, title, desc, in string) Tool {
+	t := writeTool(name, title, desc, in)
+	t.Destructive, t.Idempotent, t.Confirm = true, true, true
+	return t
+}
+
+func needConfirm(name string, what []string) error {
+	return &Error{Code: CodeConfirm, Message: fmt.Sprintf("%s deletes %s for good; call again with confirm: true once the user agrees", name, strings.Join(what, ", "))}
+}
+
+func deleteNodes() *Tool {
+	return define(deleteTool("delete_nodes", "Delete nodes",
+		"Delete nodes and every edge attached to them. Destructive: asks the user to confirm.",
+		`{`+draft+`,"type":"object","required":["nodes"],"properties":{"nodes":{"type":"array","minItems":1,"items":{"type":"object","required":["id"],`+
+			`"properties":{"id":{"type":"string"},"expectedRevision":{"type":"integer"}}}},"idempotencyKey":`+idemSchema+`,"confirm":`+confirmSchema+`},"additionalProperties":false}`),
+		func(ctx context.Context, c *Catalog, in *deleteNodesIn) (output, error) {
+			if !in.Confirm {
+				var ids []string
+				for _, n := range in.Nodes {
+					ids = append(ids, string(n.ID))
+				}
+				return nil, needConfirm("delete_nodes", ids)
+			}
+			return apply(ctx, c, &graph.Batch{DeleteNodes: in.Nodes, IdempotencyKey: in.IdempotencyKey, Op: "delete_nodes"})
+		})
+}
+
+// ---- delete_edges
+
+type deleteEdgesIn struct {
+	Edges          []graph.EdgeRef `json:"edges"`
+	IdempotencyKey string          `json:"idempotencyKey"`
+	Confirm        bool            `json:"confirm"`
+}
+
+func deleteEdges() *Tool {
+	return define(deleteTool("delete_edges", "Delete edges",
+		"Delete edges (from, label, to, key). Nodes stay. Destructive: asks the user to confirm.",
+		`{`+draft+`,"type":"object","required":["edges"],"properties":{"edges":{"type":"array","minItems":1,"items":{"type":"object","required":["from","label","to"],`+
+			`"properties":{`+edgeKeyProps+`,"expectedRevision":{"type":"integer"}}}},"idempotencyKey":`+idemSchema+`,"confirm":`+confirmSchema+`},"additionalProperties":false}`),
+		func(ctx context.Context, c *Catalog, in *deleteEdgesIn) (output, error) {
+			if !in.Confirm {
+				var ids []string
+				for _, e := range in.Edges {
+					ids = append(ids, e.EdgeKey.String())
+				}
+				return nil, needConfirm("delete_edges", ids)
+			}
+			return apply(ctx, c, &graph.Batch{DeleteEdges: in.Edges, IdempotencyKey: in.IdempotencyKey, Op: "delete_edges"})
+		})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
