@@ -193,4 +193,3 @@ func (s *Server) completeID(ctx context.Context, prefix, typ string) ([]string, 
 	}
 	return vals, true, nil
 }
-

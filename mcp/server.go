@@ -136,7 +136,7 @@ func (s *Server) toolHandler(t *Tool) mcpsdk.ToolHandler {
 			}
 			if te.Code == CodeConfirm && canElicit(req) {
 				return &mcpsdk.CallToolResult{InputRequests: mcpsdk.InputRequestMap{confirmInput: &mcpsdk.ElicitParams{
-					Message: te.Message[:strings.Index(te.Message, ";")] + ". Go ahead?",
+					Message:         te.Message[:strings.Index(te.Message, ";")] + ". Go ahead?",
 					RequestedSchema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Delete"}},"required":["confirm"]}`),
 				}}}, nil
 			}
