@@ -1,0 +1,226 @@
+package mcp_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/mcp"
+)
+
+const (
+	watched  = "service/billing"
+	sentinel = "topic/observability"
+	other    = "service/checkout"
+)
+
+// touch commits one write to each node: a merge of a new description.
+func (f *fixture) touch(t testing.TB, ids ...graph.ID) {
+	t.Helper()
+	b := &graph.Batch{}
+	for _, id := range ids {
+		n, err := f.store.Node(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prop := "description"
+		if n.Type == "Team" {
+			prop = "mission"
+		}
+		b.Nodes = append(b.Nodes, graph.NodeInput{ID: id, Type: n.Type, Merge: true,
+			Properties: graph.Props{prop: fmt.Sprintf("revision after %d", n.Revision)}})
+	}
+	if _, err := f.store.Apply(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectUpdates runs the writes and checks the notifications: one per
+// write touching the watched node, none for writes elsewhere. A final write
+// to the sentinel, on the same stream, proves nothing else is on its way.
+func (f *fixture) expectUpdates(t *testing.T, next func() string) {
+	t.Helper()
+	f.touch(t, other)           // elsewhere: nothing
+	f.touch(t, watched)         // 1
+	f.touch(t, other, sentinel) // the sentinel is subscribed too: 1 for it
+	f.touch(t, watched, other)  // 1 (one write, one notification)
+	f.touch(t, "team/payments") // an edge-less change elsewhere: nothing
+	f.touch(t, sentinel)        // the end
+	want := []string{mcp.NodeURI(watched), mcp.NodeURI(sentinel), mcp.NodeURI(watched), mcp.NodeURI(sentinel)}
+	var got []string
+	for range want {
+		got = append(got, next())
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("notifications:\n got %v\nwant %v", got, want)
+	}
+}
+
+func receiver(t *testing.T) (*mcpsdk.ClientOptions, func() string) {
+	ch := make(chan string, 64)
+	opts := &mcpsdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcpsdk.ResourceUpdatedNotificationRequest) {
+		ch <- req.Params.URI
+	}}
+	return opts, func() string {
+		select {
+		case u := <-ch:
+			return u
+		case <-time.After(10 * time.Second):
+			t.Fatal("no notification within 10s")
+			return ""
+		}
+	}
+}
+
+// TestSubscriptionsLegacy: a legacy session (in memory, and over HTTP with
+// its GET stream) hears exactly the writes that touch what it subscribed to.
+func TestSubscriptionsLegacy(t *testing.T) {
+	for _, transport := range []string{"memory", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			f := newFixture(t, nil)
+			opts, next := receiver(t)
+			var cs *mcpsdk.ClientSession
+			if transport == "http" {
+				cs = f.connectHTTP(t, legacy, opts)
+			} else {
+				cs = f.connect(t, legacy, opts)
+			}
+			for _, id := range []graph.ID{watched, sentinel} {
+				if err := cs.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: mcp.NodeURI(id)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.expectUpdates(t, next)
+		})
+	}
+}
+
+// TestSubscriptionsListen: a 2026-07-28 subscriptions/listen stream over
+// HTTP, spoken on the wire, hears exactly the writes that touch its URIs,
+// each tagged with the listen request's subscription ID.
+func TestSubscriptionsListen(t *testing.T) {
+	f := newFixture(t, nil)
+	hs := httptest.NewServer(f.srv.HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":41,"method":"subscriptions/listen","params":{"_meta":{%q:%q,%q:{}},"notifications":{"resourceSubscriptions":[%q,%q]}}}`,
+		"io.modelcontextprotocol/protocolVersion", modern, "io.modelcontextprotocol/clientCapabilities", mcp.NodeURI(watched), mcp.NodeURI(sentinel))
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", hs.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", modern)
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	events := make(chan map[string]any, 64)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(data), &m) == nil {
+					events <- m
+				}
+			}
+		}
+		close(events)
+	}()
+	recv := func() map[string]any {
+		select {
+		case m, ok := <-events:
+			if !ok {
+				t.Fatal("the listen stream ended")
+			}
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatal("nothing on the listen stream within 10s")
+		}
+		return nil
+	}
+	if ack := recv(); ack["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("want the acknowledgement first, got %v", ack)
+	}
+	f.expectUpdates(t, func() string {
+		m := recv()
+		params, _ := m["params"].(map[string]any)
+		meta, _ := params["_meta"].(map[string]any)
+		if m["method"] != "notifications/resources/updated" || meta["io.modelcontextprotocol/subscriptionId"] != float64(41) {
+			t.Fatalf("unexpected message %v", m)
+		}
+		return params["uri"].(string)
+	})
+}
+
+// TestSubscribeModernClient: the SDK client's Subscribe on a 2026-07-28
+// session (a listen stream per URI) hears a write.
+func TestSubscribeModernClient(t *testing.T) {
+	f := newFixture(t, nil)
+	opts, next := receiver(t)
+	cs := f.connectHTTP(t, modern, opts)
+	if err := cs.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: mcp.NodeURI(watched)}); err != nil {
+		t.Fatal(err)
+	}
+	f.touch(t, other)
+	f.touch(t, watched)
+	if got := next(); got != mcp.NodeURI(watched) {
+		t.Fatalf("got %s", got)
+	}
+}
+
+// TestTypeResourcesFollowData: a type is listed as a resource while it has
+// nodes; the list changes, and clients are told, when that changes.
+func TestTypeResourcesFollowData(t *testing.T) {
+	f := newFixture(t, nil)
+	changed := make(chan struct{}, 8)
+	cs := f.connect(t, legacy, &mcpsdk.ClientOptions{ResourceListChangedHandler: func(context.Context, *mcpsdk.ResourceListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	list := func() []string {
+		res, err := cs.ListResources(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uris []string
+		for _, r := range res.Resources {
+			uris = append(uris, r.URI)
+		}
+		return uris
+	}
+	has := func(uris []string, u string) bool {
+		for _, x := range uris {
+			if x == u {
+				return true
+			}
+		}
+		return false
+	}
+	entity := mcp.TypeURI("Entity")
+	if uris := list(); has(uris, entity) || !has(uris, mcp.TypeURI("Service")) || !has(uris, mcp.ModelURI) || !has(uris, mcp.ChangesURI) {
+		t.Fatalf("resources: %v", uris)
+	}
+	if _, err := f.store.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{{ID: "entity/Ada", Type: "Entity", Properties: graph.Props{"name": "Ada", "entityType": "person"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed")
+	}
+	if !has(list(), entity) {
+		t.Fatal("Entity not listed after its first node")
+	}
+}
