@@ -230,7 +230,7 @@ func TestTwoImportsOneStore(t *testing.T) {
 
 func TestServeLoadsTheExample(t *testing.T) {
 	store := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), loreBin, "serve", "--store", store)
+	cmd := exec.CommandContext(t.Context(), loreBin, "serve", "--store", store, "--addr", "127.0.0.1:0")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestStdioAnswersEveryRequest writes three requests and closes stdin at
+// once, as `printf … | lore mcp` does: every request is answered on stdout,
+// nothing else is written there, and the process exits 0.
+func TestStdioAnswersEveryRequest(t *testing.T) {
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"echo","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_nodes","arguments":{"query":"billing"}}}`,
+	}, "\n") + "\n"
+	store := t.TempDir()
+	for range 3 { // the race the SDK loses shows up within a few runs
+		cmd := exec.CommandContext(t.Context(), loreBin, "mcp", "--store", store)
+		cmd.Stdin = strings.NewReader(in)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("lore mcp: %v\n%s", err, errb.String())
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("want 3 responses, got %d:\n%s\nstderr:\n%s", len(lines), out.String(), errb.String())
+		}
+		for i, l := range lines {
+			var m struct {
+				ID     int             `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(l), &m); err != nil || m.ID != i+1 || m.Result == nil {
+				t.Fatalf("line %d is not the response to request %d: %.200s", i, i+1, l)
+			}
+		}
+		if !strings.Contains(lines[2], "service/billing") {
+			t.Errorf("search result: %.300s", lines[2])
+		}
+	}
+}
+
+// TestServeRefusesPublicAddressWithoutTokens: a non-loopback address
+// without --tokens exits with a message saying why and what to do.
+func TestServeRefusesPublicAddressWithoutTokens(t *testing.T) {
+	_, stderr, code := lore(t, "serve", "--store", t.TempDir(), "--addr", "0.0.0.0:0")
+	if code != 2 || !strings.Contains(stderr, "without authentication") || !strings.Contains(stderr, "--tokens") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+var urlRE = regexp.MustCompile(`url=(http://\S+/mcp)`)
+
+// TestServeShutsDownWithOpenStreams: SIGTERM stops lore serve promptly even
+// while a client holds a standalone SSE stream open.
+func TestServeShutsDownWithOpenStreams(t *testing.T) {
+	cmd := exec.CommandContext(t.Context(), loreBin, "serve", "--store", t.TempDir(), "--addr", "127.0.0.1:0")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	var url string
+	for url == "" && sc.Scan() {
+		if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	// Initialize a legacy session, then open its GET stream.
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	get, _ := http.NewRequest("GET", url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", sid)
+	get.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	stream, err := http.DefaultClient.Do(get)
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("GET stream: %v %v", err, stream.Status)
+	}
+	defer stream.Body.Close()
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	// Shutdown gives open streams 5s before giving up; cancelling them first
+	// must make it far quicker than that.
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("shutdown took %s with an open stream", d)
+	}
+}
