@@ -164,6 +164,10 @@ func (c *Catalog) render(out output) (*Result, error) {
 		if data, err = json.Marshal(tr); err != nil {
 			return nil, err
 		}
+		if len(data) > max {
+			return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf(
+				"even an empty page is %d bytes, over the server's cap of %d; ask for less", len(data), max)}
+		}
 	}
 	return &Result{Structured: data, Text: out.text()}, nil
 }

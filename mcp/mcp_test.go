@@ -308,3 +308,25 @@ func TestToolsListBudget(t *testing.T) {
 		t.Errorf("tools/list is %d bytes, over the budget of %d:\n%s", len(all), budget, report.String())
 	}
 }
+
+// TestByteCap: a result over the server's byte cap drops whole items, says
+// it was truncated and why, and stays valid JSON under the cap; a single
+// node over the cap is a tool error that says what to do.
+func TestByteCap(t *testing.T) {
+	f := newFixture(t, &mcp.Options{Ceilings: graph.Limits{MaxBytes: 3000}})
+	cs := f.connect(t, legacy, nil)
+	res := f.call(t, cs, "neighbors", `{"id":"service/postgres-cluster","direction":"both","depth":2}`)
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	data, _ := json.Marshal(res.StructuredContent)
+	out := structured[graph.NeighborsResult](t, res)
+	if len(data) > 3000 || !out.Truncated || out.Reason != graph.ReasonBytes || len(out.Nodes) == 0 {
+		t.Fatalf("%d bytes, truncated %v (%s), %d nodes", len(data), out.Truncated, out.Reason, len(out.Nodes))
+	}
+	small := newFixture(t, &mcp.Options{Ceilings: graph.Limits{MaxBytes: 200}})
+	res = small.call(t, small.connect(t, legacy, nil), "get_node", `{"id":"service/billing"}`)
+	if !res.IsError || !strings.Contains(text(res), "over the server's cap") {
+		t.Fatalf("want a cap error, got %s", text(res))
+	}
+}

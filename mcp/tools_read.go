@@ -237,7 +237,8 @@ type neighborsOut struct{ *graph.NeighborsResult }
 
 func (o neighborsOut) items() int { return len(o.Nodes) }
 func (o neighborsOut) keep(n int) {
-	o.Nodes, o.Truncated, o.Reason = o.Nodes[:n], true, graph.ReasonBytes
+	// Edges[i] is the edge that first reached Nodes[i].
+	o.Nodes, o.Edges, o.Truncated, o.Reason = o.Nodes[:n], o.Edges[:min(n, cap(o.Edges))], true, graph.ReasonBytes
 }
 
 func (o neighborsOut) text() string {
