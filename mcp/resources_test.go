@@ -149,9 +149,11 @@ func TestCaching(t *testing.T) {
 func TestLogging(t *testing.T) {
 	f := newFixture(t, nil)
 	logs := make(chan string, 4)
+	//lint:ignore SA1019 logging is tested on legacy sessions
 	cs := f.connect(t, legacy, &mcpsdk.ClientOptions{LoggingMessageHandler: func(_ context.Context, req *mcpsdk.LoggingMessageRequest) {
 		logs <- req.Params.Data.(string)
 	}})
+	//lint:ignore SA1019 logging is tested on legacy sessions
 	if err := cs.SetLoggingLevel(t.Context(), &mcpsdk.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}

@@ -143,6 +143,8 @@ func (s *Server) toolHandler(t *Tool) mcpsdk.ToolHandler {
 			return toolError(te), nil
 		}
 		if t.Write && req.Session != nil {
+			// Logging is deprecated in 2026-07-28 but legacy sessions still use it.
+			//lint:ignore SA1019 legacy sessions get write logs
 			_ = req.Session.Log(ctx, &mcpsdk.LoggingMessageParams{Level: "info", Logger: "lore", Data: strings.TrimSpace(res.Text)})
 		}
 		return &mcpsdk.CallToolResult{StructuredContent: res.Structured, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: res.Text}}}, nil
