@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -56,6 +57,26 @@ func (f *fixture) connect(t testing.TB, version string, opts *mcpsdk.ClientOptio
 	}
 	t.Cleanup(func() { ss.Close() })
 	return dial(t, ct, version, opts)
+}
+
+// connectStdio opens a client session over the stdio framing: the server
+// runs ServeStdio on one end of a pair of pipes, as lore mcp does on stdin
+// and stdout.
+func (f *fixture) connectStdio(t testing.TB, version string, opts *mcpsdk.ClientOptions) *mcpsdk.ClientSession {
+	t.Helper()
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.srv.ServeStdio(ctx, sr, sw); sw.Close() }()
+	t.Cleanup(func() {
+		cw.Close() // end of input: the server answers what it read, then returns
+		if err := <-done; err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+		cancel()
+	})
+	return dial(t, &mcpsdk.IOTransport{Reader: cr, Writer: cw}, version, opts)
 }
 
 // connectHTTP opens a client session over Streamable HTTP to an httptest server.
@@ -166,14 +187,19 @@ var toolCases = []toolCase{
 }
 
 // TestTools runs every tool's happy and error paths through the SDK client
-// in both eras, in memory and over Streamable HTTP.
+// in both eras, in memory, over the stdio framing and over Streamable HTTP.
 func TestTools(t *testing.T) {
-	for _, transport := range []string{"memory", "http"} {
+	for _, transport := range []string{"memory", "stdio", "http"} {
 		for _, era := range eras {
 			t.Run(transport+"/"+era, func(t *testing.T) {
 				f := newFixture(t, nil)
-				cs := f.connect(t, era, nil)
-				if transport == "http" {
+				var cs *mcpsdk.ClientSession
+				switch transport {
+				case "memory":
+					cs = f.connect(t, era, nil)
+				case "stdio":
+					cs = f.connectStdio(t, era, nil)
+				case "http":
 					cs = f.connectHTTP(t, era, nil)
 				}
 				seen := map[string]bool{}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestStdioAnswersEveryRequest writes three requests and closes stdin at
@@ -108,5 +110,34 @@ func TestServeShutsDownWithOpenStreams(t *testing.T) {
 	// must make it far quicker than that.
 	if d := time.Since(start); d > 4*time.Second {
 		t.Errorf("shutdown took %s with an open stream", d)
+	}
+}
+
+// TestMCPOverStdioProcess drives a real lore mcp process with the SDK
+// client in both protocol eras.
+func TestMCPOverStdioProcess(t *testing.T) {
+	store := t.TempDir()
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(era, func(t *testing.T) {
+			cmd := exec.Command(loreBin, "mcp", "--store", store)
+			c := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "t", Version: "1"}, nil)
+			cs, err := c.Connect(t.Context(), &mcpsdk.CommandTransport{Command: cmd}, &mcpsdk.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_node", Arguments: map[string]any{"id": "team/payments"}})
+			if err != nil || res.IsError {
+				t.Fatalf("get_node: %v %v", err, res)
+			}
+			data, _ := json.Marshal(res.StructuredContent)
+			if !strings.Contains(string(data), `"id":"team/payments"`) {
+				t.Errorf("get_node: %s", data)
+			}
+			res, err = cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "get_node", Arguments: map[string]any{}})
+			if err != nil || !res.IsError {
+				t.Errorf("get_node without id: %v %v", err, res)
+			}
+		})
 	}
 }
