@@ -1,7 +1,7 @@
 # Lore. `make run` serves the embedded store with the example data; `make test` runs every test.
 GO ?= go
 
-.PHONY: all run test test-short race lint bench bench-go generate check-generate fuzz
+.PHONY: all run test test-short race lint bench bench-go generate check-generate fuzz conformance
 
 all: generate lint test
 
@@ -12,5 +12,6 @@ lint:           ; test -z "$$(gofmt -l .)" && $(GO) vet ./... && $(GO) tool stat
 bench:          ; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./graph -lore.sizes $(or $(SIZES),10000,100000,1000000) -lore.qsizes $(or $(SIZES),10000,100000,1000000)
 bench-go:       ; $(GO) test -run '^$$' -bench . -benchmem ./...
 fuzz:           ; $(GO) test -run '^$$' -fuzz FuzzQuery -fuzztime 30s ./graph && $(GO) test -run '^$$' -fuzz FuzzEdgeKey -fuzztime 10s ./graph
+conformance:    ; .ci/conformance
 generate:       ; $(GO) generate ./...
 check-generate: generate ; git diff --exit-code && test -z "$$(git status --porcelain)"
