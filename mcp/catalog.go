@@ -111,7 +111,7 @@ func NewCatalog(s graph.Store, opts *Options) *Catalog {
 		t.Input, t.Output = compact(t.Input), compact(t.Output)
 		t.defaults = topDefaults(t.Input)
 		t.in = mustCompile(comp, "lore:tool/"+t.Name+"/input", t.Input)
-		c.outputs[t.Name] = mustCompile(comp, "lore:tool/"+t.Name+"/output", t.Output)
+		c.outputs[t.Name] = mustCompile(comp, "lore:tool/"+t.Name+"/output", cmpOr(t.strictOutput, t.Output))
 		c.tools = append(c.tools, t)
 		c.byName[t.Name] = t
 	}
@@ -167,6 +167,11 @@ type Tool struct {
 	Confirm bool
 	// Icon is an SVG data URI.
 	Icon string
+
+	// strictOutput, if set, is what ValidateOutput checks instead of
+	// Output: Output with references into the model, which only Lore can
+	// resolve.
+	strictOutput json.RawMessage
 
 	run      func(ctx context.Context, c *Catalog, args json.RawMessage) (output, error)
 	in       *jsonschema.Schema
@@ -322,6 +327,13 @@ func (c *Catalog) ValidateOutput(name string, structured json.RawMessage) error 
 		return err
 	}
 	return nil
+}
+
+func cmpOr(a, b json.RawMessage) json.RawMessage {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 func compact(doc json.RawMessage) json.RawMessage {

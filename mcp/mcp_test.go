@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/graph/graphtest"
@@ -305,11 +307,31 @@ func TestCatalogInvariants(t *testing.T) {
 				t.Errorf("%s: top-level anyOf/oneOf in the input schema", tool.Name)
 			}
 		}
+		// Clients compile the published schemas with nothing else to hand:
+		// they must not refer outside themselves.
+		for which, doc := range map[string]json.RawMessage{"input": tool.Input, "output": tool.Output} {
+			c := jsonschema.NewCompiler()
+			c.UseLoader(refuseLoader{})
+			v, _ := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+			if err := c.AddResource("mem:schema.json", v); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Compile("mem:schema.json"); err != nil {
+				t.Errorf("%s %s schema does not compile on its own: %v", tool.Name, which, err)
+			}
+		}
+		if u, err := url.Parse(tool.Icon); err != nil || strings.ContainsAny(tool.Icon, " <>\"") || u.Scheme != "data" {
+			t.Errorf("%s: icon %q is not a valid data URI", tool.Name, tool.Icon)
+		}
 		if tool.ReadOnly == tool.Write || tool.Destructive && !tool.Confirm {
 			t.Errorf("%s: inconsistent annotations", tool.Name)
 		}
 	}
 }
+
+type refuseLoader struct{}
+
+func (refuseLoader) Load(url string) (any, error) { return nil, fmt.Errorf("refusing to load %s", url) }
 
 // TestToolsListBudget keeps the serialised tools/list, which a model pays
 // for on every turn, under 12,000 bytes.

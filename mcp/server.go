@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,7 +54,7 @@ func NewServer(cat *Catalog, opts *ServerOptions) *Server {
 	}
 	s := &Server{cat: cat, log: o.Logger, types: map[string]bool{}}
 	s.subs.count = map[string]int{}
-	impl := &mcpsdk.Implementation{Name: cmpOr(o.Name, "lore"), Title: "Lore knowledge graph", Version: cmpOr(o.Version, "dev"),
+	impl := &mcpsdk.Implementation{Name: cmp.Or(o.Name, "lore"), Title: "Lore knowledge graph", Version: cmp.Or(o.Version, "dev"),
 		Icons: []mcpsdk.Icon{{Source: iconRead, MIMEType: "image/svg+xml"}}}
 	s.sdk = mcpsdk.NewServer(impl, &mcpsdk.ServerOptions{
 		Instructions:       instructions,
@@ -82,13 +83,6 @@ func (s *Server) SDK() *mcpsdk.Server { return s.sdk }
 
 // Catalog returns the server's catalog.
 func (s *Server) Catalog() *Catalog { return s.cat }
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
 
 func sdkTool(t *Tool) *mcpsdk.Tool {
 	no := false

@@ -32,8 +32,8 @@ func tools(m *schema.Model) []*Tool {
 
 // Icons: tiny SVG data URIs, one for reads and one for writes.
 const (
-	iconRead  = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'%3E%3Ccircle r='8'/%3E%3C/svg%3E"
-	iconWrite = "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'%3E%3Crect width='8' height='8'/%3E%3C/svg%3E"
+	iconRead  = "data:image/svg+xml,%3Csvg%20xmlns='http://www.w3.org/2000/svg'%3E%3Ccircle%20r='8'/%3E%3C/svg%3E"
+	iconWrite = "data:image/svg+xml,%3Csvg%20xmlns='http://www.w3.org/2000/svg'%3E%3Crect%20width='8'%20height='8'/%3E%3C/svg%3E"
 )
 
 func readTool(name, title, desc, in, out string) Tool {
@@ -148,23 +148,29 @@ func (o *nodeOut) text() string {
 	return b.String()
 }
 
-// nodeOutputSchema describes {node}: the node's properties validate against
-// the model's node type definitions, by $ref.
-func nodeOutputSchema(m *schema.Model) string {
-	var refs []string
-	for _, t := range m.NodeTypeNames() {
-		ref, _ := json.Marshal(ModelURI + "#/$defs/" + strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
-		refs = append(refs, `{"$ref":`+string(ref)+`}`)
+// nodeOutputSchema describes {node}. The published form is self-contained
+// (clients compile output schemas and cannot resolve lore://model); the
+// form Lore checks its own output against also requires the properties to
+// match one of the model's node type definitions, by $ref.
+func nodeOutputSchema(m *schema.Model, strict bool) string {
+	props := `{"type":"object","description":"As lore://model defines the node's type"}`
+	if strict {
+		var refs []string
+		for _, t := range m.NodeTypeNames() {
+			ref, _ := json.Marshal(ModelURI + "#/$defs/" + strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
+			refs = append(refs, `{"$ref":`+string(ref)+`}`)
+		}
+		props = `{"type":"object","anyOf":[` + strings.Join(refs, ",") + `]}`
 	}
 	return `{` + draft + `,"type":"object","required":["node"],"properties":{"node":{"type":"object","required":["id","type","properties","revision"],` +
-		`"properties":{"id":{"type":"string"},"type":{"type":"string"},"properties":{"anyOf":[` + strings.Join(refs, ",") + `]},"revision":{"type":"integer"}}}}}`
+		`"properties":{"id":{"type":"string"},"type":{"type":"string"},"properties":` + props + `,"revision":{"type":"integer"}}}}}`
 }
 
 func getNode(m *schema.Model) *Tool {
-	return define(readTool("get_node", "Get a node",
+	t := define(readTool("get_node", "Get a node",
 		"One node by ID (e.g. service/billing): type, properties, revision, and edge counts per label and direction.",
 		`{`+draft+`,"type":"object","required":["id"],"properties":{"id":{"type":"string"}},"additionalProperties":false}`,
-		nodeOutputSchema(m)),
+		nodeOutputSchema(m, false)),
 		func(ctx context.Context, c *Catalog, in *getNodeIn) (output, error) {
 			n, err := c.store.Node(ctx, in.ID)
 			if err != nil {
@@ -172,6 +178,8 @@ func getNode(m *schema.Model) *Tool {
 			}
 			return &nodeOut{Node: n}, nil
 		})
+	t.strictOutput = json.RawMessage(nodeOutputSchema(m, true))
+	return t
 }
 
 // ---- search_nodes
