@@ -13,5 +13,5 @@ bench:          ; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./g
 bench-go:       ; $(GO) test -run '^$$' -bench . -benchmem ./...
 fuzz:           ; $(GO) test -run '^$$' -fuzz FuzzQuery -fuzztime 30s ./graph && $(GO) test -run '^$$' -fuzz FuzzEdgeKey -fuzztime 10s ./graph
 conformance:    ; .ci/conformance
-generate:       ; $(GO) generate ./...
+generate:       ; $(GO) run ./gen/cmd/generate
 check-generate: generate ; git diff --exit-code && test -z "$$(git status --porcelain)"

@@ -98,17 +98,13 @@ func NewCatalog(s graph.Store, opts *Options) *Catalog {
 		byName: map[string]*Tool{}, outputs: map[string]*jsonschema.Schema{}}
 	c.ceilings, _ = o.Ceilings.Clamp(graph.Limits{})
 	comp := newCompiler(c.model)
-	for _, t := range tools(c.model) {
+	for _, t := range Definitions(c.model) {
 		if t.Write && o.ReadOnly {
 			continue
-		}
-		if !ValidToolName(t.Name) {
-			panic(fmt.Sprintf("mcp: tool name %q does not match %s", t.Name, toolNamePattern))
 		}
 		if _, dup := c.byName[t.Name]; dup {
 			panic("mcp: duplicate tool " + t.Name)
 		}
-		t.Input, t.Output = compact(t.Input), compact(t.Output)
 		t.defaults = topDefaults(t.Input)
 		t.in = mustCompile(comp, "lore:tool/"+t.Name+"/input", t.Input)
 		c.outputs[t.Name] = mustCompile(comp, "lore:tool/"+t.Name+"/output", cmpOr(t.strictOutput, t.Output))
@@ -116,6 +112,24 @@ func NewCatalog(s graph.Store, opts *Options) *Catalog {
 		c.byName[t.Name] = t
 	}
 	return c
+}
+
+// Definitions returns every tool of the catalog for a model, write tools
+// included, in presentation order, with compact schemas: what the
+// generated surfaces are rendered from. The published schemas do not depend
+// on the model.
+func Definitions(m *schema.Model) []*Tool {
+	ts := tools(m)
+	for _, t := range ts {
+		if !ValidToolName(t.Name) {
+			panic(fmt.Sprintf("mcp: tool name %q does not match %s", t.Name, toolNamePattern))
+		}
+		t.Input, t.Output = compact(t.Input), compact(t.Output)
+		if t.strictOutput != nil {
+			t.strictOutput = compact(t.strictOutput)
+		}
+	}
+	return ts
 }
 
 // Store returns the store the catalog serves.

@@ -54,38 +54,49 @@ type Token struct {
 // ModernVersion is the first protocol version served statelessly.
 const ModernVersion = "2026-07-28"
 
-// HTTPHandler returns the MCP endpoint: requests whose MCP-Protocol-Version
-// is 2026-07-28 or later go to the SDK's stateless handler, older ones to
-// the stateful handler (sessions, a standalone SSE stream, resumption from
-// an event store). Both serve the same SDK server, so notifications reach
-// clients of either era. Every request first passes the Origin check, the
-// bearer token check (if tokens are configured) and the rate limit.
+// HTTPHandler returns the MCP endpoint at /mcp behind Guard.
 func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
-	var o HTTPOptions
-	if opts != nil {
-		o = *opts
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.Handler(opts))
+	return Guard(mux, opts)
+}
+
+func (o *HTTPOptions) withDefaults() HTTPOptions {
+	var d HTTPOptions
+	if o != nil {
+		d = *o
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = 1 << 20
+	if d.MaxBodyBytes == 0 {
+		d.MaxBodyBytes = 1 << 20
 	}
-	if o.RateLimit == 0 {
-		o.RateLimit, o.RateBurst = 50, 100
+	if d.RateLimit == 0 {
+		d.RateLimit, d.RateBurst = 50, 100
 	}
-	if o.RateBurst <= 0 {
-		o.RateBurst = int(math.Max(1, 2*o.RateLimit))
+	if d.RateBurst <= 0 {
+		d.RateBurst = int(math.Max(1, 2*d.RateLimit))
 	}
-	if o.SessionTimeout == 0 {
-		o.SessionTimeout = 30 * time.Minute
+	if d.SessionTimeout == 0 {
+		d.SessionTimeout = 30 * time.Minute
 	}
+	return d
+}
+
+// Handler returns the MCP endpoint without the guards: requests whose
+// MCP-Protocol-Version is 2026-07-28 or later go to the SDK's stateless
+// handler, older ones to the stateful handler (sessions, a standalone SSE
+// stream, resumption from an event store). Both serve the same SDK server,
+// so notifications reach clients of either era.
+func (s *Server) Handler(opts *HTTPOptions) http.Handler {
+	o := opts.withDefaults()
 	same := func(*http.Request) *mcpsdk.Server { return s.sdk }
 	legacy := mcpsdk.NewStreamableHTTPHandler(same, &mcpsdk.StreamableHTTPOptions{
 		EventStore: mcpsdk.NewMemoryEventStore(nil), SessionTimeout: o.SessionTimeout, MaxRequestBodyBytes: o.MaxBodyBytes, Logger: o.Logger})
 	modern := mcpsdk.NewStreamableHTTPHandler(same, &mcpsdk.StreamableHTTPOptions{
 		Stateless: true, MaxRequestBodyBytes: o.MaxBodyBytes, Logger: o.Logger})
-	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Protocol versions are dates, so they compare as strings.
 		if r.Header.Get("MCP-Protocol-Version") >= ModernVersion {
 			modern.ServeHTTP(w, r)
@@ -93,6 +104,16 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 		legacy.ServeHTTP(w, r)
 	})
+}
+
+// Guard protects every HTTP surface the same way: a browser Origin other
+// than a loopback one or the allow-list gets 403; with tokens configured a
+// request without a valid bearer token gets 401 (the OAuth protected-resource
+// metadata is served, unguarded, at its well-known address); each caller
+// gets a rate (429 with Retry-After above it); bodies are capped (413).
+func Guard(h http.Handler, opts *HTTPOptions) http.Handler {
+	o := opts.withDefaults()
+	h = maxBody(h, o.MaxBodyBytes)
 	if o.RateLimit > 0 {
 		h = rateLimit(h, o.RateLimit, o.RateBurst)
 	}
@@ -111,8 +132,21 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 		h = auth.RequireBearerToken(verifier(o.Tokens), ropts)(h)
 	}
-	mux.Handle("/mcp", h)
+	mux.Handle("/", h)
 	return originGuard(mux, o.AllowedOrigins)
+}
+
+// maxBody caps request bodies; a handler reading past the cap gets an
+// error, and requests that declare a larger body are refused at once.
+func maxBody(next http.Handler, n int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > n {
+			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body is %d bytes; the limit is %d", r.ContentLength, n), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, n)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // metadataURL returns where RFC 9728 puts the metadata of a resource:

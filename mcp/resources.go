@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -29,19 +30,75 @@ func TypeURI(t string) string { return typePrefix + t }
 
 const jsonMIME = "application/json"
 
+// A ResourceSpec describes a resource or a resource template.
+type ResourceSpec struct {
+	// URI is the resource's URI, or Template its URI template.
+	URI, Template            string
+	Name, Title, Description string
+	MIMEType                 string
+	read                     func(c *Catalog, ctx context.Context, uri string) (string, error)
+}
+
+// Resources lists the catalog's fixed resources and templates, for every
+// surface. Each is subscribable.
+func Resources() []ResourceSpec {
+	return []ResourceSpec{
+		{URI: ModelURI, Name: "model", Title: "The model", MIMEType: "application/schema+json",
+			Description: "The JSON Schema 2020-12 document that defines every node type and edge label.",
+			read:        func(c *Catalog, _ context.Context, _ string) (string, error) { return string(c.model.JSON()), nil }},
+		{URI: ChangesURI, Name: "changes", Title: "Recent changes", MIMEType: jsonMIME,
+			Description: "The newest entries of the change log. Subscribe to hear of every commit; read changes_since for the rest.",
+			read:        (*Catalog).readChanges},
+		{Template: nodeTemplate, Name: "node", Title: "A node", MIMEType: jsonMIME,
+			Description: "One node with its properties and edge counts, as get_node returns it.", read: (*Catalog).readNode},
+		{Template: typeTemplate, Name: "type", Title: "Nodes of a type", MIMEType: jsonMIME,
+			Description: "The IDs and names of a node type's nodes (the first 1,000).", read: (*Catalog).readType},
+	}
+}
+
+// A Resource is what reading a resource returns.
+type Resource struct {
+	URI      string `json:"uri"`
+	MIMEType string `json:"mimeType"`
+	Text     string `json:"text"`
+}
+
+// ReadResource reads a resource by URI. A URI that names nothing is
+// graph.ErrNotFound.
+func (c *Catalog) ReadResource(ctx context.Context, uri string) (*Resource, error) {
+	for _, r := range Resources() {
+		if r.URI == uri || r.Template != "" && strings.HasPrefix(uri, r.Template[:strings.Index(r.Template, "{")]) {
+			text, err := r.read(c, ctx, uri)
+			if err != nil {
+				return nil, err
+			}
+			return &Resource{URI: uri, MIMEType: r.MIMEType, Text: text}, nil
+		}
+	}
+	return nil, fmt.Errorf("resource %q: %w", uri, graph.ErrNotFound)
+}
+
 func (s *Server) addResources() {
-	s.sdk.AddResource(&mcpsdk.Resource{URI: ModelURI, Name: "model", Title: "The model",
-		Description: "The JSON Schema 2020-12 document that defines every node type and edge label.", MIMEType: "application/schema+json"},
-		func(context.Context, *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-			return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: ModelURI, MIMEType: "application/schema+json", Text: string(s.cat.model.JSON())}}}, nil
-		})
-	s.sdk.AddResource(&mcpsdk.Resource{URI: ChangesURI, Name: "changes", Title: "Recent changes",
-		Description: "The newest entries of the change log. Subscribe to hear of every commit; read changes_since for the rest.", MIMEType: jsonMIME},
-		s.readChanges)
-	s.sdk.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: nodeTemplate, Name: "node", Title: "A node",
-		Description: "One node with its properties and edge counts, as get_node returns it.", MIMEType: jsonMIME}, s.readNode)
-	s.sdk.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: typeTemplate, Name: "type", Title: "Nodes of a type",
-		Description: "The IDs and names of a node type's nodes (the first 1,000).", MIMEType: jsonMIME}, s.readType)
+	for _, r := range Resources() {
+		h := s.resourceHandler
+		if r.URI != "" {
+			s.sdk.AddResource(&mcpsdk.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType}, h)
+		} else {
+			s.sdk.AddResourceTemplate(&mcpsdk.ResourceTemplate{URITemplate: r.Template, Name: r.Name, Title: r.Title,
+				Description: r.Description, MIMEType: r.MIMEType}, h)
+		}
+	}
+}
+
+func (s *Server) resourceHandler(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
+	uri := req.Params.URI
+	r, err := s.cat.ReadResource(ctx, uri)
+	if errors.Is(err, graph.ErrNotFound) || errors.Is(err, graph.ErrInvalid) {
+		return nil, mcpsdk.ResourceNotFoundError(uri)
+	} else if err != nil {
+		return nil, err
+	}
+	return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: r.MIMEType, Text: r.Text}}}, nil
 }
 
 // syncTypes lists lore://type/T for each node type with nodes.
@@ -56,7 +113,7 @@ func (s *Server) syncTypes(st *graph.Stats) {
 			s.types[t] = true
 			nt, _ := s.cat.model.Node(t)
 			s.sdk.AddResource(&mcpsdk.Resource{URI: TypeURI(t), Name: "type/" + t, Title: "Nodes of type " + t,
-				Description: nt.Description, MIMEType: jsonMIME}, s.readType)
+				Description: nt.Description, MIMEType: jsonMIME}, s.resourceHandler)
 		case !has && s.types[t]:
 			delete(s.types, t)
 			gone = append(gone, TypeURI(t))
@@ -67,25 +124,21 @@ func (s *Server) syncTypes(st *graph.Stats) {
 	}
 }
 
-func contents(uri string, v any) (*mcpsdk.ReadResourceResult, error) {
+func contents(v any) (string, error) {
 	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: jsonMIME, Text: string(data)}}}, nil
+	return string(data), err
 }
 
-func (s *Server) readNode(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-	uri := req.Params.URI
+func (c *Catalog) readNode(ctx context.Context, uri string) (string, error) {
 	id := graph.ID(strings.TrimPrefix(uri, nodePrefix))
-	if !strings.HasPrefix(uri, nodePrefix) || id.Check() != nil {
-		return nil, mcpsdk.ResourceNotFoundError(uri)
+	if err := id.Check(); err != nil {
+		return "", fmt.Errorf("resource %q: %w", uri, graph.ErrNotFound)
 	}
-	n, err := s.cat.store.Node(ctx, id)
+	n, err := c.store.Node(ctx, id)
 	if err != nil {
-		return nil, resourceError(uri, err)
+		return "", err
 	}
-	return contents(uri, &nodeOut{Node: n})
+	return contents(&nodeOut{Node: n})
 }
 
 type typeMembers struct {
@@ -100,27 +153,26 @@ type typeMember struct {
 	Name string   `json:"name,omitempty"`
 }
 
-func (s *Server) readType(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-	uri := req.Params.URI
+func (c *Catalog) readType(ctx context.Context, uri string) (string, error) {
 	t := strings.TrimPrefix(uri, typePrefix)
-	nt, ok := s.cat.model.Node(t)
-	if !strings.HasPrefix(uri, typePrefix) || !ok {
-		return nil, mcpsdk.ResourceNotFoundError(uri)
+	nt, ok := c.model.Node(t)
+	if !ok {
+		return "", fmt.Errorf("resource %q: no node type %q: %w", uri, t, graph.ErrNotFound)
 	}
-	page, err := s.cat.store.NodesByType(ctx, t, graph.Page{Limit: 1000})
+	page, err := c.store.NodesByType(ctx, t, graph.Page{Limit: 1000})
 	if err != nil {
-		return nil, resourceError(uri, err)
+		return "", err
 	}
-	st, err := s.cat.store.Stats(ctx)
+	st, err := c.store.Stats(ctx)
 	if err != nil {
-		return nil, resourceError(uri, err)
+		return "", err
 	}
 	out := typeMembers{Type: t, Count: st.NodeTypes[t], Nodes: []typeMember{}, More: page.Next != ""}
 	for _, n := range page.Nodes {
 		name, _ := n.Properties[nt.Display].(string)
 		out.Nodes = append(out.Nodes, typeMember{ID: n.ID, Name: name})
 	}
-	return contents(uri, out)
+	return contents(out)
 }
 
 type recentChanges struct {
@@ -130,29 +182,22 @@ type recentChanges struct {
 
 const recentChangeCount = 20
 
-func (s *Server) readChanges(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
-	st, err := s.cat.store.Stats(ctx)
+func (c *Catalog) readChanges(ctx context.Context, _ string) (string, error) {
+	st, err := c.store.Stats(ctx)
 	if err != nil {
-		return nil, resourceError(ChangesURI, err)
+		return "", err
 	}
 	from := uint64(0)
 	if st.LastSeq > recentChangeCount {
 		from = st.LastSeq - recentChangeCount
 	}
-	chs, err := s.cat.store.Since(ctx, from, recentChangeCount)
+	chs, err := c.store.Since(ctx, from, recentChangeCount)
 	if err != nil {
-		return nil, resourceError(ChangesURI, err)
+		return "", err
 	}
 	slices.Reverse(chs) // newest first
 	if chs == nil {
 		chs = []graph.Change{}
 	}
-	return contents(ChangesURI, recentChanges{LastSeq: st.LastSeq, Changes: chs})
-}
-
-func resourceError(uri string, err error) error {
-	if errors.Is(err, graph.ErrNotFound) || errors.Is(err, graph.ErrInvalid) {
-		return mcpsdk.ResourceNotFoundError(uri)
-	}
-	return err
+	return contents(recentChanges{LastSeq: st.LastSeq, Changes: chs})
 }

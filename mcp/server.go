@@ -242,27 +242,64 @@ func (s *Server) Watch(ctx context.Context) error {
 }
 
 func (s *Server) notify(ctx context.Context, c *graph.Change) {
-	uris := []string{ChangesURI}
-	for _, id := range c.NodeIDs() {
-		uris = append(uris, NodeURI(id))
-	}
-	membership := false
-	for _, n := range c.Nodes {
-		membership = membership || n.Action == graph.Created || n.Action == graph.Deleted
-	}
-	for _, t := range c.Types() {
-		uris = append(uris, TypeURI(t))
-	}
-	for _, u := range uris {
+	for _, u := range TouchedURIs(c) {
 		if s.subs.watched(u) {
 			if err := s.sdk.ResourceUpdated(ctx, &mcpsdk.ResourceUpdatedNotificationParams{URI: u}); err != nil {
 				s.log.WarnContext(ctx, "resource notification failed", "uri", u, "error", err)
 			}
 		}
 	}
+	membership := false
+	for _, n := range c.Nodes {
+		membership = membership || n.Action == graph.Created || n.Action == graph.Deleted
+	}
 	if membership {
 		if st, err := s.cat.store.Stats(ctx); err == nil {
 			s.syncTypes(st)
 		}
 	}
+}
+
+// TouchedURIs lists the resources a committed change touched:
+// lore://changes, lore://node/ID of each node written and of both ends of
+// each edge written, and lore://type/T of each node type written.
+func TouchedURIs(c *graph.Change) []string {
+	uris := []string{ChangesURI}
+	for _, id := range c.NodeIDs() {
+		uris = append(uris, NodeURI(id))
+	}
+	for _, t := range c.Types() {
+		uris = append(uris, TypeURI(t))
+	}
+	return uris
+}
+
+// An Update is one committed change and the resource URIs it touched.
+type Update struct {
+	Change graph.Change
+	URIs   []string
+}
+
+// Updates delivers every change committed after the call, in order, with
+// the URIs it touched, until ctx is done. It reads the persistent change
+// log, so a slow reader misses nothing. Surfaces other than MCP (GraphQL
+// subscriptions, REST server-sent events) filter it by URI.
+func (c *Catalog) Updates(ctx context.Context) (<-chan Update, error) {
+	st, err := c.store.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	changes, _ := graph.Subscribe(ctx, c.store, st.LastSeq)
+	out := make(chan Update)
+	go func() {
+		defer close(out)
+		for ch := range changes {
+			select {
+			case out <- Update{Change: ch, URIs: TouchedURIs(&ch)}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
 }
