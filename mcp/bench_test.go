@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -232,8 +233,8 @@ type benchEnv struct {
 	httpClient          *http.Client
 	getArgs, searchArgs []json.RawMessage
 	sdkArgs             json.RawMessage
-	bareReq, bareResp   map[string][]byte // per era: the request body and the JSON-RPC response
-	loreBytes, sdkBytes int
+	bareReq, bareResp   map[string][]byte // per era: the request body and the JSON-RPC response of (b)
+	loreResp            map[string][]byte // per era: Lore's JSON-RPC response for the same node
 }
 
 func newBenchEnv(b *testing.B, n int) *benchEnv {
@@ -258,8 +259,7 @@ func newBenchEnv(b *testing.B, n int) *benchEnv {
 
 	store := benchStore(b, n)
 	e.srv = mcp.NewServer(mcp.NewCatalog(store, nil), nil)
-	e.loreHTTP = httptest.NewServer(e.srv.HTTPHandler(&mcp.HTTPOptions{RateLimit: -1}))
-	b.Cleanup(e.loreHTTP.Close)
+	e.loreHTTP = startHTTP(b, e.srv.HTTPHandler(&mcp.HTTPOptions{RateLimit: -1}))
 	// One connection pool for every HTTP client, large enough that 8
 	// clients (and their standalone SSE streams) never dial per call.
 	e.httpClient = &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
@@ -295,7 +295,21 @@ func newBenchEnv(b *testing.B, n int) *benchEnv {
 			input = t.Input
 		}
 	}
-	e.sdk = mcpsdk.NewServer(&mcpsdk.Implementation{Name: "floor", Version: "1"}, nil)
+	// The same implementation info, which 2026-07-28 results repeat in _meta.
+	ct, sst := mcpsdk.NewInMemoryTransports()
+	ss, err := e.srv.SDK().Connect(context.Background(), sst, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), ct,
+		&mcpsdk.ClientSessionOptions{ProtocolVersion: eraLegacy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	impl := cs.InitializeResult().ServerInfo
+	cs.Close()
+	ss.Close()
+	e.sdk = mcpsdk.NewServer(impl, nil)
 	e.sdk.AddTool(&mcpsdk.Tool{Name: "get_node", Description: "A fixed node.", InputSchema: input},
 		func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 			// A fresh result each call: the SDK annotates results in place.
@@ -309,24 +323,23 @@ func newBenchEnv(b *testing.B, n int) *benchEnv {
 	}
 	legacyH := mcpsdk.NewStreamableHTTPHandler(same, lopts)
 	modernH := mcpsdk.NewStreamableHTTPHandler(same, &mcpsdk.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: 1 << 20, JSONResponse: e.variants["json"]})
-	e.sdkHTTP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e.sdkHTTP = startHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("MCP-Protocol-Version") >= mcp.ModernVersion {
 			modernH.ServeHTTP(w, r)
 			return
 		}
 		legacyH.ServeHTTP(w, r)
 	}))
-	b.Cleanup(e.sdkHTTP.Close)
 
 	// (a): the bytes (b) exchanges for one call in each era, recorded on
-	// the wire, served by a bare handler.
-	e.bareReq, e.bareResp = map[string][]byte{}, map[string][]byte{}
+	// the wire, served by a bare handler. Lore's answer for the same node
+	// is recorded too, to show the payloads match.
+	e.bareReq, e.bareResp, e.loreResp = map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
 	for _, era := range []string{eraLegacy, eraModern} {
-		req, resp := e.recordSDKCall(b, era)
-		e.bareReq[era], e.bareResp[era] = req, resp
+		e.bareReq[era], e.bareResp[era] = e.recordCall(b, e.sdkHTTP.URL, era)
+		_, e.loreResp[era] = e.recordCall(b, e.loreHTTP.URL+"/mcp", era)
 	}
-	e.sdkBytes = len(e.bareResp[eraLegacy])
-	e.bareHTTP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e.bareHTTP = startHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 			return
@@ -339,13 +352,22 @@ func newBenchEnv(b *testing.B, n int) *benchEnv {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(e.bareResp[era])
 	}))
-	b.Cleanup(e.bareHTTP.Close)
-
-	// Lore's get_node answer for the same node, on the wire, for the header.
-	if out, err := json.Marshal(&mcpsdk.CallToolResult{StructuredContent: structured, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: text}}}); err == nil {
-		e.loreBytes = len(out)
-	}
 	return e
+}
+
+// startHTTP starts an HTTP server for h. Its goroutines, and those they
+// start (the SDK's session goroutines), carry the profiler label
+// side=server, so a CPU profile can be split into server and client with
+// go tool pprof -tagfocus side=server (or -tagignore).
+func startHTTP(b *testing.B, h http.Handler) *httptest.Server {
+	hs := httptest.NewUnstartedServer(h)
+	serverSide(context.Background(), func(context.Context) { hs.Start() })
+	b.Cleanup(hs.Close)
+	return hs
+}
+
+func serverSide(ctx context.Context, f func(context.Context)) {
+	pprof.Do(ctx, pprof.Labels("side", "server"), f)
 }
 
 func pick[T any](b *testing.B, all []T, only string, name func(T) string) []T {
@@ -363,13 +385,13 @@ func pick[T any](b *testing.B, all []T, only string, name func(T) string) []T {
 	return out
 }
 
-// recordSDKCall makes one tools/call to (b) over HTTP in an era and
-// returns the JSON-RPC request body the client posted and the JSON-RPC
+// recordCall makes one get_node call for (b)'s node over HTTP in an era
+// and returns the JSON-RPC request body the client posted and the JSON-RPC
 // response the server sent (out of its SSE framing, if any).
-func (e *benchEnv) recordSDKCall(b *testing.B, era string) (req, resp []byte) {
+func (e *benchEnv) recordCall(b *testing.B, url, era string) (req, resp []byte) {
 	rec := &recorder{rt: e.httpClient.Transport}
 	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(b.Context(),
-		&mcpsdk.StreamableClientTransport{Endpoint: e.sdkHTTP.URL, HTTPClient: &http.Client{Transport: rec}, DisableStandaloneSSE: true},
+		&mcpsdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rec}, DisableStandaloneSSE: true},
 		&mcpsdk.ClientSessionOptions{ProtocolVersion: era})
 	if err != nil {
 		b.Fatal(err)
@@ -448,7 +470,7 @@ func (e *benchEnv) dial(ctx context.Context, tr mcpTransport, target string) (ca
 		sr, cw := io.Pipe()
 		cr, sw := io.Pipe()
 		done = make(chan error, 1)
-		go func() {
+		go serverSide(ctx, func(ctx context.Context) {
 			var err error
 			if target == tSDK {
 				err = e.sdk.Run(ctx, &mcpsdk.IOTransport{Reader: sr, Writer: sw})
@@ -458,7 +480,7 @@ func (e *benchEnv) dial(ctx context.Context, tr mcpTransport, target string) (ca
 			sw.Close()
 			sr.Close()
 			done <- err
-		}()
+		})
 		t = &mcpsdk.IOTransport{Reader: cr, Writer: cw}
 	}
 	cs, err := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, t, &mcpsdk.ClientSessionOptions{ProtocolVersion: tr.era})
@@ -545,7 +567,7 @@ func newPipeEcho(req, resp []byte) *pipeEcho {
 	sr, cw := io.Pipe()
 	cr, sw := io.Pipe()
 	p := &pipeEcho{w: cw, r: bufio.NewReaderSize(cr, 64<<10), req: append(slices.Clone(bytes.TrimSpace(req)), '\n'), done: make(chan struct{})}
-	go func() {
+	go serverSide(context.Background(), func(context.Context) {
 		defer close(p.done)
 		defer sw.Close()
 		br := bufio.NewReaderSize(sr, 64<<10)
@@ -557,7 +579,7 @@ func newPipeEcho(req, resp []byte) *pipeEcho {
 				return
 			}
 		}
-	}()
+	})
 	return p
 }
 
@@ -711,8 +733,8 @@ func (e *benchEnv) print(res map[cellKey]*cellResult) {
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 	fmt.Printf("\nMCP tools/call, %d nodes: %d round(s) of %s per cell after a %s warm-up, each client its own session.\n",
 		e.n, *mcpRounds, *mcpTime, *mcpTime/3)
-	fmt.Printf("(b) = SDK %s, one low-level tool returning Lore's get_node result for one node (%d-byte JSON-RPC response; Lore's result %d bytes)",
-		"v1.8.0", e.sdkBytes, e.loreBytes)
+	fmt.Printf("(b) = SDK v1.8.0, one low-level tool returning Lore's get_node result for one node, served as Lore serves it: JSON-RPC responses of %d bytes (2025-11-25) and %d (2026-07-28); Lore's for that node %d and %d",
+		len(e.bareResp[eraLegacy]), len(e.bareResp[eraModern]), len(e.loreResp[eraLegacy]), len(e.loreResp[eraModern]))
 	if len(e.variants) > 0 {
 		fmt.Printf(", variants %v", *mcpSDK)
 	}
