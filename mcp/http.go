@@ -254,3 +254,13 @@ func rateLimit(next http.Handler, perSec float64, burst int) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// RequestContext returns the context a non-MCP surface (REST, GraphQL)
+// should call Invoke with: the request's, carrying the bearer token's
+// scopes as the Caller when Guard checked a token.
+func RequestContext(r *http.Request) context.Context {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return WithCaller(r.Context(), Caller{ID: ti.UserID, Scopes: ti.Scopes})
+	}
+	return r.Context()
+}
