@@ -1,7 +1,7 @@
 # Lore. `make run` serves the embedded store with the example data; `make test` runs every test.
 GO ?= go
 
-.PHONY: all run test test-short race lint bench bench-go generate check-generate fuzz conformance
+.PHONY: all run test test-short race lint bench bench-mcp bench-go generate check-generate fuzz conformance
 
 all: generate lint test
 
@@ -10,6 +10,7 @@ test:           ; $(GO) test -race -timeout 20m ./...
 test-short:     ; $(GO) test -short ./...
 lint:           ; test -z "$$(gofmt -l .)" && $(GO) vet ./... && $(GO) tool staticcheck ./...
 bench:          ; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./graph -lore.sizes $(or $(SIZES),10000,100000,1000000) -lore.qsizes $(or $(SIZES),10000,100000,1000000)
+bench-mcp:      ; $(GO) test -run '^$$' -bench Transports -benchtime 1x -timeout 60m ./mcp -lore.mcpsizes $(or $(SIZES),10000)
 bench-go:       ; $(GO) test -run '^$$' -bench . -benchmem ./...
 fuzz:           ; $(GO) test -run '^$$' -fuzz FuzzQuery -fuzztime 30s ./graph && $(GO) test -run '^$$' -fuzz FuzzEdgeKey -fuzztime 10s ./graph
 conformance:    ; .ci/conformance

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"slices"
@@ -41,13 +42,20 @@ import (
 //     posting the request body the SDK client posts; over stdio a raw
 //     io.Pipe echo of the same bytes, one line in, one line out.
 //
-// Each b.Loop iteration runs the whole matrix once and prints a table. The
-// 10k store builds in seconds; larger ones are built once and cached under
-// os.TempDir() (lore-mcpbench-<generator version>-<nodes>):
+// Each b.Loop iteration runs the whole matrix once and prints a table of
+// p50, p99, calls/s and KB allocated per call, then the ratios lore
+// get_node/(b) (target: at least 80%) and (b)/(a); the ratios are also
+// reported as metrics. The 10k store builds in about a second; larger ones
+// are built once (1M: about 5 minutes on 2 cores) and cached under
+// os.TempDir() as lore-mcpbench-<generator version>-<nodes>:
 //
-//	go test -run '^$' -bench Transports -benchtime 1x ./mcp                                  # 10k
-//	go test -run '^$' -bench Transports -benchtime 1x -timeout 60m ./mcp -lore.mcpsizes 10000,1000000
-//	go test -run '^$' -bench Transports -benchtime 1x ./mcp -lore.mcponly b -cpuprofile b.prof # (b) alone, to profile
+//	make bench-mcp                                   # 10k, about 30 s
+//	make bench-mcp SIZES=10000,1000000
+//	go test -run '^$' -bench Transports -benchtime 1x ./mcp -lore.mcponly b -lore.mcptransports http-2026 -cpuprofile b.prof
+//
+// Every server goroutine carries the profiler label side=server: go tool
+// pprof -tagfocus side=server b.prof shows the server's share, -tagignore
+// the clients' (and the runtime's background GC workers).
 var (
 	mcpSizes      = flag.String("lore.mcpsizes", "10000", "comma-separated node counts for BenchmarkTransports")
 	mcpTime       = flag.Duration("lore.mcptime", 300*time.Millisecond, "measured time per cell and round (a warm-up of a third of it precedes each)")
@@ -608,7 +616,10 @@ type cellResult struct {
 	lat     []time.Duration
 	calls   int
 	elapsed time.Duration
+	alloc   uint64 // bytes allocated by the whole process (clients, servers, runtime) while measuring
 }
+
+func (r *cellResult) kbPerCall() float64 { return float64(r.alloc) / 1024 / float64(r.calls) }
 
 func (r *cellResult) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
 
@@ -714,10 +725,14 @@ func (e *benchEnv) runCell(ctx context.Context, tr mcpTransport, target string, 
 		}()
 	}
 	ready.Wait()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	t0 = time.Now()
 	close(start)
 	wg.Wait()
 	end = time.Now()
+	runtime.ReadMemStats(&m1)
+	into.alloc += m1.TotalAlloc - m0.TotalAlloc
 	if firstEr != nil {
 		return firstEr
 	}
@@ -738,8 +753,9 @@ func (e *benchEnv) print(res map[cellKey]*cellResult) {
 	if len(e.variants) > 0 {
 		fmt.Printf(", variants %v", *mcpSDK)
 	}
-	fmt.Printf(".\n(a) = over HTTP a bare net/http handler writing those bytes to a plain net/http client; over stdio a raw io.Pipe echo of them.\n\n")
-	fmt.Printf("%-11s %3s  %-18s %9s %9s %9s\n", "transport", "c", "target", "p50 µs", "p99 µs", "calls/s")
+	fmt.Printf(".\n(a) = over HTTP a bare net/http handler writing those bytes to a plain net/http client; over stdio a raw io.Pipe echo of them.\n")
+	fmt.Printf("Clients and servers share this process: KB/call counts both ends' allocations.\n\n")
+	fmt.Printf("%-11s %3s  %-18s %9s %9s %9s %9s\n", "transport", "c", "target", "p50 µs", "p99 µs", "calls/s", "KB/call")
 	for _, tr := range e.transports {
 		for _, c := range e.clients {
 			for _, t := range []string{tGet, tSearch, tSDK, tBare} {
@@ -747,7 +763,7 @@ func (e *benchEnv) print(res map[cellKey]*cellResult) {
 				if r == nil || len(r.lat) == 0 {
 					continue
 				}
-				fmt.Printf("%-11s %3d  %-18s %9.1f %9.1f %9.0f\n", tr.name, c, targetLabel[t], us(r.pct(0.50)), us(r.pct(0.99)), r.rate())
+				fmt.Printf("%-11s %3d  %-18s %9.1f %9.1f %9.0f %9.1f\n", tr.name, c, targetLabel[t], us(r.pct(0.50)), us(r.pct(0.99)), r.rate(), r.kbPerCall())
 			}
 		}
 	}
