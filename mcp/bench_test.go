@@ -658,6 +658,9 @@ func (e *benchEnv) runMatrix(b *testing.B) map[cellKey]*cellResult {
 // runCell connects the clients, warms up, then has every client call
 // back to back until the deadline, recording each call's latency.
 func (e *benchEnv) runCell(ctx context.Context, tr mcpTransport, target string, clients int, into *cellResult) error {
+	// Start from a collected heap, so a cell does not pay for the garbage
+	// of the one before (a 1M search_nodes call leaves megabytes).
+	runtime.GC()
 	callers := make([]caller, clients)
 	defer func() {
 		for _, c := range callers {
