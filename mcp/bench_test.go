@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,9 +113,11 @@ func BenchmarkTransports(b *testing.B) {
 						get, sdk, bare := res[cellKey{tr.name, c, tGet}], res[cellKey{tr.name, c, tSDK}], res[cellKey{tr.name, c, tBare}]
 						if get != nil && sdk != nil {
 							b.ReportMetric(get.rate()/sdk.rate(), fmt.Sprintf("get/b:%s:c%d", tr.name, c))
+							b.ReportMetric(sdk.cpuPerCall()/get.cpuPerCall(), fmt.Sprintf("get/b-cpu:%s:c%d", tr.name, c))
 						}
 						if sdk != nil && bare != nil {
 							b.ReportMetric(sdk.rate()/bare.rate(), fmt.Sprintf("b/a:%s:c%d", tr.name, c))
+							b.ReportMetric(bare.cpuPerCall()/sdk.cpuPerCall(), fmt.Sprintf("b/a-cpu:%s:c%d", tr.name, c))
 						}
 					}
 				}
@@ -616,10 +619,23 @@ type cellResult struct {
 	lat     []time.Duration
 	calls   int
 	elapsed time.Duration
-	alloc   uint64 // bytes allocated by the whole process (clients, servers, runtime) while measuring
+	alloc   uint64        // bytes allocated by the whole process (clients, servers, runtime) while measuring
+	cpu     time.Duration // CPU time (user and system) of the whole process while measuring
 }
 
 func (r *cellResult) kbPerCall() float64 { return float64(r.alloc) / 1024 / float64(r.calls) }
+
+// cpuPerCall is less sensitive than calls/s to other processes on a busy
+// machine: they take wall time from the cell, not CPU time.
+func (r *cellResult) cpuPerCall() float64 { return float64(r.cpu.Microseconds()) / float64(r.calls) }
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 func (r *cellResult) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
 
@@ -730,10 +746,12 @@ func (e *benchEnv) runCell(ctx context.Context, tr mcpTransport, target string, 
 	ready.Wait()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	c0 := cpuTime()
 	t0 = time.Now()
 	close(start)
 	wg.Wait()
 	end = time.Now()
+	into.cpu += cpuTime() - c0
 	runtime.ReadMemStats(&m1)
 	into.alloc += m1.TotalAlloc - m0.TotalAlloc
 	if firstEr != nil {
@@ -757,8 +775,8 @@ func (e *benchEnv) print(res map[cellKey]*cellResult) {
 		fmt.Printf(", variants %v", *mcpSDK)
 	}
 	fmt.Printf(".\n(a) = over HTTP a bare net/http handler writing those bytes to a plain net/http client; over stdio a raw io.Pipe echo of them.\n")
-	fmt.Printf("Clients and servers share this process: KB/call counts both ends' allocations.\n\n")
-	fmt.Printf("%-11s %3s  %-18s %9s %9s %9s %9s\n", "transport", "c", "target", "p50 µs", "p99 µs", "calls/s", "KB/call")
+	fmt.Printf("Clients and servers share this process: CPU µs and KB per call count both ends (and the collector).\n\n")
+	fmt.Printf("%-11s %3s  %-18s %9s %9s %9s %9s %9s\n", "transport", "c", "target", "p50 µs", "p99 µs", "calls/s", "CPU µs", "KB/call")
 	for _, tr := range e.transports {
 		for _, c := range e.clients {
 			for _, t := range []string{tGet, tSearch, tSDK, tBare} {
@@ -766,12 +784,12 @@ func (e *benchEnv) print(res map[cellKey]*cellResult) {
 				if r == nil || len(r.lat) == 0 {
 					continue
 				}
-				fmt.Printf("%-11s %3d  %-18s %9.1f %9.1f %9.0f %9.1f\n", tr.name, c, targetLabel[t], us(r.pct(0.50)), us(r.pct(0.99)), r.rate(), r.kbPerCall())
+				fmt.Printf("%-11s %3d  %-18s %9.1f %9.1f %9.0f %9.1f %9.1f\n", tr.name, c, targetLabel[t], us(r.pct(0.50)), us(r.pct(0.99)), r.rate(), r.cpuPerCall(), r.kbPerCall())
 			}
 		}
 	}
-	fmt.Printf("\nRatios of calls/s (target: lore get_node >= 80%% of (b) everywhere); p50 ratios are (b) p50 / lore p50 and (a) p50 / (b) p50.\n")
-	fmt.Printf("%-11s %3s  %12s %9s %12s %9s %14s\n", "transport", "c", "get/(b)", "p50", "(b)/(a)", "p50", "search/(b)")
+	fmt.Printf("\nRatios of calls/s (target: lore get_node >= 80%% of (b) everywhere); the p50 and CPU columns are the same ratios\ncomputed from p50 latency and from CPU time per call ((b) p50 / lore p50, (b) CPU / lore CPU, and so on).\n")
+	fmt.Printf("%-11s %3s  %12s %6s %6s %12s %6s %6s %14s\n", "transport", "c", "get/(b)", "p50", "CPU", "(b)/(a)", "p50", "CPU", "search/(b)")
 	for _, tr := range e.transports {
 		for _, c := range e.clients {
 			get, search, sdk, bare := res[cellKey{tr.name, c, tGet}], res[cellKey{tr.name, c, tSearch}], res[cellKey{tr.name, c, tSDK}], res[cellKey{tr.name, c, tBare}]
@@ -795,7 +813,14 @@ func (e *benchEnv) print(res map[cellKey]*cellResult) {
 					verdict = " MISS"
 				}
 			}
-			fmt.Printf("%-11s %3d  %9s%-3s %9s %12s %9s %14s\n", tr.name, c, ratio(get, sdk), verdict, p50(sdk, get), ratio(sdk, bare), p50(bare, sdk), ratio(search, sdk))
+			cpu := func(x, y *cellResult) string {
+				if x == nil || y == nil {
+					return "-"
+				}
+				return fmt.Sprintf("%.0f%%", 100*x.cpuPerCall()/y.cpuPerCall())
+			}
+			fmt.Printf("%-11s %3d  %9s%-3s %6s %6s %12s %6s %6s %14s\n", tr.name, c, ratio(get, sdk), verdict, p50(sdk, get), cpu(sdk, get),
+				ratio(sdk, bare), p50(bare, sdk), cpu(bare, sdk), ratio(search, sdk))
 		}
 	}
 }
