@@ -12,7 +12,7 @@ lint:           ; test -z "$$(gofmt -l .)" && $(GO) vet ./... && $(GO) tool stat
 bench:          ; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./graph -lore.sizes $(or $(SIZES),10000,100000,1000000) -lore.qsizes $(or $(SIZES),10000,100000,1000000)
 bench-mcp:      ; $(GO) test -run '^$$' -bench Transports -benchtime 1x -timeout 60m ./mcp -lore.mcpsizes $(or $(SIZES),10000)
 bench-go:       ; $(GO) test -run '^$$' -bench . -benchmem ./...
-fuzz:           ; $(GO) test -run '^$$' -fuzz FuzzQuery -fuzztime 30s ./graph && $(GO) test -run '^$$' -fuzz FuzzEdgeKey -fuzztime 10s ./graph
+fuzz:           ; $(GO) test -run '^$$' -fuzz FuzzQuery -fuzztime 30s ./graph && $(GO) test -run '^$$' -fuzz FuzzEdgeKey -fuzztime 10s ./graph && $(GO) test -run '^$$' -fuzz FuzzTopLevel -fuzztime 10s ./mcp
 conformance:    ; .ci/conformance
 generate:       ; $(GO) run ./gen/cmd/generate
 check-generate: generate ; git diff --exit-code && test -z "$$(git status --porcelain)"

@@ -174,6 +174,9 @@ func (c *Catalog) render(out output) (*Result, error) {
 
 // clip shortens s to n runes for a text rendering.
 func clip(s string, n int) string {
+	if len(s) <= n && !strings.ContainsAny(s, "\n\r\t") {
+		return s // the common case: short, one line
+	}
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"

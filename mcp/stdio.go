@@ -92,20 +92,114 @@ func (h *eofHolder) Read(b []byte) (int, error) {
 }
 
 func (h *eofHolder) note(line []byte) {
-	var e envelope
-	if json.Unmarshal(bytes.TrimSpace(line), &e) != nil {
-		return
-	}
-	h.p.mu.Lock()
-	defer h.p.mu.Unlock()
+	id, method := topLevel(line)
 	switch {
-	case e.Method != "" && len(e.ID) > 0 && string(e.ID) != "null":
-		h.p.ids[string(e.ID)] = true
-	case e.Method == "notifications/cancelled":
+	case method != "" && id != nil && string(id) != "null":
+		h.p.mu.Lock()
+		h.p.ids[string(id)] = true
+		h.p.mu.Unlock()
+	case method == "notifications/cancelled":
 		// A cancelled request may never be answered.
-		delete(h.p.ids, string(e.Params.RequestID))
-		h.p.cond.Broadcast()
+		var e envelope
+		if json.Unmarshal(line, &e) == nil {
+			h.p.mu.Lock()
+			delete(h.p.ids, string(e.Params.RequestID))
+			h.p.cond.Broadcast()
+			h.p.mu.Unlock()
+		}
 	}
+}
+
+// topLevel returns the raw "id" value and the "method" string of a
+// JSON-RPC message, scanning only its top level: every message passes
+// through here, and a full decode would cost more than the rest of a
+// small call.
+func topLevel(msg []byte) (id []byte, method string) {
+	i := bytes.IndexByte(msg, '{')
+	if i < 0 {
+		return nil, ""
+	}
+	for i++; i < len(msg); {
+		i = skipSpace(msg, i)
+		if i >= len(msg) || msg[i] != '"' {
+			return id, method
+		}
+		kEnd := endOfString(msg, i)
+		if kEnd > len(msg) || msg[kEnd-1] != '"' || kEnd-1 <= i {
+			return id, method // an unterminated key
+		}
+		key := msg[i+1 : kEnd-1]
+		i = skipSpace(msg, kEnd)
+		if i >= len(msg) || msg[i] != ':' {
+			return id, method
+		}
+		i = skipSpace(msg, i+1)
+		vEnd := endOfValue(msg, i)
+		switch string(key) {
+		case "id":
+			id = msg[i:vEnd]
+		case "method":
+			if vEnd-i >= 2 && msg[i] == '"' {
+				method = string(msg[i+1 : vEnd-1])
+			}
+		}
+		i = skipSpace(msg, vEnd)
+		if i >= len(msg) || msg[i] != ',' {
+			return id, method
+		}
+		i++
+	}
+	return id, method
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the index after the string starting at b[i] == '"'.
+func endOfString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// endOfValue returns the index after the JSON value starting at b[i].
+func endOfValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return endOfString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = endOfString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ' ' && b[i] != '\n' && b[i] != '\r' && b[i] != '\t' {
+		i++
+	}
+	return i
 }
 
 func (h *eofHolder) Close() error { return nil }
@@ -118,10 +212,9 @@ type responseTracker struct {
 
 func (t *responseTracker) Write(b []byte) (int, error) {
 	n, err := t.w.Write(b)
-	var e envelope
-	if json.Unmarshal(bytes.TrimSpace(b), &e) == nil && e.Method == "" && len(e.ID) > 0 {
+	if id, method := topLevel(b); method == "" && id != nil {
 		t.p.mu.Lock()
-		delete(t.p.ids, string(e.ID))
+		delete(t.p.ids, string(id))
 		t.p.cond.Broadcast()
 		t.p.mu.Unlock()
 	}

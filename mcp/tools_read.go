@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/lore-dev/lore/graph"
@@ -135,17 +136,43 @@ type nodeOut struct {
 }
 
 func (o *nodeOut) text() string {
-	var b strings.Builder
+	// Cheap on purpose: get_node is the hottest call.
 	n := o.Node
-	fmt.Fprintf(&b, "%s %s (revision %d, updated %s)\n", n.Type, n.ID, n.Revision, n.UpdatedAt.Format("2006-01-02T15:04:05Z"))
+	b := make([]byte, 0, 512)
+	b = append(b, n.Type...)
+	b = append(b, ' ')
+	b = append(b, n.ID...)
+	b = append(b, " (revision "...)
+	b = strconv.AppendInt(b, n.Revision, 10)
+	b = append(b, ", updated "...)
+	b = n.UpdatedAt.AppendFormat(b, "2006-01-02T15:04:05Z")
+	b = append(b, ")\n"...)
 	for _, k := range sortedKeys(n.Properties) {
-		v, _ := json.Marshal(n.Properties[k])
-		fmt.Fprintf(&b, "%s: %s\n", k, clip(string(v), 300))
+		b = append(b, k...)
+		b = append(b, ": "...)
+		switch v := n.Properties[k].(type) {
+		case string:
+			b = append(b, clip(v, 300)...)
+		case json.Number:
+			b = append(b, v...)
+		case bool:
+			b = strconv.AppendBool(b, v)
+		default:
+			j, _ := json.Marshal(v)
+			b = append(b, clip(string(j), 300)...)
+		}
+		b = append(b, '\n')
 	}
 	for _, e := range n.Edges {
-		fmt.Fprintf(&b, "edges %s %s: %d\n", e.Direction, e.Label, e.Count)
+		b = append(b, "edges "...)
+		b = append(b, e.Direction...)
+		b = append(b, ' ')
+		b = append(b, e.Label...)
+		b = append(b, ": "...)
+		b = strconv.AppendInt(b, e.Count, 10)
+		b = append(b, '\n')
 	}
-	return b.String()
+	return string(b)
 }
 
 // nodeOutputSchema describes {node}. The published form is self-contained
