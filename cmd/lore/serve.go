@@ -14,6 +14,7 @@ import (
 
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/mcp"
+	"github.com/lore-dev/lore/web"
 )
 
 // DefaultAddr is where lore serve listens unless --addr says otherwise.
@@ -125,8 +126,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if rate == 0 {
 		rate = -1
 	}
-	h := srv.HTTPHandler(&mcp.HTTPOptions{Logger: e.log, AllowedOrigins: origins, Tokens: tokens,
-		ResourceURL: "http://" + ln.Addr().String() + "/mcp", MaxBodyBytes: *maxBody, RateLimit: rate})
+	h := web.NewHandler(srv, &web.Options{Logger: e.log, HTTP: mcp.HTTPOptions{Logger: e.log, AllowedOrigins: origins, Tokens: tokens,
+		ResourceURL: "http://" + ln.Addr().String() + "/mcp", MaxBodyBytes: *maxBody, RateLimit: rate}})
 	return serveHTTP(ctx, e, ln, h, srv)
 }
 

@@ -1,0 +1,77 @@
+// Package web is what a person and a crawler see: the one HTTP mux that
+// mounts every surface — MCP at /mcp, REST at /api/v1 and /openapi.json,
+// GraphQL at /graphql — behind the shared protections (mcp.Guard), beside
+// the public documents: llms.txt, llms-full.txt, the GraphQL schema and the
+// MCP server card.
+package web
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+
+	"github.com/lore-dev/lore/gen"
+	"github.com/lore-dev/lore/gen/gql"
+	"github.com/lore-dev/lore/gen/rest"
+	"github.com/lore-dev/lore/mcp"
+)
+
+// Options configure the handler.
+type Options struct {
+	// HTTP configures the MCP endpoint and the protections every surface
+	// shares: Origin allow-list, bearer tokens, rate and body limits.
+	HTTP mcp.HTTPOptions
+	// Logger receives logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// NewHandler returns the server's whole HTTP surface.
+func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.HTTP.Logger == nil {
+		o.HTTP.Logger = o.Logger
+	}
+	cat := srv.Catalog()
+	api := http.NewServeMux()
+	api.Handle("/mcp", srv.Handler(&o.HTTP))
+	restH := rest.NewHandler(cat, &rest.Options{Logger: o.Logger})
+	api.Handle("/api/", restH)
+	api.Handle("/graphql", gql.NewHandler(cat, &gql.Options{Logger: o.Logger, AllowedOrigins: o.HTTP.AllowedOrigins}))
+
+	mux := http.NewServeMux()
+	mux.Handle("/", mcp.Guard(api, &o.HTTP))
+	// Public documents describe the server, not its data: no token, any origin.
+	markdown := "text/markdown; charset=utf-8"
+	llms := gen.Committed("llms.txt")
+	full := append(bytes.Clone(gen.Committed("llms-full.txt")), gen.ModelSection(cat.Model())...)
+	card := gen.Committed("server-card.json")
+	mux.Handle("GET /llms.txt", static(llms, markdown))
+	mux.Handle("GET /.well-known/llms.txt", static(llms, markdown))
+	mux.Handle("GET /llms-full.txt", static(full, markdown))
+	mux.Handle("GET /.well-known/llms-full.txt", static(full, markdown))
+	mux.Handle("GET /openapi.json", static(gen.Committed("openapi.json"), "application/json"))
+	mux.Handle("GET /schema.graphqls", static(gql.SDL(), "text/plain; charset=utf-8"))
+	mux.Handle("GET /.well-known/mcp/server-card", static(card, "application/json"))
+	mux.Handle("GET /.well-known/mcp.json", static(card, "application/json"))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	return mux
+}
+
+// static serves fixed bytes, cacheable for a day, readable from any origin.
+func static(data []byte, contentType string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Write(data)
+	})
+}
