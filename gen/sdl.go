@@ -661,15 +661,16 @@ func (r *sdl) addResources(resources []mcp.ResourceSpec) {
 			{name: "resource", typ: "Resource", desc: "The resource as it is now, read when selected."},
 			{name: "node", typ: "Node", desc: "For lore://node/ID: the node as it is now (getNode), read when selected; null once deleted."},
 		}}
+	since := gqlField{name: "since", typ: "Int",
+		desc: "First replay the change log after this sequence number (changesSince), then follow; absent: only new changes."}
 	r.subs = []gqlField{
-		{name: "resourceUpdated", typ: "ResourceUpdate!", args: []gqlField{{name: "uri", typ: "String!"}},
+		{name: "resourceUpdated", typ: "ResourceUpdate!", args: []gqlField{{name: "uri", typ: "String!"}, since},
 			desc: "Every committed change that touches the resource, as MCP resources/subscribe reports it."},
-		{name: "nodeChanged", typ: "ResourceUpdate!", args: []gqlField{{name: "id", typ: "ID!"}},
+		{name: "nodeChanged", typ: "ResourceUpdate!", args: []gqlField{{name: "id", typ: "ID!"}, since},
 			desc: "Every committed change to a node or to an edge at it (the resource lore://node/ID)."},
-		{name: "typeChanged", typ: "ResourceUpdate!", args: []gqlField{{name: "type", typ: "String!"}},
+		{name: "typeChanged", typ: "ResourceUpdate!", args: []gqlField{{name: "type", typ: "String!"}, since},
 			desc: "Every committed change to a node of a type (the resource lore://type/TYPE)."},
-		{name: "changes", typ: "Change!", args: []gqlField{{name: "since", typ: "Int",
-			desc: "Replay the change log after this sequence number first (changesSince), then follow; absent: only new changes."}},
+		{name: "changes", typ: "Change!", args: []gqlField{since},
 			desc: "Every committed change, in order (the resource lore://changes)."},
 	}
 }

@@ -188,9 +188,9 @@ type ComplexityRoot struct {
 
 	Subscription struct {
 		Changes         func(childComplexity int, since *int) int
-		NodeChanged     func(childComplexity int, id string) int
-		ResourceUpdated func(childComplexity int, uri string) int
-		TypeChanged     func(childComplexity int, typeArg string) int
+		NodeChanged     func(childComplexity int, id string, since *int) int
+		ResourceUpdated func(childComplexity int, uri string, since *int) int
+		TypeChanged     func(childComplexity int, typeArg string, since *int) int
 	}
 
 	UpsertEdgesResult struct {
@@ -235,9 +235,9 @@ type ResourceUpdateResolver interface {
 	Node(ctx context.Context, obj *model.ResourceUpdate) (*model.Node, error)
 }
 type SubscriptionResolver interface {
-	ResourceUpdated(ctx context.Context, uri string) (<-chan *model.ResourceUpdate, error)
-	NodeChanged(ctx context.Context, id string) (<-chan *model.ResourceUpdate, error)
-	TypeChanged(ctx context.Context, typeArg string) (<-chan *model.ResourceUpdate, error)
+	ResourceUpdated(ctx context.Context, uri string, since *int) (<-chan *model.ResourceUpdate, error)
+	NodeChanged(ctx context.Context, id string, since *int) (<-chan *model.ResourceUpdate, error)
+	TypeChanged(ctx context.Context, typeArg string, since *int) (<-chan *model.ResourceUpdate, error)
 	Changes(ctx context.Context, since *int) (<-chan *model.Change, error)
 }
 
@@ -853,7 +853,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.NodeChanged(childComplexity, args["id"].(string)), true
+		return e.ComplexityRoot.Subscription.NodeChanged(childComplexity, args["id"].(string), args["since"].(*int)), true
 	case "Subscription.resourceUpdated":
 		if e.ComplexityRoot.Subscription.ResourceUpdated == nil {
 			break
@@ -864,7 +864,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.ResourceUpdated(childComplexity, args["uri"].(string)), true
+		return e.ComplexityRoot.Subscription.ResourceUpdated(childComplexity, args["uri"].(string), args["since"].(*int)), true
 	case "Subscription.typeChanged":
 		if e.ComplexityRoot.Subscription.TypeChanged == nil {
 			break
@@ -875,7 +875,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.TypeChanged(childComplexity, args["type"].(string)), true
+		return e.ComplexityRoot.Subscription.TypeChanged(childComplexity, args["type"].(string), args["since"].(*int)), true
 
 	case "UpsertEdgesResult.seq":
 		if e.ComplexityRoot.UpsertEdgesResult.Seq == nil {
@@ -1891,6 +1891,14 @@ func (ec *executionContext) field_Subscription_nodeChanged_args(ctx context.Cont
 		return nil, err
 	}
 	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg1
 	return args, nil
 }
 
@@ -1905,6 +1913,14 @@ func (ec *executionContext) field_Subscription_resourceUpdated_args(ctx context.
 		return nil, err
 	}
 	args["uri"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg1
 	return args, nil
 }
 
@@ -1919,6 +1935,14 @@ func (ec *executionContext) field_Subscription_typeChanged_args(ctx context.Cont
 		return nil, err
 	}
 	args["type"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg1
 	return args, nil
 }
 
@@ -4345,7 +4369,7 @@ func (ec *executionContext) _Subscription_resourceUpdated(ctx context.Context, f
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().ResourceUpdated(ctx, fc.Args["uri"].(string))
+			return ec.Resolvers.Subscription().ResourceUpdated(ctx, fc.Args["uri"].(string), fc.Args["since"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ResourceUpdate) graphql.Marshaler {
@@ -4389,7 +4413,7 @@ func (ec *executionContext) _Subscription_nodeChanged(ctx context.Context, field
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().NodeChanged(ctx, fc.Args["id"].(string))
+			return ec.Resolvers.Subscription().NodeChanged(ctx, fc.Args["id"].(string), fc.Args["since"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ResourceUpdate) graphql.Marshaler {
@@ -4433,7 +4457,7 @@ func (ec *executionContext) _Subscription_typeChanged(ctx context.Context, field
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().TypeChanged(ctx, fc.Args["type"].(string))
+			return ec.Resolvers.Subscription().TypeChanged(ctx, fc.Args["type"].(string), fc.Args["since"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ResourceUpdate) graphql.Marshaler {

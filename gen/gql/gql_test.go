@@ -311,3 +311,21 @@ func TestScopes(t *testing.T) {
 		t.Fatalf("want FORBIDDEN, got %+v", res.Errors)
 	}
 }
+
+// TestInternalErrors: a failure that is not a tool's refusal (here, the
+// store is closed) reaches the client as an internal error and nothing more.
+func TestInternalErrors(t *testing.T) {
+	f := newFixture(t, nil)
+	if err := f.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res := f.query(t, `{ getNode(id: "service/billing") { node { id } } resource(uri: "lore://node/service/billing") { text } }`, nil)
+	if len(res.Errors) != 2 {
+		t.Fatalf("want two errors, got %+v", res.Errors)
+	}
+	for _, e := range res.Errors {
+		if e.code() != "INTERNAL" || !strings.HasPrefix(e.Message, "internal error") || strings.Contains(e.Message, "closed") {
+			t.Errorf("error %+v", e)
+		}
+	}
+}

@@ -102,18 +102,18 @@ func (r *resourceUpdateResolver) Node(ctx context.Context, obj *model.ResourceUp
 }
 
 // ResourceUpdated is the resolver for the resourceUpdated field.
-func (r *subscriptionResolver) ResourceUpdated(ctx context.Context, uri string) (<-chan *model.ResourceUpdate, error) {
-	return r.subscriptionResourceUpdated(ctx, uri)
+func (r *subscriptionResolver) ResourceUpdated(ctx context.Context, uri string, since *int) (<-chan *model.ResourceUpdate, error) {
+	return r.subscriptionResourceUpdated(ctx, uri, since)
 }
 
 // NodeChanged is the resolver for the nodeChanged field.
-func (r *subscriptionResolver) NodeChanged(ctx context.Context, id string) (<-chan *model.ResourceUpdate, error) {
-	return r.subscriptionNodeChanged(ctx, id)
+func (r *subscriptionResolver) NodeChanged(ctx context.Context, id string, since *int) (<-chan *model.ResourceUpdate, error) {
+	return r.subscriptionNodeChanged(ctx, id, since)
 }
 
 // TypeChanged is the resolver for the typeChanged field.
-func (r *subscriptionResolver) TypeChanged(ctx context.Context, typeArg string) (<-chan *model.ResourceUpdate, error) {
-	return r.subscriptionTypeChanged(ctx, typeArg)
+func (r *subscriptionResolver) TypeChanged(ctx context.Context, typeArg string, since *int) (<-chan *model.ResourceUpdate, error) {
+	return r.subscriptionTypeChanged(ctx, typeArg, since)
 }
 
 // Changes is the resolver for the changes field.
