@@ -66,16 +66,26 @@ type Resource struct {
 // ReadResource reads a resource by URI. A URI that names nothing is
 // graph.ErrNotFound.
 func (c *Catalog) ReadResource(ctx context.Context, uri string) (*Resource, error) {
+	r, ok := MatchResource(uri)
+	if !ok {
+		return nil, fmt.Errorf("resource %q: %w", uri, graph.ErrNotFound)
+	}
+	text, err := r.read(c, ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	return &Resource{URI: uri, MIMEType: r.MIMEType, Text: text}, nil
+}
+
+// MatchResource returns the resource or template a URI belongs to. A
+// match says nothing of whether the node or type it names exists.
+func MatchResource(uri string) (ResourceSpec, bool) {
 	for _, r := range Resources() {
 		if r.URI == uri || r.Template != "" && strings.HasPrefix(uri, r.Template[:strings.Index(r.Template, "{")]) {
-			text, err := r.read(c, ctx, uri)
-			if err != nil {
-				return nil, err
-			}
-			return &Resource{URI: uri, MIMEType: r.MIMEType, Text: text}, nil
+			return r, true
 		}
 	}
-	return nil, fmt.Errorf("resource %q: %w", uri, graph.ErrNotFound)
+	return ResourceSpec{}, false
 }
 
 func (s *Server) addResources() {

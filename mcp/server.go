@@ -289,7 +289,7 @@ func (c *Catalog) Updates(ctx context.Context) (<-chan Update, error) {
 	if err != nil {
 		return nil, err
 	}
-	changes, _ := graph.Subscribe(ctx, c.store, st.LastSeq)
+	changes, errf := graph.Subscribe(ctx, c.store, st.LastSeq)
 	out := make(chan Update)
 	go func() {
 		defer close(out)
@@ -297,8 +297,10 @@ func (c *Catalog) Updates(ctx context.Context) (<-chan Update, error) {
 			select {
 			case out <- Update{Change: ch, URIs: TouchedURIs(&ch)}:
 			case <-ctx.Done():
-				return
 			}
+		}
+		if err := errf(); err != nil && ctx.Err() == nil {
+			c.log.ErrorContext(ctx, "change feed stopped", "error", err)
 		}
 	}()
 	return out, nil
