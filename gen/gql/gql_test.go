@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/lore-dev/lore/gen"
@@ -326,6 +328,51 @@ func TestInternalErrors(t *testing.T) {
 	for _, e := range res.Errors {
 		if e.code() != "INTERNAL" || !strings.HasPrefix(e.Message, "internal error") || strings.Contains(e.Message, "closed") {
 			t.Errorf("error %+v", e)
+		}
+	}
+}
+
+// TestWalkInOneQuery runs the issue's example: two hops from a node, in
+// one query, through the neighbors tool at each level.
+func TestWalkInOneQuery(t *testing.T) {
+	f := newFixture(t, nil)
+	res := f.query(t, `{ getNode(id:"service/billing") { node { id neighbors(edge:"dependsOn") { node { id neighbors { node { id } } } } } } }`, nil)
+	if len(res.Errors) > 0 {
+		t.Fatalf("errors: %+v", res.Errors)
+	}
+	if got := string(res.Data["getNode"]); strings.Count(got, `"neighbors":[`) < 5 || !strings.Contains(got, `"id":"service/payments"`) {
+		t.Errorf("got %.1000s", got)
+	}
+}
+
+// TestTransports: a query over GET; WebSocket upgrades from loopback and
+// allowed origins only.
+func TestTransports(t *testing.T) {
+	f := newFixture(t, &gql.Options{AllowedOrigins: []string{"https://app.example.com"}})
+	res, err := http.Get(f.url + "?query=" + url.QueryEscape(`{ getNode(id: "service/billing") { node { type } } }`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out response
+	err = json.NewDecoder(res.Body).Decode(&out)
+	res.Body.Close()
+	if err != nil || string(out.Data["getNode"]) != `{"node":{"type":"Service"}}` {
+		t.Errorf("GET: %v %+v", err, out)
+	}
+
+	for _, tc := range []struct {
+		origin string
+		ok     bool
+	}{{"http://localhost:5173", true}, {"http://127.0.0.1:8080", true}, {"https://app.example.com", true}, {"https://evil.example", false}} {
+		conn, resp, err := websocket.Dial(t.Context(), "ws"+strings.TrimPrefix(f.url, "http"), &websocket.DialOptions{
+			Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: http.Header{"Origin": {tc.origin}}})
+		if tc.ok != (err == nil) {
+			t.Errorf("origin %s: err %v", tc.origin, err)
+		}
+		if err == nil {
+			conn.CloseNow()
+		} else if resp != nil && resp.StatusCode != http.StatusForbidden {
+			t.Errorf("origin %s: status %d, want 403", tc.origin, resp.StatusCode)
 		}
 	}
 }

@@ -123,7 +123,11 @@ func (c costed) Complexity(ctx context.Context, typeName, field string, child in
 	def := s.Types[typeName]
 	root := s.Query != nil && typeName == s.Query.Name || s.Mutation != nil && typeName == s.Mutation.Name ||
 		s.Subscription != nil && typeName == s.Subscription.Name
-	if def != nil && (root || len(def.Fields.ForName(field).Arguments) > 0) {
+	var fd *ast.FieldDefinition
+	if def != nil {
+		fd = def.Fields.ForName(field)
+	}
+	if fd != nil && (root || len(fd.Arguments) > 0) {
 		return toolCost + child, true
 	}
 	return c.ExecutableSchema.Complexity(ctx, typeName, field, child, args)
