@@ -43,15 +43,17 @@ func SDL(in Input) ([]byte, error) {
 
 // WholeInput reports whether a tool's GraphQL field takes its arguments as
 // one JSON argument named "input" (when the input schema is not an object
-// with declared properties, allows undeclared ones, or has names GraphQL
-// cannot spell) rather than one argument per property.
+// schema, admits undeclared properties explicitly, or has property names
+// GraphQL cannot spell) rather than one argument per property.
 func WholeInput(t *mcp.Tool) bool {
 	s, err := parseSchema(t.Input)
 	return err != nil || !argumentsFit(s)
 }
 
 func argumentsFit(s *jsonSchema) bool {
-	if len(s.Properties) == 0 || s.PatternProperties || s.AdditionalProperties != nil && (s.AdditionalProperties.Bool == nil || *s.AdditionalProperties.Bool) {
+	if types, _ := withoutNull(s.Type); len(types) > 0 && !slices.Equal(types, []string{"object"}) ||
+		s.Bool != nil || s.Ref != "" || len(s.AnyOf)+len(s.OneOf)+len(s.AllOf) > 0 || s.PatternProperties ||
+		s.AdditionalProperties != nil && (s.AdditionalProperties.Bool == nil || *s.AdditionalProperties.Bool) {
 		return false
 	}
 	for _, n := range s.names() {
@@ -574,7 +576,11 @@ func (r *sdl) addTool(t *mcp.Tool) error {
 			return err
 		}
 	} else {
-		f.args = []gqlField{{name: "input", typ: jsonScalar + "!", desc: "The tool's arguments, as its input schema describes them."}}
+		whole := gqlField{name: "input", typ: jsonScalar, desc: "The tool's arguments, as its input schema describes them."}
+		if len(in.Required) > 0 {
+			whole.typ += "!"
+		}
+		f.args = []gqlField{whole}
 	}
 	// Root fields are nullable: a failing tool nulls only its own field.
 	if f.typ, _, err = r.typeOf(scope{doc: out, prefix: base}, out, base+"Result", true); err != nil {

@@ -199,7 +199,7 @@ func TestSDLMapping(t *testing.T) {
 // takes it as one JSON argument.
 func TestSDLWholeInput(t *testing.T) {
 	tool := &mcp.Tool{Name: "odd", Title: "Odd", Description: "D", ReadOnly: true,
-		Input:  json.RawMessage(`{"type":"object","properties":{"not-a-name":{"type":"string"}}}`),
+		Input:  json.RawMessage(`{"type":"object","required":["not-a-name"],"properties":{"not-a-name":{"type":"string"}}}`),
 		Output: json.RawMessage(`{"type":"object"}`)}
 	if !gen.WholeInput(tool) {
 		t.Error("WholeInput is false")
@@ -210,6 +210,11 @@ func TestSDLWholeInput(t *testing.T) {
 	}
 	if got := fieldType(t, s, "Query", "odd", ""); got != "JSON" {
 		t.Errorf("result: %s", got)
+	}
+	open := &mcp.Tool{Name: "open", Input: json.RawMessage(`{"type":"object","additionalProperties":true}`)}
+	none := &mcp.Tool{Name: "none", Input: json.RawMessage(`{"type":"object"}`)}
+	if !gen.WholeInput(open) || gen.WholeInput(none) {
+		t.Errorf("WholeInput: open %v, none %v", gen.WholeInput(open), gen.WholeInput(none))
 	}
 	for _, tool := range gen.Default().Tools {
 		if gen.WholeInput(tool) {
