@@ -125,12 +125,14 @@ func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time) (err er
 	} else {
 		err = s.db.DB().Update(write)
 	}
+	if err == nil && !p.empty() {
+		s.lastSeq = seq // under the write lock: Stats reads it under the read lock
+	}
 	s.rw.Unlock()
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	if !p.empty() {
-		s.lastSeq = seq
 		s.changed.notify()
 	}
 	return nil
