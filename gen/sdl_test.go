@@ -115,11 +115,11 @@ func TestSDLCatalog(t *testing.T) {
 	}
 	for _, tc := range []struct{ typ, field, arg, want string }{
 		{"GetNodeResult", "node", "", "Node!"},
-		{"SearchNodesResult", "hits", "", "[SearchHit]!"},
+		{"SearchNodesResult", "hits", "", "[SearchHit!]!"},
 		{"SearchHit", "node", "", "Node!"},
-		{"NeighborsResult", "nodes", "", "[Neighbor]!"},
-		{"ChangesSinceResult", "changes", "", "[Change]!"},
-		{"FindPathsResult", "paths", "", "[Path]!"},
+		{"NeighborsResult", "nodes", "", "[Neighbor!]!"},
+		{"ChangesSinceResult", "changes", "", "[Change!]!"},
+		{"FindPathsResult", "paths", "", "[Path!]!"},
 		{"Node", "neighbors", "", "[Neighbor!]"},
 		{"Node", "neighbors", "edge", "[String!]"},
 		{"Node", "neighbors", "direction", "Direction = both"},

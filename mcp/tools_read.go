@@ -17,7 +17,7 @@ const draft = `"$schema":"https://json-schema.org/draft/2020-12/schema"`
 // paid by a model on every turn.
 const (
 	idSchema      = `{"type":"string","minLength":1}`
-	labelsSchema  = `{"type":["string","array"],"items":{"type":"string"},"description":"Edge label(s); default all"}`
+	labelsSchema  = `{"type":["string","array"],"items":{"type":"string"}}`
 	dirSchema     = `{"enum":["out","in","both"],"default":"both"}`
 	truncatedProp = `"truncated":{"type":"boolean"},"cursor":{"type":"string"}`
 )
@@ -94,8 +94,8 @@ func (o *describeOut) text() string {
 func describeModel(m *schema.Model) *Tool {
 	return define(readTool("describe_model", "Describe the model",
 		"Node types (with properties) and edge labels of this graph, with counts. Call first; pass type for its full JSON Schema.",
-		`{`+draft+`,"type":"object","properties":{"type":{"type":"string","description":"A node type or edge label"}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["nodes","edges"],"properties":{"nodeTypes":{"type":"array"},"schema":{"type":"object"}}}`),
+		`{`+draft+`,"type":"object","properties":{"type":{"type":"string"}},"additionalProperties":false}`,
+		`{`+draft+`,"type":"object","required":["nodes","edges"],"properties":{"nodeTypes":{"type":"array"},"schema":{"type":"object"},"nodes":{"type":"integer"},"edges":{"type":"integer"}}}`),
 		func(ctx context.Context, c *Catalog, in *describeIn) (output, error) {
 			st, err := c.store.Stats(ctx)
 			if err != nil {
@@ -195,7 +195,7 @@ func nodeOutputSchema(m *schema.Model, strict bool) string {
 
 func getNode(m *schema.Model) *Tool {
 	t := define(readTool("get_node", "Get a node",
-		"One node by ID (e.g. service/billing): type, properties, revision, and edge counts per label and direction.",
+		"One node by ID (e.g. service/billing): type, properties, revision, edge counts per label.",
 		`{`+draft+`,"type":"object","required":["id"],"properties":{"id":{"type":"string"}},"additionalProperties":false}`,
 		nodeOutputSchema(m, false)),
 		func(ctx context.Context, c *Catalog, in *getNodeIn) (output, error) {
@@ -248,7 +248,7 @@ func searchNodes() *Tool {
 		"Ranked text search over node names and text; every word must match (the last as a prefix). Finds IDs from words.",
 		`{`+draft+`,"type":"object","required":["query"],"properties":{"query":{"type":"string","minLength":1,"maxLength":500},`+
 			`"type":{"type":"string","description":"Only this node type"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":10},"cursor":{"type":"string"}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["hits","truncated"],"properties":{"hits":{"type":"array","items":{"required":["node","score"]}},`+truncatedProp+`}}`),
+		`{`+draft+`,"type":"object","required":["hits","truncated"],"properties":{"hits":{"type":"array","items":{"type":"object","required":["node","score"]}},`+truncatedProp+`}}`),
 		func(ctx context.Context, c *Catalog, in *graph.SearchQuery) (output, error) {
 			r, err := graph.Search(ctx, c.store, *in, c.ceilings)
 			if err != nil {
@@ -294,7 +294,7 @@ func neighbors() *Tool {
 		"The nodes linked to one node, breadth first up to depth hops, with the edges that reach them.",
 		`{`+draft+`,"type":"object","required":["id"],"properties":{"id":`+idSchema+`,"edge":`+labelsSchema+`,"direction":`+dirSchema+
 			`,"depth":{"type":"integer","minimum":1,"maximum":6,"default":1},"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["nodes","edges","truncated"],"properties":{"nodes":{"type":"array","items":{"required":["node","depth"]}},`+truncatedProp+`}}`),
+		`{`+draft+`,"type":"object","required":["nodes","edges","truncated"],"properties":{"nodes":{"type":"array","items":{"type":"object","required":["node","depth"]}},"edges":{"type":"array"},`+truncatedProp+`}}`),
 		func(ctx context.Context, c *Catalog, in *neighborsIn) (output, error) {
 			r, err := graph.Neighbors(ctx, c.store, graph.NeighborsQuery{ID: in.ID, Labels: in.Edge, Direction: graph.Direction(in.Direction),
 				Depth: in.Depth, Limits: graph.Limits{MaxResults: in.Limit}}, c.ceilings)
@@ -340,7 +340,7 @@ func findPaths() *Tool {
 		"Shortest paths between two nodes: how they are connected, as node IDs and edge IDs.",
 		`{`+draft+`,"type":"object","required":["from","to"],"properties":{"from":`+idSchema+`,"to":`+idSchema+
 			`,"maxHops":{"type":"integer","minimum":1,"maximum":12},"edge":`+labelsSchema+`,"direction":`+dirSchema+`,"k":{"type":"integer","minimum":1,"maximum":20,"default":1}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["paths","length","truncated"],"properties":{"paths":{"type":"array","items":{"required":["nodes","edges"]}}}}`),
+		`{`+draft+`,"type":"object","required":["paths","length","truncated"],"properties":{"paths":{"type":"array","items":{"type":"object","required":["nodes","edges"]}},"length":{"type":"integer"},"truncated":{"type":"boolean"}}}`),
 		func(ctx context.Context, c *Catalog, in *pathsIn) (output, error) {
 			r, err := graph.Paths(ctx, c.store, graph.PathsQuery{From: in.From, To: in.To, Labels: in.Edge, Direction: graph.Direction(in.Direction),
 				MaxHops: in.MaxHops, K: in.K}, c.ceilings)
@@ -377,14 +377,14 @@ func (o queryOut) text() string {
 // (graph.QuerySchema) and the model, reporting every problem by pointer.
 const queryInput = `{` + draft + `,"type":"object","required":["from"],"properties":{` +
 	`"from":{"type":"object","description":"Start: ids; or type (+where); or search (+type)","properties":{"ids":{"type":"array","items":{"type":"string"}},"type":{"type":"string"},"where":{"$ref":"#/$defs/f"},"search":{"type":"string"}}},` +
-	`"traverse":{"type":"array","items":{"type":"object","properties":{"edge":{"type":["string","array"]},"direction":{"enum":["out","in","both"],"default":"out"},"hops":{"type":["integer","array"],"description":"n or [min,max]"},"type":{"type":"string"},"where":{"$ref":"#/$defs/f"}}}},` +
+	`"traverse":{"type":"array","items":{"type":"object","properties":{"edge":{"type":["string","array"]},"direction":{"enum":["out","in","both"]},"hops":{"type":["integer","array"],"description":"n or [min,max]"},"type":{"type":"string"},"where":{"$ref":"#/$defs/f"}}}},` +
 	`"where":{"$ref":"#/$defs/f"},"return":{"type":"object","properties":{"fields":{"type":"array","items":{"type":"string"}},"paths":{"type":"boolean"},"count":{"type":"boolean"}}},` +
-	`"orderBy":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"desc":{"type":"boolean"}}}},"limit":{"type":"integer","default":50},"cursor":{"type":"string"},"limits":{"type":"object"}},` +
-	`"$defs":{"f":{"type":"object","description":"{field: value} or {field: {eq|ne|lt|lte|gt|gte|in|contains|prefix|exists: v}}; and/or: [filter], not: filter. Fields: id, type, createdAt, updatedAt, revision, properties"}}}`
+	`"orderBy":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"desc":{"type":"boolean"}}}},"limit":{"type":"integer"},"cursor":{"type":"string"},"limits":{"type":"object"}},` +
+	`"$defs":{"f":{"type":"object","description":"{field: v} or {field: {eq|ne|lt|lte|gt|gte|in|contains|prefix|exists: v}}; and, or, not"}}}`
 
 func queryGraph() *Tool {
 	return define(Tool{Name: "query_graph", Title: "Query the graph",
-		Description: "Run a read-only, bounded graph query: a start set (ids, type+where, or search), traversal steps, filters, fields, order. For multi-hop questions.",
+		Description: "Read-only, bounded graph query: a start set, traversal steps, filters, fields, order. For multi-hop questions.",
 		Input:       json.RawMessage(queryInput),
 		Output:      json.RawMessage(`{` + draft + `,"type":"object","required":["nodes","truncated"],"properties":{"nodes":{"type":"array"},` + truncatedProp + `}}`),
 		ReadOnly:    true, Idempotent: true, Icon: iconRead},
@@ -440,7 +440,7 @@ func changesSince() *Tool {
 	return define(readTool("changes_since", "Changes since a cursor",
 		"What each write changed, after a cursor (0: from the start). Pass the returned cursor next time.",
 		`{`+draft+`,"type":"object","properties":{"cursor":{"type":"integer","minimum":0,"default":0},"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["changes","cursor","more"],"properties":{"changes":{"type":"array","items":{"required":["seq","op"]}}}}`),
+		`{`+draft+`,"type":"object","required":["changes","cursor","more"],"properties":{"changes":{"type":"array","items":{"type":"object","required":["seq","op"]}},"cursor":{"type":"integer"},"more":{"type":"boolean"}}}`),
 		func(ctx context.Context, c *Catalog, in *changesIn) (output, error) {
 			chs, err := c.store.Since(ctx, in.Cursor, in.Limit+1)
 			if err != nil {

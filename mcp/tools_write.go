@@ -19,12 +19,16 @@ const (
 	idemSchema     = `{"type":"string","maxLength":200}`
 	confirmSchema  = `{"type":"boolean"}`
 	edgeKeyProps   = `"from":{"type":"string"},"label":{"type":"string"},"to":{"type":"string"},"key":{"type":"string"}`
-	writeOutSchema = `{` + draft + `,"type":"object","required":["seq"],"properties":{"seq":{"type":"integer"}}}`
+	statusList     = `{"type":"array","items":{"type":"object","required":["id","status","revision"]}}`
+	idList         = `{"type":"array","items":{"type":"string"}}`
 )
 
-func writeTool(name, title, desc, in string) Tool {
-	return Tool{Name: name, Title: title, Description: desc, Input: json.RawMessage(in), Output: json.RawMessage(writeOutSchema),
-		Write: true, Icon: iconWrite}
+// writeTool declares a write tool; its output is the batch result, of
+// which out names the lists the tool fills.
+func writeTool(name, title, desc, in, out string) Tool {
+	return Tool{Name: name, Title: title, Description: desc, Input: json.RawMessage(in),
+		Output: json.RawMessage(`{` + draft + `,"type":"object","required":["seq"],"properties":{"seq":{"type":"integer"},` + out + `}}`),
+		Write:  true, Icon: iconWrite}
 }
 
 type writeOut struct{ *graph.Result }
@@ -78,9 +82,10 @@ type upsertNodesIn struct {
 func upsertNodes() *Tool {
 	t := writeTool("upsert_nodes", "Create or update nodes",
 		"Create nodes or replace their properties (merge: true patches, null removes). All or nothing; errors list every problem.",
-		`{`+draft+`,"type":"object","required":["nodes"],"properties":{"nodes":{"type":"array","minItems":1,"items":{"type":"object","required":["id","type","properties"],`+
+		`{`+draft+`,"type":"object","required":["nodes"],"properties":{"nodes":{"type":"array","items":{"type":"object","required":["id","type","properties"],`+
 			`"properties":{"id":{"type":"string"},"type":{"type":"string"},"properties":{"type":"object"},"merge":{"type":"boolean"},"expectedRevision":`+revSchema+`}}},`+
-			`"idempotencyKey":`+idemSchema+`},"additionalProperties":false}`)
+			`"idempotencyKey":`+idemSchema+`},"additionalProperties":false}`,
+		`"nodes":`+statusList)
 	t.Idempotent = true
 	return define(t, func(ctx context.Context, c *Catalog, in *upsertNodesIn) (output, error) {
 		return apply(ctx, c, &graph.Batch{Nodes: in.Nodes, IdempotencyKey: in.IdempotencyKey, Op: "upsert_nodes"})
@@ -103,9 +108,10 @@ type upsertEdgesIn struct {
 func upsertEdges() *Tool {
 	t := writeTool("upsert_edges", "Create or update edges",
 		"Link nodes: create edges or replace their properties. key only for keyed labels. All or nothing.",
-		`{`+draft+`,"type":"object","required":["edges"],"properties":{"edges":{"type":"array","minItems":1,"items":{"type":"object","required":["from","label","to"],`+
+		`{`+draft+`,"type":"object","required":["edges"],"properties":{"edges":{"type":"array","items":{"type":"object","required":["from","label","to"],`+
 			`"properties":{`+edgeKeyProps+`,"properties":{"type":"object"},"expectedRevision":`+revSchema+`}}},`+
-			`"idempotencyKey":`+idemSchema+`},"additionalProperties":false}`)
+			`"idempotencyKey":`+idemSchema+`},"additionalProperties":false}`,
+		`"edges":`+statusList)
 	t.Idempotent = true
 	return define(t, func(ctx context.Context, c *Catalog, in *upsertEdgesIn) (output, error) {
 		b := &graph.Batch{IdempotencyKey: in.IdempotencyKey, Op: "upsert_edges"}
@@ -124,8 +130,8 @@ type deleteNodesIn struct {
 	Confirm        bool            `json:"confirm"`
 }
 
-func deleteTool(name, title, desc, in string) Tool {
-	t := writeTool(name, title, desc, in)
+func deleteTool(name, title, desc, in, out string) Tool {
+	t := writeTool(name, title, desc, in, out)
 	t.Destructive, t.Idempotent, t.Confirm = true, true, true
 	return t
 }
@@ -136,9 +142,10 @@ func needConfirm(name string, what []string) error {
 
 func deleteNodes() *Tool {
 	return define(deleteTool("delete_nodes", "Delete nodes",
-		"Delete nodes and every edge attached to them. Destructive: asks the user to confirm.",
-		`{`+draft+`,"type":"object","required":["nodes"],"properties":{"nodes":{"type":"array","minItems":1,"items":{"type":"object","required":["id"],`+
-			`"properties":{"id":{"type":"string"},"expectedRevision":{"type":"integer"}}}},"idempotencyKey":`+idemSchema+`,"confirm":`+confirmSchema+`},"additionalProperties":false}`),
+		"Delete nodes and every edge at them. Destructive: asks the user to confirm.",
+		`{`+draft+`,"type":"object","required":["nodes"],"properties":{"nodes":{"type":"array","items":{"type":"object","required":["id"],`+
+			`"properties":{"id":{"type":"string"},"expectedRevision":{"type":"integer"}}}},"idempotencyKey":`+idemSchema+`,"confirm":`+confirmSchema+`},"additionalProperties":false}`,
+		`"deletedNodes":`+idList+`,"deletedEdges":`+idList),
 		func(ctx context.Context, c *Catalog, in *deleteNodesIn) (output, error) {
 			if !in.Confirm {
 				var ids []string
@@ -161,9 +168,10 @@ type deleteEdgesIn struct {
 
 func deleteEdges() *Tool {
 	return define(deleteTool("delete_edges", "Delete edges",
-		"Delete edges (from, label, to, key). Nodes stay. Destructive: asks the user to confirm.",
-		`{`+draft+`,"type":"object","required":["edges"],"properties":{"edges":{"type":"array","minItems":1,"items":{"type":"object","required":["from","label","to"],`+
-			`"properties":{`+edgeKeyProps+`,"expectedRevision":{"type":"integer"}}}},"idempotencyKey":`+idemSchema+`,"confirm":`+confirmSchema+`},"additionalProperties":false}`),
+		"Delete edges (from, label, to, key); nodes stay. Destructive: asks the user to confirm.",
+		`{`+draft+`,"type":"object","required":["edges"],"properties":{"edges":{"type":"array","items":{"type":"object","required":["from","label","to"],`+
+			`"properties":{`+edgeKeyProps+`,"expectedRevision":{"type":"integer"}}}},"idempotencyKey":`+idemSchema+`,"confirm":`+confirmSchema+`},"additionalProperties":false}`,
+		`"deletedEdges":`+idList),
 		func(ctx context.Context, c *Catalog, in *deleteEdgesIn) (output, error) {
 			if !in.Confirm {
 				var ids []string

@@ -55,11 +55,14 @@ type ComplexityRoot struct {
 	}
 
 	DeleteEdgesResult struct {
-		Seq func(childComplexity int) int
+		DeletedEdges func(childComplexity int) int
+		Seq          func(childComplexity int) int
 	}
 
 	DeleteNodesResult struct {
-		Seq func(childComplexity int) int
+		DeletedEdges func(childComplexity int) int
+		DeletedNodes func(childComplexity int) int
+		Seq          func(childComplexity int) int
 	}
 
 	DescribeModelResult struct {
@@ -194,11 +197,19 @@ type ComplexityRoot struct {
 	}
 
 	UpsertEdgesResult struct {
-		Seq func(childComplexity int) int
+		Edges func(childComplexity int) int
+		Seq   func(childComplexity int) int
+	}
+
+	UpsertNodesNode struct {
+		ID       func(childComplexity int) int
+		Revision func(childComplexity int) int
+		Status   func(childComplexity int) int
 	}
 
 	UpsertNodesResult struct {
-		Seq func(childComplexity int) int
+		Nodes func(childComplexity int) int
+		Seq   func(childComplexity int) int
 	}
 }
 
@@ -309,6 +320,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ChangesSinceResult.More(childComplexity), true
 
+	case "DeleteEdgesResult.deletedEdges":
+		if e.ComplexityRoot.DeleteEdgesResult.DeletedEdges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteEdgesResult.DeletedEdges(childComplexity), true
 	case "DeleteEdgesResult.seq":
 		if e.ComplexityRoot.DeleteEdgesResult.Seq == nil {
 			break
@@ -316,6 +333,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DeleteEdgesResult.Seq(childComplexity), true
 
+	case "DeleteNodesResult.deletedEdges":
+		if e.ComplexityRoot.DeleteNodesResult.DeletedEdges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNodesResult.DeletedEdges(childComplexity), true
+	case "DeleteNodesResult.deletedNodes":
+		if e.ComplexityRoot.DeleteNodesResult.DeletedNodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNodesResult.DeletedNodes(childComplexity), true
 	case "DeleteNodesResult.seq":
 		if e.ComplexityRoot.DeleteNodesResult.Seq == nil {
 			break
@@ -877,6 +906,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Subscription.TypeChanged(childComplexity, args["type"].(string), args["since"].(*int)), true
 
+	case "UpsertEdgesResult.edges":
+		if e.ComplexityRoot.UpsertEdgesResult.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertEdgesResult.Edges(childComplexity), true
 	case "UpsertEdgesResult.seq":
 		if e.ComplexityRoot.UpsertEdgesResult.Seq == nil {
 			break
@@ -884,6 +919,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.UpsertEdgesResult.Seq(childComplexity), true
 
+	case "UpsertNodesNode.id":
+		if e.ComplexityRoot.UpsertNodesNode.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesNode.ID(childComplexity), true
+	case "UpsertNodesNode.revision":
+		if e.ComplexityRoot.UpsertNodesNode.Revision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesNode.Revision(childComplexity), true
+	case "UpsertNodesNode.status":
+		if e.ComplexityRoot.UpsertNodesNode.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesNode.Status(childComplexity), true
+
+	case "UpsertNodesResult.nodes":
+		if e.ComplexityRoot.UpsertNodesResult.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesResult.Nodes(childComplexity), true
 	case "UpsertNodesResult.seq":
 		if e.ComplexityRoot.UpsertNodesResult.Seq == nil {
 			break
@@ -1052,6 +1112,8 @@ func (ec *executionContext) childFields_DeleteEdgesResult(ctx context.Context, f
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_DeleteEdgesResult_seq(ctx, field)
+	case "deletedEdges":
+		return ec.fieldContext_DeleteEdgesResult_deletedEdges(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DeleteEdgesResult", field.Name)
 }
@@ -1060,6 +1122,10 @@ func (ec *executionContext) childFields_DeleteNodesResult(ctx context.Context, f
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_DeleteNodesResult_seq(ctx, field)
+	case "deletedNodes":
+		return ec.fieldContext_DeleteNodesResult_deletedNodes(ctx, field)
+	case "deletedEdges":
+		return ec.fieldContext_DeleteNodesResult_deletedEdges(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DeleteNodesResult", field.Name)
 }
@@ -1156,12 +1222,12 @@ func (ec *executionContext) childFields_NeighborsResult(ctx context.Context, fie
 	switch field.Name {
 	case "nodes":
 		return ec.fieldContext_NeighborsResult_nodes(ctx, field)
+	case "edges":
+		return ec.fieldContext_NeighborsResult_edges(ctx, field)
 	case "truncated":
 		return ec.fieldContext_NeighborsResult_truncated(ctx, field)
 	case "cursor":
 		return ec.fieldContext_NeighborsResult_cursor(ctx, field)
-	case "edges":
-		return ec.fieldContext_NeighborsResult_edges(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NeighborsResult", field.Name)
 }
@@ -1280,14 +1346,30 @@ func (ec *executionContext) childFields_UpsertEdgesResult(ctx context.Context, f
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_UpsertEdgesResult_seq(ctx, field)
+	case "edges":
+		return ec.fieldContext_UpsertEdgesResult_edges(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UpsertEdgesResult", field.Name)
+}
+
+func (ec *executionContext) childFields_UpsertNodesNode(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_UpsertNodesNode_id(ctx, field)
+	case "status":
+		return ec.fieldContext_UpsertNodesNode_status(ctx, field)
+	case "revision":
+		return ec.fieldContext_UpsertNodesNode_revision(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UpsertNodesNode", field.Name)
 }
 
 func (ec *executionContext) childFields_UpsertNodesResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_UpsertNodesResult_seq(ctx, field)
+	case "nodes":
+		return ec.fieldContext_UpsertNodesResult_nodes(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UpsertNodesResult", field.Name)
 }
@@ -2166,7 +2248,7 @@ func (ec *executionContext) _ChangesSinceResult_changes(ctx context.Context, fie
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.Change) graphql.Marshaler {
-			return ec.marshalNChange2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐChange(ctx, selections, v)
+			return ec.marshalNChange2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐChangeᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -2197,15 +2279,15 @@ func (ec *executionContext) _ChangesSinceResult_cursor(ctx context.Context, fiel
 			return obj.Cursor, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
-			return ec.marshalOJSON2interface(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_ChangesSinceResult_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ChangesSinceResult", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("ChangesSinceResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _ChangesSinceResult_more(ctx context.Context, field graphql.CollectedField, obj *model.ChangesSinceResult) (ret graphql.Marshaler) {
@@ -2220,15 +2302,15 @@ func (ec *executionContext) _ChangesSinceResult_more(ctx context.Context, field 
 			return obj.More, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
-			return ec.marshalOJSON2interface(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_ChangesSinceResult_more(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ChangesSinceResult", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("ChangesSinceResult", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _DeleteEdgesResult_seq(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
@@ -2254,6 +2336,29 @@ func (ec *executionContext) fieldContext_DeleteEdgesResult_seq(_ context.Context
 	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "Int")
 }
 
+func (ec *executionContext) _DeleteEdgesResult_deletedEdges(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteEdgesResult_deletedEdges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedEdges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteEdgesResult_deletedEdges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "String")
+}
+
 func (ec *executionContext) _DeleteNodesResult_seq(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2275,6 +2380,52 @@ func (ec *executionContext) _DeleteNodesResult_seq(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_DeleteNodesResult_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DeleteNodesResult_deletedNodes(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNodesResult_deletedNodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedNodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNodesResult_deletedNodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _DeleteNodesResult_deletedEdges(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNodesResult_deletedEdges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedEdges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNodesResult_deletedEdges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "String")
 }
 
 func (ec *executionContext) _DescribeModelResult_nodeTypes(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelResult) (ret graphql.Marshaler) {
@@ -2335,15 +2486,15 @@ func (ec *executionContext) _DescribeModelResult_nodes(ctx context.Context, fiel
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
-			return ec.marshalOJSON2interface(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_DescribeModelResult_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DescribeModelResult", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("DescribeModelResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _DescribeModelResult_edges(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelResult) (ret graphql.Marshaler) {
@@ -2358,15 +2509,15 @@ func (ec *executionContext) _DescribeModelResult_edges(ctx context.Context, fiel
 			return obj.Edges, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
-			return ec.marshalOJSON2interface(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_DescribeModelResult_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DescribeModelResult", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("DescribeModelResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Edge_from(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
@@ -2681,7 +2832,7 @@ func (ec *executionContext) _FindPathsResult_paths(ctx context.Context, field gr
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.Path) graphql.Marshaler {
-			return ec.marshalNPath2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPath(ctx, selections, v)
+			return ec.marshalNPath2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPathᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -2712,15 +2863,15 @@ func (ec *executionContext) _FindPathsResult_length(ctx context.Context, field g
 			return obj.Length, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
-			return ec.marshalOJSON2interface(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_FindPathsResult_length(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _FindPathsResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.FindPathsResult) (ret graphql.Marshaler) {
@@ -2735,15 +2886,15 @@ func (ec *executionContext) _FindPathsResult_truncated(ctx context.Context, fiel
 			return obj.Truncated, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
-			return ec.marshalOJSON2interface(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_FindPathsResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _GetNodeResult_node(ctx context.Context, field graphql.CollectedField, obj *model.GetNodeResult) (ret graphql.Marshaler) {
@@ -3022,7 +3173,7 @@ func (ec *executionContext) _NeighborsResult_nodes(ctx context.Context, field gr
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.Neighbor) graphql.Marshaler {
-			return ec.marshalNNeighbor2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNeighbor(ctx, selections, v)
+			return ec.marshalNNeighbor2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNeighborᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3039,6 +3190,29 @@ func (ec *executionContext) fieldContext_NeighborsResult_nodes(_ context.Context
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _NeighborsResult_edges(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NeighborsResult_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []any) graphql.Marshaler {
+			return ec.marshalNJSON2ᚕinterface(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NeighborsResult_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NeighborsResult", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _NeighborsResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
@@ -3085,29 +3259,6 @@ func (ec *executionContext) _NeighborsResult_cursor(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_NeighborsResult_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("NeighborsResult", field, false, false, "String")
-}
-
-func (ec *executionContext) _NeighborsResult_edges(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_NeighborsResult_edges(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Edges, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
-			return ec.marshalOJSON2interface(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_NeighborsResult_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NeighborsResult", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Node_id(ctx context.Context, field graphql.CollectedField, obj *model.Node) (ret graphql.Marshaler) {
@@ -4294,7 +4445,7 @@ func (ec *executionContext) _SearchNodesResult_hits(ctx context.Context, field g
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.SearchHit) graphql.Marshaler {
-			return ec.marshalNSearchHit2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐSearchHit(ctx, selections, v)
+			return ec.marshalNSearchHit2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐSearchHitᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4558,6 +4709,107 @@ func (ec *executionContext) fieldContext_UpsertEdgesResult_seq(_ context.Context
 	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Int")
 }
 
+func (ec *executionContext) _UpsertEdgesResult_edges(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertEdgesResult_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UpsertNodesNode) graphql.Marshaler {
+			return ec.marshalOUpsertNodesNode2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNodeᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertEdgesResult_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpsertEdgesResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpsertNodesNode(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpsertNodesNode_id(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesNode) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesNode_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesNode_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesNode", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _UpsertNodesNode_status(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesNode) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesNode_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesNode_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesNode", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _UpsertNodesNode_revision(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesNode) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesNode_revision(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Revision, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesNode_revision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesNode", field, false, false, "JSON")
+}
+
 func (ec *executionContext) _UpsertNodesResult_seq(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4579,6 +4831,38 @@ func (ec *executionContext) _UpsertNodesResult_seq(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_UpsertNodesResult_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _UpsertNodesResult_nodes(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesResult_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UpsertNodesNode) graphql.Marshaler {
+			return ec.marshalOUpsertNodesNode2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNodeᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesResult_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpsertNodesResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpsertNodesNode(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -5952,10 +6236,6 @@ func (ec *executionContext) unmarshalInputQueryGraphTraverseInput(ctx context.Co
 		asMap[k] = v
 	}
 
-	if _, present := asMap["direction"]; !present {
-		asMap["direction"] = "out"
-	}
-
 	fieldsInOrder := [...]string{"edge", "direction", "hops", "type", "where"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
@@ -6241,12 +6521,12 @@ func (ec *executionContext) _ChangesSinceResult(ctx context.Context, sel ast.Sel
 			}
 		case "cursor":
 			out.Values[i] = ec._ChangesSinceResult_cursor(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "more":
 			out.Values[i] = ec._ChangesSinceResult_more(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -6282,6 +6562,11 @@ func (ec *executionContext) _DeleteEdgesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "deletedEdges":
+			out.Values[i] = ec._DeleteEdgesResult_deletedEdges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -6313,6 +6598,16 @@ func (ec *executionContext) _DeleteNodesResult(ctx context.Context, sel ast.Sele
 		case "seq":
 			out.Values[i] = ec._DeleteNodesResult_seq(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deletedNodes":
+			out.Values[i] = ec._DeleteNodesResult_deletedNodes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedEdges":
+			out.Values[i] = ec._DeleteNodesResult_deletedEdges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -6355,12 +6650,12 @@ func (ec *executionContext) _DescribeModelResult(ctx context.Context, sel ast.Se
 			}
 		case "nodes":
 			out.Values[i] = ec._DescribeModelResult_nodes(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "edges":
 			out.Values[i] = ec._DescribeModelResult_edges(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -6547,12 +6842,12 @@ func (ec *executionContext) _FindPathsResult(ctx context.Context, sel ast.Select
 			}
 		case "length":
 			out.Values[i] = ec._FindPathsResult_length(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "truncated":
 			out.Values[i] = ec._FindPathsResult_truncated(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -6723,6 +7018,11 @@ func (ec *executionContext) _NeighborsResult(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "edges":
+			out.Values[i] = ec._NeighborsResult_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "truncated":
 			out.Values[i] = ec._NeighborsResult_truncated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -6730,11 +7030,6 @@ func (ec *executionContext) _NeighborsResult(ctx context.Context, sel ast.Select
 			}
 		case "cursor":
 			out.Values[i] = ec._NeighborsResult_cursor(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "edges":
-			out.Values[i] = ec._NeighborsResult_edges(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -7280,6 +7575,54 @@ func (ec *executionContext) _UpsertEdgesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "edges":
+			out.Values[i] = ec._UpsertEdgesResult_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var upsertNodesNodeImplementors = []string{"UpsertNodesNode"}
+
+func (ec *executionContext) _UpsertNodesNode(ctx context.Context, sel ast.SelectionSet, obj *model.UpsertNodesNode) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, upsertNodesNodeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpsertNodesNode")
+		case "id":
+			out.Values[i] = ec._UpsertNodesNode_id(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._UpsertNodesNode_status(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revision":
+			out.Values[i] = ec._UpsertNodesNode_revision(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -7311,6 +7654,11 @@ func (ec *executionContext) _UpsertNodesResult(ctx context.Context, sel ast.Sele
 		case "seq":
 			out.Values[i] = ec._UpsertNodesResult_seq(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodes":
+			out.Values[i] = ec._UpsertNodesResult_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -7706,12 +8054,18 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
-func (ec *executionContext) marshalNChange2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐChange(ctx context.Context, sel ast.SelectionSet, v []*model.Change) graphql.Marshaler {
+func (ec *executionContext) marshalNChange2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐChangeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Change) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalOChange2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐChange(ctx, sel, v[i])
+		return ec.marshalNChange2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐChange(ctx, sel, v[i])
 	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
 
 	return ret
 }
@@ -7940,12 +8294,18 @@ func (ec *executionContext) marshalNJSON2ᚕinterface(ctx context.Context, sel a
 	return ret
 }
 
-func (ec *executionContext) marshalNNeighbor2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNeighbor(ctx context.Context, sel ast.SelectionSet, v []*model.Neighbor) graphql.Marshaler {
+func (ec *executionContext) marshalNNeighbor2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNeighborᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Neighbor) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalONeighbor2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNeighbor(ctx, sel, v[i])
+		return ec.marshalNNeighbor2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNeighbor(ctx, sel, v[i])
 	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
 
 	return ret
 }
@@ -7974,14 +8334,28 @@ func (ec *executionContext) marshalNNodeChange2ᚖgithubᚗcomᚋloreᚑdevᚋlo
 	return ec._NodeChange(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNPath2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPath(ctx context.Context, sel ast.SelectionSet, v []*model.Path) graphql.Marshaler {
+func (ec *executionContext) marshalNPath2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPathᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Path) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalOPath2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPath(ctx, sel, v[i])
+		return ec.marshalNPath2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPath(ctx, sel, v[i])
 	})
 
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
 	return ret
+}
+
+func (ec *executionContext) marshalNPath2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPath(ctx context.Context, sel ast.SelectionSet, v *model.Path) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Path!")
+		return graphql.Null
+	}
+	return ec._Path(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNQueryGraphFromInput2githubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐQueryGraphFromInput(ctx context.Context, v any) (model.QueryGraphFromInput, error) {
@@ -8007,14 +8381,28 @@ func (ec *executionContext) marshalNResourceUpdate2ᚖgithubᚗcomᚋloreᚑdev�
 	return ec._ResourceUpdate(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNSearchHit2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐSearchHit(ctx context.Context, sel ast.SelectionSet, v []*model.SearchHit) graphql.Marshaler {
+func (ec *executionContext) marshalNSearchHit2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐSearchHitᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.SearchHit) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalOSearchHit2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐSearchHit(ctx, sel, v[i])
+		return ec.marshalNSearchHit2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐSearchHit(ctx, sel, v[i])
 	})
 
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
 	return ret
+}
+
+func (ec *executionContext) marshalNSearchHit2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐSearchHit(ctx context.Context, sel ast.SelectionSet, v *model.SearchHit) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "SearchHit!")
+		return graphql.Null
+	}
+	return ec._SearchHit(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
@@ -8077,6 +8465,14 @@ func (ec *executionContext) unmarshalNUpsertEdgesEdgeInput2ᚕᚖgithubᚗcomᚋ
 func (ec *executionContext) unmarshalNUpsertEdgesEdgeInput2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertEdgesEdgeInput(ctx context.Context, v any) (*model.UpsertEdgesEdgeInput, error) {
 	res, err := ec.unmarshalInputUpsertEdgesEdgeInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpsertNodesNode2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNode(ctx context.Context, sel ast.SelectionSet, v *model.UpsertNodesNode) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "UpsertNodesNode!")
+		return graphql.Null
+	}
+	return ec._UpsertNodesNode(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNUpsertNodesNodeInput2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNodeInputᚄ(ctx context.Context, v any) ([]*model.UpsertNodesNodeInput, error) {
@@ -8268,13 +8664,6 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
-}
-
-func (ec *executionContext) marshalOChange2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐChange(ctx context.Context, sel ast.SelectionSet, v *model.Change) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	return ec._Change(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOChangesSinceResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐChangesSinceResult(ctx context.Context, sel ast.SelectionSet, v *model.ChangesSinceResult) graphql.Marshaler {
@@ -8476,13 +8865,6 @@ func (ec *executionContext) marshalONeighbor2ᚕᚖgithubᚗcomᚋloreᚑdevᚋl
 	return ret
 }
 
-func (ec *executionContext) marshalONeighbor2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNeighbor(ctx context.Context, sel ast.SelectionSet, v *model.Neighbor) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	return ec._Neighbor(ctx, sel, v)
-}
-
 func (ec *executionContext) marshalONeighborsResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNeighborsResult(ctx context.Context, sel ast.SelectionSet, v *model.NeighborsResult) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -8514,13 +8896,6 @@ func (ec *executionContext) marshalONodeChange2ᚕᚖgithubᚗcomᚋloreᚑdev�
 	}
 
 	return ret
-}
-
-func (ec *executionContext) marshalOPath2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPath(ctx context.Context, sel ast.SelectionSet, v *model.Path) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	return ec._Path(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOQueryGraphOrderByInput2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐQueryGraphOrderByInputᚄ(ctx context.Context, v any) ([]*model.QueryGraphOrderByInput, error) {
@@ -8577,13 +8952,6 @@ func (ec *executionContext) marshalOResource2ᚖgithubᚗcomᚋloreᚑdevᚋlore
 		return graphql.Null
 	}
 	return ec._Resource(ctx, sel, v)
-}
-
-func (ec *executionContext) marshalOSearchHit2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐSearchHit(ctx context.Context, sel ast.SelectionSet, v *model.SearchHit) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	return ec._SearchHit(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOSearchNodesResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐSearchNodesResult(ctx context.Context, sel ast.SelectionSet, v *model.SearchNodesResult) graphql.Marshaler {
@@ -8651,6 +9019,25 @@ func (ec *executionContext) marshalOUpsertEdgesResult2ᚖgithubᚗcomᚋloreᚑd
 		return graphql.Null
 	}
 	return ec._UpsertEdgesResult(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOUpsertNodesNode2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNodeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.UpsertNodesNode) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUpsertNodesNode2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalOUpsertNodesResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesResult(ctx context.Context, sel ast.SelectionSet, v *model.UpsertNodesResult) graphql.Marshaler {

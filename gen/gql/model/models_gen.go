@@ -22,8 +22,8 @@ type Change struct {
 
 type ChangesSinceResult struct {
 	Changes []*Change `json:"changes"`
-	Cursor  any       `json:"cursor,omitempty"`
-	More    any       `json:"more,omitempty"`
+	Cursor  int       `json:"cursor"`
+	More    bool      `json:"more"`
 }
 
 type DeleteEdgesEdgeInput struct {
@@ -35,7 +35,8 @@ type DeleteEdgesEdgeInput struct {
 }
 
 type DeleteEdgesResult struct {
-	Seq int `json:"seq"`
+	Seq          int      `json:"seq"`
+	DeletedEdges []string `json:"deletedEdges,omitempty"`
 }
 
 type DeleteNodesNodeInput struct {
@@ -44,14 +45,16 @@ type DeleteNodesNodeInput struct {
 }
 
 type DeleteNodesResult struct {
-	Seq int `json:"seq"`
+	Seq          int      `json:"seq"`
+	DeletedNodes []string `json:"deletedNodes,omitempty"`
+	DeletedEdges []string `json:"deletedEdges,omitempty"`
 }
 
 type DescribeModelResult struct {
 	NodeTypes []any `json:"nodeTypes,omitempty"`
 	Schema    any   `json:"schema,omitempty"`
-	Nodes     any   `json:"nodes,omitempty"`
-	Edges     any   `json:"edges,omitempty"`
+	Nodes     int   `json:"nodes"`
+	Edges     int   `json:"edges"`
 }
 
 // A labelled, directed edge, by its key.
@@ -83,8 +86,8 @@ type EdgeCount struct {
 
 type FindPathsResult struct {
 	Paths     []*Path `json:"paths"`
-	Length    any     `json:"length,omitempty"`
-	Truncated any     `json:"truncated,omitempty"`
+	Length    int     `json:"length"`
+	Truncated bool    `json:"truncated"`
 }
 
 type GetNodeResult struct {
@@ -102,9 +105,9 @@ type Neighbor struct {
 
 type NeighborsResult struct {
 	Nodes     []*Neighbor `json:"nodes"`
+	Edges     []any       `json:"edges"`
 	Truncated bool        `json:"truncated"`
 	Cursor    *string     `json:"cursor,omitempty"`
-	Edges     any         `json:"edges,omitempty"`
 }
 
 // What a write did to one node.
@@ -205,7 +208,14 @@ type UpsertEdgesEdgeInput struct {
 }
 
 type UpsertEdgesResult struct {
-	Seq int `json:"seq"`
+	Seq   int                `json:"seq"`
+	Edges []*UpsertNodesNode `json:"edges,omitempty"`
+}
+
+type UpsertNodesNode struct {
+	ID       any `json:"id,omitempty"`
+	Status   any `json:"status,omitempty"`
+	Revision any `json:"revision,omitempty"`
 }
 
 type UpsertNodesNodeInput struct {
@@ -218,7 +228,8 @@ type UpsertNodesNodeInput struct {
 }
 
 type UpsertNodesResult struct {
-	Seq int `json:"seq"`
+	Seq   int                `json:"seq"`
+	Nodes []*UpsertNodesNode `json:"nodes,omitempty"`
 }
 
 type Direction string
