@@ -15,12 +15,12 @@ import (
 const MaxWriteItems = 1000
 
 const (
-	revSchema      = `{"type":"integer","minimum":0,"description":"0: must not exist"}`
-	idemSchema     = `{"type":"string","maxLength":200}`
-	confirmSchema  = `{"type":"boolean"}`
-	edgeKeyProps   = `"from":{"type":"string"},"label":{"type":"string"},"to":{"type":"string"},"key":{"type":"string"}`
-	statusList     = `{"type":"array","items":{"type":"object","required":["id","status","revision"]}}`
-	idList         = `{"type":"array","items":{"type":"string"}}`
+	revSchema     = `{"type":"integer","minimum":0,"description":"0: must not exist"}`
+	idemSchema    = `{"type":"string","maxLength":200}`
+	confirmSchema = `{"type":"boolean"}`
+	edgeKeyProps  = `"from":{"type":"string"},"label":{"type":"string"},"to":{"type":"string"},"key":{"type":"string"}`
+	statusList    = `{"type":"array","items":{"type":"object","required":["id","status","revision"]}}`
+	idList        = `{"type":"array","items":{"type":"string"}}`
 )
 
 // writeTool declares a write tool; its output is the batch result, of
