@@ -2,12 +2,14 @@ package gen_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lore-dev/lore/gen"
+	"github.com/lore-dev/lore/mcp"
 )
 
 // TestGolden: the committed files are exactly what the generator renders
@@ -30,6 +32,32 @@ func TestGolden(t *testing.T) {
 			if !bytes.Equal(gen.Committed(name), disk) {
 				t.Errorf("the embedded %s differs from the file", name)
 			}
+		}
+	}
+}
+
+// TestNewToolReachesEverySurface: a tool added to the catalog appears in
+// every generated document with no other edit.
+func TestNewToolReachesEverySurface(t *testing.T) {
+	in := gen.Default()
+	in.Tools = append(in.Tools, &mcp.Tool{Name: "count_widgets", Title: "Count widgets", Description: "Counts the widgets of a node, for a test.",
+		Input:    json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"id":{"type":"string"}}}`),
+		Output:   json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"count":{"type":"integer"}}}`),
+		ReadOnly: true})
+	files, err := gen.Files(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"gen/openapi.json":        `"operationId": "count_widgets"`,
+		"gen/gql/schema.graphqls": "countWidgets(",
+		"llms.txt":                "- [count_widgets](/llms-full.txt#count_widgets): Counts the widgets",
+		"gen/llms-full.txt":       "### count_widgets",
+		"gen/server-card.json":    `"name": "count_widgets"`,
+	}
+	for _, f := range files {
+		if w, ok := want[f.Path]; ok && !bytes.Contains(f.Data, []byte(w)) {
+			t.Errorf("%s does not have the new tool (%s)", f.Path, w)
 		}
 	}
 }
