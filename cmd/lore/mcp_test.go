@@ -39,17 +39,23 @@ func TestStdioAnswersEveryRequest(t *testing.T) {
 		if len(lines) != 3 {
 			t.Fatalf("want 3 responses, got %d:\n%s\nstderr:\n%s", len(lines), out.String(), errb.String())
 		}
-		for i, l := range lines {
+		// Answers may come in any order; each request gets exactly one.
+		got := map[int]string{}
+		for _, l := range lines {
 			var m struct {
 				ID     int             `json:"id"`
 				Result json.RawMessage `json:"result"`
 			}
-			if err := json.Unmarshal([]byte(l), &m); err != nil || m.ID != i+1 || m.Result == nil {
-				t.Fatalf("line %d is not the response to request %d: %.200s", i, i+1, l)
+			if err := json.Unmarshal([]byte(l), &m); err != nil || m.Result == nil || got[m.ID] != "" {
+				t.Fatalf("not a fresh result: %.200s", l)
 			}
+			got[m.ID] = l
 		}
-		if !strings.Contains(lines[2], "service/billing") {
-			t.Errorf("search result: %.300s", lines[2])
+		if got[1] == "" || got[2] == "" || got[3] == "" {
+			t.Fatalf("want answers to requests 1, 2 and 3, got %v", got)
+		}
+		if !strings.Contains(got[3], "service/billing") {
+			t.Errorf("search result: %.300s", got[3])
 		}
 	}
 }
