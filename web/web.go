@@ -1,8 +1,9 @@
 // Package web is what a person and a crawler see: the one HTTP mux that
 // mounts every surface — MCP at /mcp, REST at /api/v1 and /openapi.json,
 // GraphQL at /graphql — behind the shared protections (mcp.Guard), beside
-// the public documents: llms.txt, llms-full.txt, the GraphQL schema and the
-// MCP server card.
+// the public documents (llms.txt, llms-full.txt, the GraphQL schema, the
+// MCP server card) and the pages for people: the landing page at /, the
+// GraphQL console at /console/ and the graph explorer at /explore/.
 package web
 
 import (
@@ -23,6 +24,9 @@ type Options struct {
 	HTTP mcp.HTTPOptions
 	// Logger receives logs; nil discards them.
 	Logger *slog.Logger
+	// Version and StorePath are shown on the landing page; empty shows
+	// "unknown" and "(in memory)".
+	Version, StorePath string
 }
 
 // NewHandler returns the server's whole HTTP surface.
@@ -59,6 +63,13 @@ func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	mux.Handle("GET /schema.graphqls", static(gql.SDL(), "text/plain; charset=utf-8"))
 	mux.Handle("GET /.well-known/mcp/server-card", static(card, "application/json"))
 	mux.Handle("GET /.well-known/mcp.json", static(card, "application/json"))
+	// Pages for people: public like the documents; the data they show
+	// comes through /graphql, behind the guard.
+	pages := newAssets()
+	mux.Handle("GET /{$}", landing(cat, &o))
+	mux.Handle("GET /console/", pages)
+	mux.Handle("GET /explore/", pages)
+	mux.Handle("GET /assets/", pages)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}` + "\n"))

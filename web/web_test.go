@@ -25,7 +25,10 @@ type fixture struct {
 	cat *mcp.Catalog
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
+
+// newFixtureWith is newFixture with handler options.
+func newFixtureWith(t *testing.T, opts *web.Options) *fixture {
 	t.Helper()
 	s := graphtest.New(t)
 	if _, err := graph.Import(t.Context(), s, bytes.NewReader(schema.ExampleData()), graph.ImportOptions{Format: graph.NDJSON}); err != nil {
@@ -33,7 +36,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	cat := mcp.NewCatalog(s, nil)
 	srv := mcp.NewServer(cat, nil)
-	hs := httptest.NewServer(web.NewHandler(srv, nil))
+	hs := httptest.NewServer(web.NewHandler(srv, opts))
 	t.Cleanup(hs.Close)
 	return &fixture{url: hs.URL, srv: srv, cat: cat}
 }

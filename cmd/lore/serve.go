@@ -126,8 +126,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if rate == 0 {
 		rate = -1
 	}
-	h := web.NewHandler(srv, &web.Options{Logger: e.log, HTTP: mcp.HTTPOptions{Logger: e.log, AllowedOrigins: origins, Tokens: tokens,
-		ResourceURL: "http://" + ln.Addr().String() + "/mcp", MaxBodyBytes: *maxBody, RateLimit: rate}})
+	h := web.NewHandler(srv, &web.Options{Logger: e.log, Version: version, StorePath: s.Path(), HTTP: mcp.HTTPOptions{Logger: e.log,
+		AllowedOrigins: origins, Tokens: tokens, ResourceURL: "http://" + ln.Addr().String() + "/mcp", MaxBodyBytes: *maxBody, RateLimit: rate}})
 	return serveHTTP(ctx, e, ln, h, srv)
 }
 
