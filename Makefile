@@ -1,7 +1,7 @@
 # Lore. `make run` serves the embedded store with the example data; `make test` runs every test.
 GO ?= go
 
-.PHONY: all run test test-short race lint bench bench-mcp bench-go generate check-generate fuzz conformance
+.PHONY: all run test test-short race lint bench bench-mcp bench-go generate check-generate fuzz conformance web check-web browser-test
 
 all: generate lint test
 
@@ -16,3 +16,6 @@ fuzz:           ; $(GO) test -run '^$$' -fuzz FuzzQuery -fuzztime 30s ./graph &&
 conformance:    ; .ci/conformance
 generate:       ; $(GO) run ./gen/cmd/generate
 check-generate: generate ; git diff --exit-code && test -z "$$(git status --porcelain)"
+web:            ; cd web/console && npm ci --ignore-scripts --no-audit --no-fund && node build.mjs
+check-web:      web ; git diff --exit-code -- web/console && test -z "$$(git status --porcelain -- web/console/dist)"
+browser-test:   ; .ci/browser-test
