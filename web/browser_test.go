@@ -1,3 +1,8 @@
+//go:build browser
+
+// The browser test is built only with -tags browser (make browser-test,
+// run by CI), so plain go test neither runs nor skips it.
+
 package web_test
 
 import (
@@ -41,7 +46,7 @@ const stepTimeout = 45 * time.Second
 // Content-Security-Policy, logs an error or throws.
 func TestBrowser(t *testing.T) {
 	if *chromium == "" {
-		t.Skip("needs -lore.chromium PATH; make browser-test runs it")
+		t.Fatal("needs -lore.chromium PATH; make browser-test gives it")
 	}
 	f := newFixtureWith(t, &web.Options{Version: "browser-test", StorePath: "/var/lib/lore/test"})
 	b := newBrowser(t, f.url)
