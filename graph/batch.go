@@ -32,6 +32,15 @@ type Batch struct {
 	// Assume treats these nodes (ID to type) as existing, for a dry run of
 	// an import whose earlier batches were not written.
 	Assume map[ID]string `json:"-"`
+
+	max int // the size limit if not MaxBatch (imports: MaxImportBatch)
+}
+
+func (b *Batch) limit() int {
+	if b.max > 0 {
+		return b.max
+	}
+	return MaxBatch
 }
 
 // A NodeInput creates or replaces a node.

@@ -214,8 +214,8 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		ps.add(ErrInvalid, "", "batch", "empty", "the batch holds no element; give nodes, edges, deleteNodes or deleteEdges")
 		return nil, ps.err()
 	}
-	if b.Len() > MaxBatch {
-		ps.add(ErrInvalid, "", "batch", "size", "%d elements; split it into batches of at most %d", b.Len(), MaxBatch)
+	if b.Len() > b.limit() {
+		ps.add(ErrInvalid, "", "batch", "size", "%d elements; split it into batches of at most %d", b.Len(), b.limit())
 		return nil, ps.err()
 	}
 	seenNode := map[ID]string{}
