@@ -24,20 +24,11 @@ const connect = "Connect an MCP client to `/mcp` (Streamable HTTP, protocol vers
 
 // GraphQLName is a tool's GraphQL field: its name in camelCase.
 func GraphQLName(tool string) string {
-	var b strings.Builder
-	up := false
-	for _, r := range tool {
-		switch {
-		case r == '_':
-			up = true
-		case up:
-			b.WriteString(strings.ToUpper(string(r)))
-			up = false
-		default:
-			b.WriteRune(r)
-		}
+	p := pascal(tool)
+	if p == "" {
+		return p
 	}
-	return b.String()
+	return strings.ToLower(p[:1]) + p[1:]
 }
 
 func kind(t *mcp.Tool) string {
