@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -65,14 +64,8 @@ func (d *ndjsonDecoder) next() (element, error) {
 // strictJSON decodes one JSON value, numbers as json.Number, refusing
 // unknown fields and trailing data.
 func strictJSON(data []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
+	if err := decodeJSON(data, v, true); err != nil {
 		return fmt.Errorf("not a valid line: %v", err)
-	}
-	if d.More() {
-		return fmt.Errorf("not a valid line: data after the JSON object")
 	}
 	return nil
 }

@@ -692,9 +692,7 @@ func decodeProps(raw []byte) (Props, error) {
 	if len(raw) == 0 {
 		return p, nil
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if err := d.Decode(&p); err != nil {
+	if err := decodeJSON(raw, &p, false); err != nil {
 		return nil, err
 	}
 	return p, nil

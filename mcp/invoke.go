@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/lore-dev/lore/schema"
 )
@@ -55,6 +56,21 @@ func mustCompile(c *jsonschema.Compiler, url string, doc json.RawMessage) *jsons
 	return s
 }
 
+// decodeJSON decodes one JSON value, numbers as json.Number (which the
+// validator needs to judge integers exactly), refusing data after it. It is
+// segmentio's decoder, which the SDK itself uses: encoding/json's Decoder
+// allocates a buffer per call, and every tool call decodes its arguments.
+func decodeJSON(data []byte, v any) error {
+	rest, err := sjson.Parse(data, v, sjson.UseNumber)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}
+
 // checkArgs validates a call's arguments against the tool's input schema,
 // reporting every violation, and fills in the top-level defaults.
 func (c *Catalog) checkArgs(t *Tool, args json.RawMessage) (json.RawMessage, error) {
@@ -62,8 +78,8 @@ func (c *Catalog) checkArgs(t *Tool, args json.RawMessage) (json.RawMessage, err
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = []byte("{}")
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
+	var v any
+	if err := decodeJSON(args, &v); err != nil {
 		return nil, &Error{Code: CodeInvalid, Message: "the arguments are not JSON: " + err.Error()}
 	}
 	obj, ok := v.(map[string]any)
