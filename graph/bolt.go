@@ -26,8 +26,10 @@ const FileName = "store.bolt"
 // ownerFile records which process holds a store, for the "locked" message.
 const ownerFile = "owner"
 
-// storeVersion is the layout version of Lore's buckets.
-const storeVersion = 1
+// storeVersion is the layout version of Lore's buckets. Version 1 kept
+// in-edge counters only, one bDeg entry per node and label; Open upgrades
+// it by rebuilding the derived buckets.
+const storeVersion = 2
 
 // Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", "v…", "n…").
 var (
@@ -36,7 +38,7 @@ var (
 	bType      = []byte("lore.type") // type NUL ID -> ""
 	bProp      = []byte("lore.prop") // type NUL prop NUL value ID -> ""
 	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight
-	bDeg       = []byte("lore.deg")  // ID NUL dir label -> count
+	bDeg       = []byte("lore.deg")  // ID -> edge summary (see degree.go)
 	bLog       = []byte("lore.log")  // seq -> Change
 	bIdem      = []byte("lore.idem") // idempotency key -> idemRec
 	bMeta      = []byte("lore.meta") // seq, version, model, counts
@@ -156,8 +158,19 @@ func (s *Bolt) init(model *schema.Model) error {
 			}
 		}
 		meta := tx.Bucket(bMeta)
-		if v := meta.Get([]byte("version")); v != nil && binary.BigEndian.Uint64(v) != storeVersion {
-			return fmt.Errorf("store layout version %d; this lore reads version %d", binary.BigEndian.Uint64(v), storeVersion)
+		if v := meta.Get([]byte("version")); v != nil {
+			switch binary.BigEndian.Uint64(v) {
+			case storeVersion:
+			case 1:
+				// Mark the derived buckets stale in the same transaction
+				// that bumps the version: Open rebuilds them, and a crash
+				// before it finishes leaves the mark for the next Open.
+				if err := meta.Put(metaDeferred, []byte{1}); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("store layout version %d; this lore reads versions 1 and %d", binary.BigEndian.Uint64(v), storeVersion)
+			}
 		}
 		if err := meta.Put([]byte("version"), u64(storeVersion)); err != nil {
 			return err
@@ -251,19 +264,11 @@ func (s *Bolt) flushDeferred() error {
 	s.rw.Lock()
 	defer s.rw.Unlock()
 	return s.db.DB().Update(func(tx *bolt.Tx) error {
-		for ck, n := range counters {
-			var cur int64
-			if v := tx.Bucket([]byte(ck.bucket)).Get([]byte(ck.key)); len(v) == 8 {
-				cur = int64(binary.BigEndian.Uint64(v))
-			}
-			if cur += n; cur < 0 {
-				return fmt.Errorf("counter %q in %s would go negative: run lore check", ck.key, ck.bucket)
-			} else if cur > 0 {
-				ops = append(ops, kvOp{bucket: []byte(ck.bucket), key: []byte(ck.key), val: u64(uint64(cur))})
-			} else {
-				ops = append(ops, kvOp{bucket: []byte(ck.bucket), key: []byte(ck.key), del: true})
-			}
+		cops, err := counterOps(tx, counters)
+		if err != nil {
+			return err
 		}
+		ops = append(ops, cops...)
 		sortOps(ops)
 		if err := writeOps(tx, ops); err != nil {
 			return err

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -137,28 +136,11 @@ func (s *Bolt) Node(ctx context.Context, id ID) (n *Node, err error) {
 		if n, err = recs[0].node(id); err != nil {
 			return err
 		}
-		// Out-edges are counted from Lore's edge records, which are ordered by
-		// their source; in-edges have counters, kept by the write path.
-		prefix := append([]byte(id), 0)
-		c := tx.Bucket(bEdges).Cursor()
-		var label []byte
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			l := k[len(prefix):]
-			l = l[:bytes.IndexByte(l, 0)]
-			if !bytes.Equal(l, label) {
-				label = bytes.Clone(l)
-				n.Edges = append(n.Edges, EdgeCount{Label: string(label), Direction: Out})
-			}
-			n.Edges[len(n.Edges)-1].Count++
+		es, err := decodeDeg(tx.Bucket(bDeg).Get([]byte(id)))
+		if err != nil {
+			return corrupt(fmt.Sprintf("node %q", id), err)
 		}
-		c = tx.Bucket(bDeg).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			n.Edges = append(n.Edges, EdgeCount{Label: string(k[len(prefix)+1:]), Direction: In, Count: int64(binary.BigEndian.Uint64(v))})
-		}
-		sort.Slice(n.Edges, func(i, j int) bool {
-			a, b := n.Edges[i], n.Edges[j]
-			return a.Label < b.Label || a.Label == b.Label && a.Direction > b.Direction // out before in
-		})
+		n.Edges = edgeCounts(es)
 		return nil
 	})
 	return n, err

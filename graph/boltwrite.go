@@ -397,10 +397,12 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) 
 				continue
 			}
 			count(bMeta, countKey("edge", k.Label), 1)
+			count(bDeg, degKey(k.From, 'o', k.Label), 1)
 			count(bDeg, degKey(k.To, 'i', k.Label), 1)
 		default:
 			del(bEdges, k.bytes())
 			count(bMeta, countKey("edge", k.Label), -1)
+			count(bDeg, degKey(k.From, 'o', k.Label), -1)
 			count(bDeg, degKey(k.To, 'i', k.Label), -1)
 		}
 	}
@@ -416,31 +418,47 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) 
 		ops = append(ops, d.drain(counters)...) // this commit also writes the deferred index entries
 	}
 	err := s.db.DB().View(func(tx *bolt.Tx) error {
-		for ck, n := range counters {
-			if n == 0 {
-				continue
-			}
-			var cur int64
-			if v := tx.Bucket([]byte(ck.bucket)).Get([]byte(ck.key)); len(v) == 8 {
-				cur = int64(binary.BigEndian.Uint64(v))
-			}
-			cur += n
-			switch {
-			case cur < 0:
-				return fmt.Errorf("counter %q in %s would go negative: run lore check", ck.key, ck.bucket)
-			case cur == 0:
-				del([]byte(ck.bucket), []byte(ck.key))
-			default:
-				put([]byte(ck.bucket), []byte(ck.key), u64(uint64(cur)))
-			}
-		}
-		return nil
+		cops, err := counterOps(tx, counters)
+		ops = append(ops, cops...)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	sortOps(ops)
 	return ops, nil
+}
+
+// counterOps returns the writes that apply counter deltas to their current
+// values in tx: plain 8-byte counters, and the per-node edge summaries.
+// They are written by the commit that computes them, never deferred again.
+func counterOps(tx *bolt.Tx, counters map[counterKey]int64) ([]kvOp, error) {
+	var ops []kvOp
+	deg := map[string]int64{}
+	for ck, n := range counters {
+		if n == 0 {
+			continue
+		}
+		if ck.bucket == string(bDeg) {
+			deg[ck.key] += n
+			continue
+		}
+		var cur int64
+		if v := tx.Bucket([]byte(ck.bucket)).Get([]byte(ck.key)); len(v) == 8 {
+			cur = int64(binary.BigEndian.Uint64(v))
+		}
+		cur += n
+		switch {
+		case cur < 0:
+			return nil, fmt.Errorf("counter %q in %s would go negative: run lore check", ck.key, ck.bucket)
+		case cur == 0:
+			ops = append(ops, kvOp{bucket: []byte(ck.bucket), key: []byte(ck.key), del: true})
+		default:
+			ops = append(ops, kvOp{bucket: []byte(ck.bucket), key: []byte(ck.key), val: u64(uint64(cur))})
+		}
+	}
+	dops, err := foldDeg(tx, deg)
+	return append(ops, dops...), err
 }
 
 // sortOps orders writes by bucket and key, so that a commit touches each
@@ -524,7 +542,7 @@ outer:
 }
 
 // A bulk load defers the derived index entries (type, property and search
-// indexes, in-edge counters): they are collected here and written in key
+// indexes, edge summaries): they are collected here and written in key
 // order every deferFlush entries and at the end, instead of at scattered
 // positions at every commit. The store is marked "deferred" meanwhile; if
 // the load dies, Open rebuilds them from the records.

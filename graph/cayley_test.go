@@ -5,10 +5,12 @@ package graph
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -221,9 +223,9 @@ func TestFailedCommitRecovers(t *testing.T) {
 		Nodes: []NodeInput{{ID: "person/a", Type: "Person", Properties: Props{"name": "a"}}, {ID: "team/t", Type: "Team", Properties: Props{"name": "t"}}},
 		Edges: []EdgeInput{{EdgeKey: EdgeKey{From: "person/a", Label: "memberOf", To: "team/t"}}},
 	})
-	// Corrupt the edge counter so the next commit's hook fails after
+	// Corrupt the edge summary so the next commit's hook fails after
 	// Cayley has buffered its own index entries.
-	if err := s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bDeg).Delete(degKey("team/t", 'i', "memberOf")) }); err != nil {
+	if err := s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bDeg).Delete([]byte("team/t")) }); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Apply(t.Context(), &Batch{
@@ -602,4 +604,112 @@ func TestBulkLoadDefersIndexes(t *testing.T) {
 	s.deferred = nil // what a dead process leaves: entries never written
 	s.Close()
 	verify(openTest(t, dir, Config{}))
+}
+
+// Edge summaries collected by a bulk load build up across many deferred
+// flushes: every node gains in- and out-edges in batches far apart, and
+// each flush must add to what the one before wrote.
+func TestBulkLoadSummariesAcrossFlushes(t *testing.T) {
+	old := deferFlush
+	deferFlush = 300
+	t.Cleanup(func() { deferFlush = old })
+	const topics, docs = 400, 1200
+	var data strings.Builder
+	for i := range topics {
+		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic %d"}}`+"\n", i, i)
+	}
+	for i := range docs {
+		fmt.Fprintf(&data, `{"kind":"node","id":"doc/d%d","type":"Document","properties":{"title":"doc %d","kind":"guide"}}`+"\n", i, i)
+	}
+	// Round r links every doc to a topic spread over all of them (so that
+	// consecutive batches touch the same topics): each topic ends
+	// with 3*docs/topics in-edges, each doc with 3 out-edges.
+	for r := range 3 {
+		for i := range docs {
+			fmt.Fprintf(&data, `{"kind":"edge","from":"doc/d%d","label":"about","to":"topic/t%d"}`+"\n", i, (i*131+r*17)%topics)
+		}
+	}
+	s := openTest(t, t.TempDir(), Config{})
+	if _, err := Import(t.Context(), s, strings.NewReader(data.String()), ImportOptions{BatchSize: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check: %v %v", err, r.Problems)
+	}
+	for id, want := range map[ID]EdgeCount{
+		"topic/t5": {Label: "about", Direction: In, Count: 3 * docs / topics},
+		"doc/d5":   {Label: "about", Direction: Out, Count: 3},
+	} {
+		n, err := s.Node(t.Context(), id)
+		if err != nil || len(n.Edges) != 1 || n.Edges[0] != want {
+			t.Errorf("%s: edges %+v (%v), want [%+v]", id, n.Edges, err, want)
+		}
+	}
+}
+
+// A store of layout version 1 (in-edge counters, one entry per node and
+// label, out-edges counted from the records) is upgraded when opened: the
+// summaries are rebuilt, and a crash before that finishes leaves the mark
+// for the next Open.
+func TestUpgradeFromVersion1(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Config{})
+	apply(t, s, &Batch{
+		Nodes: []NodeInput{
+			{ID: "person/a", Type: "Person", Properties: Props{"name": "a"}},
+			{ID: "person/b", Type: "Person", Properties: Props{"name": "b"}},
+			{ID: "team/core", Type: "Team", Properties: Props{"name": "core"}},
+			{ID: "service/api", Type: "Service", Properties: Props{"name": "api"}},
+		},
+		Edges: []EdgeInput{
+			{EdgeKey: EdgeKey{From: "person/a", Label: "memberOf", To: "team/core"}},
+			{EdgeKey: EdgeKey{From: "person/b", Label: "memberOf", To: "team/core"}},
+			{EdgeKey: EdgeKey{From: "team/core", Label: "owns", To: "service/api"}},
+		},
+	})
+	want, err := s.Node(t.Context(), "team/core")
+	if err != nil || len(want.Edges) != 2 {
+		t.Fatalf("team/core: %+v %v", want, err)
+	}
+	// Rewrite bDeg as version 1 kept it.
+	err = s.db.DB().Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bDeg); err != nil {
+			return err
+		}
+		b, err := tx.CreateBucket(bDeg)
+		if err != nil {
+			return err
+		}
+		in := map[string]uint64{}
+		_ = tx.Bucket(bEdges).ForEach(func(k, _ []byte) error {
+			e := edgeKeyFromBytes(k)
+			in[string(degKey(e.To, 'i', e.Label))]++
+			return nil
+		})
+		for k, n := range in {
+			if err := b.Put([]byte(k), u64(n)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bMeta).Put([]byte("version"), u64(1))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s = openTest(t, dir, Config{})
+	got, err := s.Node(t.Context(), "team/core")
+	if err != nil || !slices.Equal(got.Edges, want.Edges) {
+		t.Errorf("after the upgrade team/core has edges %+v (%v), want %+v", got.Edges, err, want.Edges)
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Errorf("check after the upgrade: %v %v", err, r.Problems)
+	}
+	_ = s.db.DB().View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bMeta).Get([]byte("version")); binary.BigEndian.Uint64(v) != storeVersion {
+			t.Errorf("version after the upgrade: %d", binary.BigEndian.Uint64(v))
+		}
+		return nil
+	})
 }

@@ -42,7 +42,7 @@ type derived struct {
 	propKeys map[string]bool
 	tokKeys  map[string]byte
 	counts   map[string]int64 // bMeta count keys
-	deg      map[string]int64 // bDeg keys
+	deg      map[string]int64 // edge counts by degKey
 }
 
 // Check verifies the store: bbolt's page structure; every record decodes
@@ -138,6 +138,7 @@ func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport) (*
 			}
 		}
 		d.counts[string(countKey("edge", key.Label))]++
+		d.deg[string(degKey(key.From, 'o', key.Label))]++
 		d.deg[string(degKey(key.To, 'i', key.Label))]++
 		return nil
 	})
@@ -185,7 +186,24 @@ func (s *Bolt) checkDerived(tx *bolt.Tx, d *derived, r *CheckReport) {
 		}
 	}
 	counters("count", bMeta, []byte("count/"), d.counts)
-	counters("edge counter", bDeg, nil, d.deg)
+	want := summaries(d.deg)
+	seen := 0
+	_ = tx.Bucket(bDeg).ForEach(func(k, v []byte) error {
+		seen++
+		if w, ok := want[string(k)]; !ok || !bytes.Equal(v, w) {
+			got, err := decodeDeg(v)
+			if err != nil {
+				r.add("edge summary of %q: %v", k, err)
+			} else {
+				wes, _ := decodeDeg(w)
+				r.add("edge summary of %q is %v, the records imply %v", k, edgeCounts(got), edgeCounts(wes))
+			}
+		}
+		return nil
+	})
+	if seen != len(want) {
+		r.add("edge summaries: %d, the records imply %d", seen, len(want))
+	}
 }
 
 func (s *Bolt) checkLog(tx *bolt.Tx, r *CheckReport) {
@@ -273,7 +291,7 @@ func (s *Bolt) checkCayley(ctx context.Context, tx *bolt.Tx, r *CheckReport) err
 }
 
 // Repair rebuilds the derived buckets (type, property and search indexes,
-// counts, edge counters) from the node and edge records, then checks
+// counts, edge summaries) from the node and edge records, then checks
 // again. It cannot repair Cayley's quads: Compact rebuilds those.
 func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
 	if err := s.rebuildDerived(ctx); err != nil {
@@ -281,7 +299,7 @@ func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
 	}
 	r, err := s.Check(ctx)
 	if r != nil {
-		r.Repaired = []string{"type index", "property index", "search index", "counts", "edge counters"}
+		r.Repaired = []string{"type index", "property index", "search index", "counts", "edge summaries"}
 	}
 	return r, err
 }
@@ -335,8 +353,8 @@ func (s *Bolt) rebuildDerived(ctx context.Context) error {
 		for k, n := range d.counts {
 			ops = append(ops, kvOp{bucket: bMeta, key: []byte(k), val: u64(uint64(n))})
 		}
-		for k, n := range d.deg {
-			ops = append(ops, kvOp{bucket: bDeg, key: []byte(k), val: u64(uint64(n))})
+		for k, v := range summaries(d.deg) {
+			ops = append(ops, kvOp{bucket: bDeg, key: []byte(k), val: v})
 		}
 		sortOps(ops)
 		if err := writeOps(tx, ops); err != nil {

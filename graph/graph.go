@@ -25,7 +25,7 @@
 // a 5-property node costs 6 quads and loads at well under half the rate).
 // They live instead in Lore's own buckets in the same bbolt file, written in
 // the same transaction as the quads (see hookKV), together with the type and
-// property indexes, the per-node edge counters, the change log and the
+// property indexes, the per-node edge summaries, the change log and the
 // idempotency keys. A crash therefore never leaves them out of step.
 //
 // Export writes the full logical graph as N-Quads, properties included:

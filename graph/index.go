@@ -156,7 +156,8 @@ func typeKey(typ string, id ID) []byte {
 	return append(k, id...)
 }
 
-// degKey keys a node's in-edge counter for one label (dir is 'i').
+// degKey keys the count of a node's edges of one label in one direction
+// ('o' out, 'i' in) while a write collects them; see foldDeg.
 func degKey(id ID, dir byte, label string) []byte {
 	k := make([]byte, 0, len(id)+len(label)+2)
 	k = append(k, id...)

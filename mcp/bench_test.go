@@ -67,9 +67,9 @@ var (
 	mcpSDK        = flag.String("lore.mcpsdk", "", "variants of (b) to try, comma-separated: json (JSONResponse on both handlers), noevents (no EventStore), nostream (clients open no standalone SSE stream)")
 )
 
-// mcpGenVersion names the generator; change it when mcpGraph changes so
-// cached stores are rebuilt.
-const mcpGenVersion = "v1"
+// mcpGenVersion names the generator and the store layout; change it when
+// either changes so cached stores are rebuilt (v2: layout version 2).
+const mcpGenVersion = "v2"
 
 const (
 	eraLegacy = "2025-11-25"

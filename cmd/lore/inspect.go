@@ -68,7 +68,7 @@ func cmdCheck(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "check", "check [--repair] [--json]")
 	var sf storeFlags
 	sf.register(fs, e)
-	repair := fs.Bool("repair", false, "rebuild Lore's indexes, counts and edge counters from the records, then check again")
+	repair := fs.Bool("repair", false, "rebuild Lore's indexes, counts and edge summaries from the records, then check again")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if _, err := parse(fs, args); err != nil {
 		return err
