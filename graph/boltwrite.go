@@ -312,6 +312,7 @@ func (s *Bolt) deltas(p *plan) []cgraph.Delta {
 type kvOp struct {
 	bucket, key, val []byte
 	del              bool
+	ord              int // among writes of one key, the later has the higher ord
 }
 
 type counterKey struct {
@@ -462,13 +463,16 @@ func counterOps(tx *bolt.Tx, counters map[counterKey]int64) ([]kvOp, error) {
 }
 
 // sortOps orders writes by bucket and key, so that a commit touches each
-// page once and in order.
+// page once and in order; writes of one key stay in the order made.
 func sortOps(ops []kvOp) {
 	slices.SortFunc(ops, func(a, b kvOp) int {
 		if c := bytes.Compare(a.bucket, b.bucket); c != 0 {
 			return c
 		}
-		return bytes.Compare(a.key, b.key)
+		if c := bytes.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		return a.ord - b.ord
 	})
 }
 
@@ -547,7 +551,7 @@ outer:
 // positions at every commit. The store is marked "deferred" meanwhile; if
 // the load dies, Open rebuilds them from the records.
 type deferredIndexes struct {
-	ops      map[string]kvOp // by bucket NUL key: the last write wins
+	ops      []kvOp // in the order they were written: sortOps keeps it per key, so the last write wins
 	counters map[counterKey]int64
 }
 
@@ -555,7 +559,7 @@ type deferredIndexes struct {
 var deferFlush = 1 << 18 // a variable so that tests can lower it
 
 func newDeferred() *deferredIndexes {
-	return &deferredIndexes{ops: map[string]kvOp{}, counters: map[counterKey]int64{}}
+	return &deferredIndexes{counters: map[counterKey]int64{}}
 }
 
 func (d *deferredIndexes) holds(bucket []byte) bool {
@@ -568,7 +572,8 @@ func (d *deferredIndexes) holds(bucket []byte) bool {
 }
 
 func (d *deferredIndexes) add(op kvOp) {
-	d.ops[string(op.bucket)+"\x00"+string(op.key)] = op
+	op.ord = len(d.ops)
+	d.ops = append(d.ops, op)
 }
 
 func (d *deferredIndexes) size() int { return len(d.ops) + len(d.counters) }
@@ -576,14 +581,11 @@ func (d *deferredIndexes) size() int { return len(d.ops) + len(d.counters) }
 // drain hands over the collected entries, and moves the counters into the
 // commit's own (which reads their current values).
 func (d *deferredIndexes) drain(counters map[counterKey]int64) []kvOp {
-	ops := make([]kvOp, 0, len(d.ops))
-	for _, op := range d.ops {
-		ops = append(ops, op)
-	}
+	ops := d.ops
+	d.ops = make([]kvOp, 0, len(ops))
 	for k, n := range d.counters {
 		counters[k] += n
 	}
-	clear(d.ops)
 	clear(d.counters)
 	return ops
 }

@@ -629,12 +629,27 @@ func TestBulkLoadSummariesAcrossFlushes(t *testing.T) {
 			fmt.Fprintf(&data, `{"kind":"edge","from":"doc/d%d","label":"about","to":"topic/t%d"}`+"\n", i, (i*131+r*17)%topics)
 		}
 	}
+	// Renaming topics after their index entries were deferred: the new
+	// search tokens replace the old, whether or not a flush came between.
+	// The second renaming deletes index entries the first one put.
+	for _, name := range []string{"renamed", "final"} {
+		for i := range topics {
+			fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"%s %d"}}`+"\n", i, name, i)
+		}
+	}
 	s := openTest(t, t.TempDir(), Config{})
 	if _, err := Import(t.Context(), s, strings.NewReader(data.String()), ImportOptions{BatchSize: 100}); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
 		t.Fatalf("check: %v %v", err, r.Problems)
+	}
+	res, err := Search(t.Context(), s, SearchQuery{Text: "final 17"}, Limits{})
+	if err != nil || len(res.Hits) == 0 || res.Hits[0].Node.ID != "topic/t17" {
+		t.Errorf("search for a renamed topic: %+v, %v", res, err)
+	}
+	if res, err := Search(t.Context(), s, SearchQuery{Text: "renamed"}, Limits{}); err != nil || len(res.Hits) != 0 {
+		t.Errorf("search for a name no longer held: %d hits, %v", len(res.Hits), err)
 	}
 	for id, want := range map[ID]EdgeCount{
 		"topic/t5": {Label: "about", Direction: In, Count: 3 * docs / topics},
@@ -712,4 +727,28 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Deferred index writes of one key keep their order: a search token put,
+// deleted and put again by three batches of one bulk load is there at the
+// end.
+func TestBulkLoadKeepsWriteOrder(t *testing.T) {
+	s := openTest(t, t.TempDir(), Config{})
+	end, ok := s.beginBulk()
+	if !ok {
+		t.Fatal("an empty store did not start a bulk load")
+	}
+	for _, name := range []string{"alpha", "beta", "alpha"} {
+		apply(t, s, &Batch{Nodes: []NodeInput{{ID: "topic/a", Type: "Topic", Properties: Props{"name": name}}}})
+	}
+	if err := end(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check: %v %v", err, r.Problems)
+	}
+	res, err := Search(t.Context(), s, SearchQuery{Text: "alpha"}, Limits{})
+	if err != nil || len(res.Hits) != 1 {
+		t.Errorf("search for alpha: %+v, %v", res, err)
+	}
 }

@@ -92,30 +92,35 @@ func splitDegKey(k string) (ID, byte, string) {
 }
 
 // foldDeg applies counter deltas keyed by degKey to the summaries in tx,
-// and returns the writes that store the new summaries.
+// and returns the writes that store the new summaries. It visits the nodes
+// in key order, so a large fold reads bDeg's pages in order.
 func foldDeg(tx *bolt.Tx, deltas map[string]int64) ([]kvOp, error) {
-	byNode := map[ID][]degEntry{}
+	keys := make([]string, 0, len(deltas))
 	for k, n := range deltas {
-		if n == 0 {
-			continue
+		if n != 0 {
+			keys = append(keys, k)
 		}
-		id, dir, label := splitDegKey(k)
-		byNode[id] = append(byNode[id], degEntry{label: label, dir: dir, n: n})
 	}
+	slices.Sort(keys) // a degKey starts with the node ID and a NUL: one node's keys are adjacent
 	b := tx.Bucket(bDeg)
-	ops := make([]kvOp, 0, len(byNode))
-	for id, ds := range byNode {
+	var ops []kvOp
+	for i := 0; i < len(keys); {
+		id, _, _ := splitDegKey(keys[i])
 		cur, err := decodeDeg(b.Get([]byte(id)))
 		if err != nil {
 			return nil, corrupt(fmt.Sprintf("node %q", id), err)
 		}
-		for _, d := range ds {
-			i := slices.IndexFunc(cur, func(e degEntry) bool { return e.label == d.label && e.dir == d.dir })
-			if i < 0 {
-				cur, i = append(cur, degEntry{label: d.label, dir: d.dir}), len(cur)
+		for ; i < len(keys); i++ {
+			kid, dir, label := splitDegKey(keys[i])
+			if kid != id {
+				break
 			}
-			if cur[i].n += d.n; cur[i].n < 0 {
-				return nil, fmt.Errorf("the %s-edge count of %q for %q would go negative: run lore check", dirName(d.dir), d.label, id)
+			j := slices.IndexFunc(cur, func(e degEntry) bool { return e.label == label && e.dir == dir })
+			if j < 0 {
+				cur, j = append(cur, degEntry{label: label, dir: dir}), len(cur)
+			}
+			if cur[j].n += deltas[keys[i]]; cur[j].n < 0 {
+				return nil, fmt.Errorf("the %s-edge count of %q for %q would go negative: run lore check", dirName(dir), label, id)
 			}
 		}
 		if v := encodeDeg(cur); v != nil {
