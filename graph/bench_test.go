@@ -102,7 +102,13 @@ func runChild(job, file, dir string) error {
 	}
 	if job != "read" { // every load runs with the collector settings lore import uses
 		debug.SetGCPercent(ImportGCPercent)
-		debug.SetMemoryLimit(ImportMemoryLimit)
+		debug.SetMemoryLimit(ImportMemoryLimit())
+		if n, err := strconv.ParseInt(os.Getenv("LORE_BENCH_MEMLIMIT"), 10, 64); err == nil {
+			debug.SetMemoryLimit(n) // to try other limits
+		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERFLUSH")); err == nil {
+		deferFlush = n // to try other flush sizes: the deferred entries a bulk load holds
 	}
 	start := time.Now()
 	switch job {

@@ -235,3 +235,9 @@ func TestImportBatchesAndDryRun(t *testing.T) {
 		t.Errorf("%d change-log entries for %d batches", len(changes), st.Batches)
 	}
 }
+
+func TestImportMemoryLimit(t *testing.T) {
+	if l := graph.ImportMemoryLimit(); l < 1<<30 || l > 8<<30 {
+		t.Errorf("ImportMemoryLimit() = %d, want between 1 GiB and 8 GiB", l)
+	}
+}

@@ -199,7 +199,7 @@ func benchStore(b *testing.B, n int) *graph.Bolt {
 			b.Fatal(err)
 		}
 		// Load as lore import does.
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(graph.ImportMemoryLimit))
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(graph.ImportMemoryLimit()))
 		gc := debug.SetGCPercent(graph.ImportGCPercent)
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(mcpGraph(pw, n)) }()

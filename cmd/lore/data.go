@@ -172,7 +172,7 @@ func tuneGCForImport(e *env) {
 		debug.SetGCPercent(graph.ImportGCPercent)
 	}
 	if e.getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(graph.ImportMemoryLimit)
+		debug.SetMemoryLimit(graph.ImportMemoryLimit())
 	}
 }
 
