@@ -50,7 +50,7 @@ func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writeTx{tx: tx, kv: k, buckets: map[string]*bolt.Bucket{}}, nil
+	return &writeTx{tx: tx, kv: k, buckets: map[string]*bolt.Bucket{}, values: map[uint32]*bolt.Bucket{}}, nil
 }
 
 func (k *hookKV) View(ctx context.Context, fn func(tx hkv.Tx) error) error {
@@ -66,6 +66,7 @@ type writeTx struct {
 	tx      *bolt.Tx
 	kv      *hookKV
 	buckets map[string]*bolt.Bucket
+	values  map[uint32]*bolt.Bucket // Cayley's value buckets, "v" or "n" and two hash bytes, by those three bytes
 }
 
 var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
@@ -76,7 +77,16 @@ var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
 const appendFill = 0.95
 
 func (t *writeTx) bucket(name []byte, create bool) (*bolt.Bucket, error) {
-	if b, ok := t.buckets[string(name)]; ok {
+	// Cayley's value buckets are most of the lookups: an integer key
+	// spares hashing a string for each.
+	var vk uint32
+	isValue := len(name) == 3 && (name[0] == 'v' || name[0] == 'n')
+	if isValue {
+		vk = uint32(name[0])<<16 | uint32(name[1])<<8 | uint32(name[2])
+		if b, ok := t.values[vk]; ok {
+			return b, nil
+		}
+	} else if b, ok := t.buckets[string(name)]; ok {
 		return b, nil
 	}
 	var b *bolt.Bucket
@@ -88,6 +98,10 @@ func (t *writeTx) bucket(name []byte, create bool) (*bolt.Bucket, error) {
 	}
 	if b == nil || err != nil {
 		return nil, err
+	}
+	if isValue {
+		t.values[vk] = b
+		return b, nil
 	}
 	if string(name) == "log" || string(name) == string(bLog) {
 		b.FillPercent = appendFill
