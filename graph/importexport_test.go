@@ -237,7 +237,7 @@ func TestImportBatchesAndDryRun(t *testing.T) {
 }
 
 func TestImportMemoryLimit(t *testing.T) {
-	if l := graph.ImportMemoryLimit(); l < 1<<30 || l > 8<<30 {
-		t.Errorf("ImportMemoryLimit() = %d, want between 1 GiB and 8 GiB", l)
+	if l := graph.ImportMemoryLimit(); l < 1<<30 || l > 4<<30 {
+		t.Errorf("ImportMemoryLimit() = %d, want between 1 GiB and 4 GiB", l)
 	}
 }
