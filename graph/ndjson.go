@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,8 +65,17 @@ func (d *ndjsonDecoder) next() (element, error) {
 // strictJSON decodes one JSON value, numbers as json.Number, refusing
 // unknown fields and trailing data.
 func strictJSON(data []byte, v any) error {
-	if err := decodeJSON(data, v, true); err != nil {
+	// encoding/json, not decodeJSON: segmentio's decoder makes a 64-slot
+	// map for every object it decodes into a nil map, and most lines carry
+	// a properties object (an import of 10k nodes took 20% longer).
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
 		return fmt.Errorf("not a valid line: %v", err)
+	}
+	if d.More() {
+		return fmt.Errorf("not a valid line: data after the JSON object")
 	}
 	return nil
 }

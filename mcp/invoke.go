@@ -78,13 +78,18 @@ func (c *Catalog) checkArgs(t *Tool, args json.RawMessage) (json.RawMessage, err
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = []byte("{}")
 	}
-	var v any
-	if err := decodeJSON(args, &v); err != nil {
-		return nil, &Error{Code: CodeInvalid, Message: "the arguments are not JSON: " + err.Error()}
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
+	// Objects are decoded into a map made here: into an interface, the
+	// decoder would make one of 64 slots for a call's handful of arguments.
+	obj := map[string]any{}
+	if args[0] != '{' {
+		var v any
+		if err := decodeJSON(args, &v); err != nil {
+			return nil, &Error{Code: CodeInvalid, Message: "the arguments are not JSON: " + err.Error()}
+		}
 		return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("the arguments of %s must be a JSON object", t.Name)}
+	}
+	if err := decodeJSON(args, &obj); err != nil {
+		return nil, &Error{Code: CodeInvalid, Message: "the arguments are not JSON: " + err.Error()}
 	}
 	if err := t.in.Validate(obj); err != nil {
 		var ve *jsonschema.ValidationError
