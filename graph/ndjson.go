@@ -65,7 +65,7 @@ func (d *ndjsonDecoder) next() (element, error) {
 // strictJSON decodes one JSON value, numbers as json.Number, refusing
 // unknown fields and trailing data.
 func strictJSON(data []byte, v any) error {
-	// encoding/json, not decodeJSON: segmentio's decoder makes a 64-slot
+	// encoding/json, not schema.Decode: segmentio's decoder makes a 64-slot
 	// map for every object it decodes into a nil map, and most lines carry
 	// a properties object (an import of 10k nodes took 20% longer).
 	d := json.NewDecoder(bytes.NewReader(data))

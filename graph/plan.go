@@ -692,7 +692,7 @@ func decodeProps(raw []byte) (Props, error) {
 	if len(raw) == 0 {
 		return p, nil
 	}
-	if err := decodeJSON(raw, &p); err != nil {
+	if err := schema.Decode(raw, &p); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -196,7 +196,7 @@ type Tool struct {
 func define[In any](t Tool, run func(ctx context.Context, c *Catalog, in *In) (output, error)) *Tool {
 	t.run = func(ctx context.Context, c *Catalog, args json.RawMessage) (output, error) {
 		in := new(In)
-		if err := decodeJSON(args, in); err != nil {
+		if err := schema.Decode(args, in); err != nil {
 			return nil, &Error{Code: CodeInvalid, Message: "arguments: " + err.Error()}
 		}
 		return run(ctx, c, in)

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/lore-dev/lore/schema"
 )
@@ -56,21 +55,6 @@ func mustCompile(c *jsonschema.Compiler, url string, doc json.RawMessage) *jsons
 	return s
 }
 
-// decodeJSON decodes one JSON value, numbers as json.Number (which the
-// validator needs to judge integers exactly), refusing data after it. It is
-// segmentio's decoder, which the SDK itself uses: encoding/json's Decoder
-// allocates a buffer per call, and every tool call decodes its arguments.
-func decodeJSON(data []byte, v any) error {
-	rest, err := sjson.Parse(data, v, sjson.UseNumber)
-	if err != nil {
-		return err
-	}
-	if len(rest) != 0 {
-		return errors.New("data after the JSON value")
-	}
-	return nil
-}
-
 // checkArgs validates a call's arguments against the tool's input schema,
 // reporting every violation, and fills in the top-level defaults.
 func (c *Catalog) checkArgs(t *Tool, args json.RawMessage) (json.RawMessage, error) {
@@ -83,12 +67,12 @@ func (c *Catalog) checkArgs(t *Tool, args json.RawMessage) (json.RawMessage, err
 	obj := map[string]any{}
 	if args[0] != '{' {
 		var v any
-		if err := decodeJSON(args, &v); err != nil {
+		if err := schema.Decode(args, &v); err != nil {
 			return nil, &Error{Code: CodeInvalid, Message: "the arguments are not JSON: " + err.Error()}
 		}
 		return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("the arguments of %s must be a JSON object", t.Name)}
 	}
-	if err := decodeJSON(args, &obj); err != nil {
+	if err := schema.Decode(args, &obj); err != nil {
 		return nil, &Error{Code: CodeInvalid, Message: "the arguments are not JSON: " + err.Error()}
 	}
 	if err := t.in.Validate(obj); err != nil {
