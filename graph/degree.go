@@ -23,7 +23,7 @@ type degEntry struct {
 	n     int64
 }
 
-// degLess orders a summary as get_node shows it: by label, out before in.
+// degCmp orders a summary as get_node shows it: by label, out before in.
 func degCmp(a, b degEntry) int {
 	if c := strings.Compare(a.label, b.label); c != 0 {
 		return c
