@@ -3,6 +3,7 @@ package graph
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -110,6 +111,9 @@ func runChild(job, file, dir string) error {
 	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERFLUSH")); err == nil {
 		deferFlush = n // to try other flush sizes: the deferred entries a bulk load holds
 	}
+	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_RAMP")); err == nil {
+		rampSteps = n // to try other ramps: the first batch is the default over this
+	}
 	start := time.Now()
 	switch job {
 	case "lore":
@@ -157,13 +161,18 @@ func runChild(job, file, dir string) error {
 		n := int(st.Nodes)
 		rng := rand.New(rand.NewPCG(1, 2))
 		var lat []time.Duration
-		for i := range 22000 {
+		warm := 2000
+		if v, err := strconv.Atoi(os.Getenv("LORE_BENCH_WARM")); err == nil {
+			warm = v
+		}
+		iters := warm + 20000
+		for i := range iters {
 			id := ID("service/s" + strconv.Itoa(rng.IntN(n)))
 			t0 := time.Now()
 			if _, err := s.Node(ctx, id); err != nil {
 				return err
 			}
-			if i >= 2000 { // the first 2,000 warm the cache
+			if i >= warm { // the first reads warm the cache
 				lat = append(lat, time.Since(t0))
 			}
 		}
@@ -246,7 +255,7 @@ func rawLoad(file, dir string, stock bool) (int64, error) {
 			q = edgeQuad(el.edge.EdgeKey)
 		}
 		deltas = append(deltas, cgraph.Delta{Quad: q, Action: cgraph.Add})
-		if len(deltas) == benchBatch() {
+		if len(deltas) == cmp.Or(benchBatch(), DefaultImportBatch) {
 			if err := flush(); err != nil {
 				return n, err
 			}
@@ -265,7 +274,7 @@ func benchBatch() int {
 	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_BATCH")); err == nil {
 		return n
 	}
-	return DefaultImportBatch
+	return 0 // the default, as lore import uses it
 }
 
 func peakRSS() float64 {

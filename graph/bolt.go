@@ -242,15 +242,27 @@ func (s *Bolt) beginBulk() (func() error, bool) {
 	s.deferred = newDeferred()
 	return func() error {
 		s.wmu.Lock()
-		defer s.wmu.Unlock()
 		if s.closed {
+			s.wmu.Unlock()
 			return nil
 		}
-		err := s.flushDeferred()
+		var err error
+		lost := s.deferred.lost
+		if !lost {
+			err = s.flushDeferred()
+			lost = err != nil
+		}
 		s.deferred = nil
 		if synced {
 			db.NoSync = false
 			err = errors.Join(err, db.Sync())
+		}
+		s.wmu.Unlock()
+		if lost {
+			// A failed commit took deferred entries with it, or writing
+			// them failed: rebuild them all from the records now rather
+			// than at the next Open.
+			err = errors.Join(err, s.rebuildDerived(context.Background()))
 		}
 		return err
 	}, true
@@ -259,6 +271,9 @@ func (s *Bolt) beginBulk() (func() error, bool) {
 // flushDeferred writes the deferred index entries and clears the mark.
 // The caller holds wmu.
 func (s *Bolt) flushDeferred() error {
+	if s.deferred.done && s.deferred.size() == 0 {
+		return nil // the last batch's commit wrote them and cleared the mark
+	}
 	counters := map[counterKey]int64{}
 	ops := s.deferred.drain(counters)
 	s.rw.Lock()

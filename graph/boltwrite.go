@@ -106,13 +106,17 @@ func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time) (err er
 		return writeOps(tx, w.ops)
 	}
 
+	expect := valueBuckets(newValues(p))
+
 	s.rw.Lock()
 	if len(deltas) > 0 {
+		s.kv.expectValues(expect)
 		s.kv.setHook(write)
 		err = s.qs.ApplyDeltas(deltas, cgraph.IgnoreOpts{})
 		if s.kv.takeHook() != nil {
 			<-ready // Cayley failed before its commit: the writes were never used
 		}
+		s.kv.expectValues(nil)
 		if err != nil {
 			// A failed ApplyDeltas leaves Cayley's caches and buffered index
 			// entries behind; a fresh QuadStore over the same file drops them.
@@ -127,6 +131,9 @@ func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time) (err er
 	}
 	if err == nil && !p.empty() {
 		s.lastSeq = seq // under the write lock: Stats reads it under the read lock
+	}
+	if err != nil && p.drained {
+		s.deferred.lost = true // the deferred entries this commit carried are gone
 	}
 	s.rw.Unlock()
 	if err != nil {
@@ -158,28 +165,34 @@ func (s *Bolt) applyPipelined(ctx context.Context, batches <-chan *importBatch, 
 		done chan error
 	}
 	var cur *flight
-	// finish waits for the batch in flight and reports it.
-	finish := func() bool {
+	// report reports the batch in flight, which ended with err.
+	report := func(err error) bool {
 		f := cur
 		cur = nil
-		if err := <-f.done; err != nil {
+		if err != nil {
 			handle(f.ib, nil, err)
 			return false
 		}
 		return handle(f.ib, f.p.result, nil)
 	}
+	// finish waits for the batch in flight and reports it.
+	finish := func() bool { return report(<-cur.done) }
 	for {
 		var ib *importBatch
 		var ok bool
-		select {
-		case ib, ok = <-batches:
-		default:
-			// Nothing to plan yet: report the batch in flight now rather
-			// than when the next one arrives.
-			if cur != nil && !finish() {
-				return
-			}
+		if cur == nil {
 			ib, ok = <-batches
+		} else {
+			// Plan the next batch as soon as it arrives, and report the
+			// one in flight as soon as it commits, whichever comes first.
+			select {
+			case ib, ok = <-batches:
+			case err := <-cur.done:
+				if !report(err) {
+					return
+				}
+				continue
+			}
 		}
 		if !ok {
 			break
@@ -228,6 +241,7 @@ func (s *Bolt) applyPipelined(ctx context.Context, batches <-chan *importBatch, 
 			}
 			continue
 		}
+		p.last = ib.last
 		cur = &flight{ib: ib, p: p, done: make(chan error, 1)}
 		go func(f *flight) { f.done <- s.commit(f.p, "", nil, t) }(cur)
 	}
@@ -307,6 +321,38 @@ func (s *Bolt) deltas(p *plan) []cgraph.Delta {
 		}
 	}
 	return ds
+}
+
+// newValues returns the values Cayley may not hold yet when it applies
+// the plan's quads: the IRIs of the nodes it creates, and the types, labels
+// and edge keys of its new quads. An edge's endpoints are nodes that exist
+// or that the plan creates.
+func newValues(p *plan) []quad.Value {
+	var vals []quad.Value
+	seen := map[quad.Value]bool{}
+	add := func(v quad.Value) {
+		if !seen[v] {
+			seen[v] = true
+			vals = append(vals, v)
+		}
+	}
+	for _, op := range p.nodes {
+		if op.old == nil {
+			vals = append(vals, nodeIRI(op.id))
+			add(predType)
+			add(typeIRI(op.new.Type))
+		}
+	}
+	for _, op := range p.edges {
+		if op.old == nil {
+			q := edgeQuad(op.key)
+			add(q.Predicate)
+			if q.Label != nil {
+				vals = append(vals, q.Label)
+			}
+		}
+	}
+	return vals
 }
 
 type kvOp struct {
@@ -415,8 +461,13 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) 
 		rec, _ := json.Marshal(idemRec{Hash: hash, Time: t, Result: p.result})
 		put(bIdem, []byte(idemKey), rec)
 	}
-	if d != nil && d.size() >= deferFlush {
+	if d != nil && (d.size() >= deferFlush || p.last) {
 		ops = append(ops, d.drain(counters)...) // this commit also writes the deferred index entries
+		p.drained = true
+		if p.last {
+			del(bMeta, metaDeferred) // all of them
+			d.done = true
+		}
 	}
 	err := s.db.DB().View(func(tx *bolt.Tx) error {
 		cops, err := counterOps(tx, counters)
@@ -553,6 +604,8 @@ outer:
 type deferredIndexes struct {
 	ops      []kvOp // in the order they were written: sortOps keeps it per key, so the last write wins
 	counters map[counterKey]int64
+	done     bool // the last batch's commit wrote them all and cleared the mark
+	lost     bool // a commit that carried some of them failed: the load must rebuild them
 }
 
 // deferFlush is how many deferred entries are written at a time.

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cayleygraph/quad"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/lore-dev/lore/schema"
@@ -750,5 +751,174 @@ func TestBulkLoadKeepsWriteOrder(t *testing.T) {
 	res, err := Search(t.Context(), s, SearchQuery{Text: "alpha"}, Limits{})
 	if err != nil || len(res.Hits) != 1 {
 		t.Errorf("search for alpha: %+v, %v", res, err)
+	}
+}
+
+// A write creates the value buckets Cayley will write into before Cayley
+// does, from hashes Lore computes itself: they must be exactly the buckets
+// Cayley uses, so none stays empty and none is missing.
+func TestValueBucketsMatchCayley(t *testing.T) {
+	s := openTest(t, t.TempDir(), Config{})
+	var data strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&data, `{"kind":"node","id":"entity/e%d","type":"Entity","properties":{"name":"e%d","entityType":"thing"}}`+"\n", i, i)
+	}
+	for i := range 3000 {
+		fmt.Fprintf(&data, `{"kind":"edge","from":"entity/e%d","label":"relation","to":"entity/e%d","key":"rel_%d"}`+"\n", i, (i*7+1)%3000, i%50)
+	}
+	if _, err := Import(t.Context(), s, strings.NewReader(data.String()), ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A later write into the populated store, by the one-batch path.
+	apply(t, s, &Batch{
+		Nodes: []NodeInput{{ID: "topic/new", Type: "Topic", Properties: Props{"name": "new"}}},
+		Edges: []EdgeInput{{EdgeKey: EdgeKey{From: "entity/e1", Label: "relation", To: "entity/e2", Key: "brand_new"}}},
+	})
+	// The buckets the stored values imply.
+	var vals []quad.Value
+	for i := range 3000 {
+		vals = append(vals, nodeIRI(ID(fmt.Sprintf("entity/e%d", i))))
+	}
+	for i := range 50 {
+		vals = append(vals, keyIRI(fmt.Sprintf("rel_%d", i)))
+	}
+	vals = append(vals, nodeIRI("topic/new"), keyIRI("brand_new"), predType, typeIRI("Entity"), typeIRI("Topic"), labelIRI("relation"))
+	want := valueBuckets(vals)
+	var got []uint32
+	err := s.read(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			vk, ok := valueKey(name)
+			if !ok {
+				return nil
+			}
+			if k, _ := b.Cursor().First(); k == nil {
+				t.Errorf("value bucket %q is empty: Lore created a bucket Cayley never wrote", name)
+			}
+			got = append(got, vk)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the store holds %d value buckets, its values hash to %d", len(got), len(want))
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check: %v %v", err, r.Problems)
+	}
+}
+
+// An import at the default batch size starts with small batches and
+// doubles them; one with a batch size given keeps it.
+func TestImportRampsBatches(t *testing.T) {
+	var data strings.Builder
+	n := DefaultImportBatch/rampSteps*3 + 100 // the first two batches, and part of the third
+	for i := range n {
+		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"t%d"}}`+"\n", i, i)
+	}
+	sizes := func(opt ImportOptions) []int {
+		s := openTest(t, t.TempDir(), Config{})
+		if _, err := Import(t.Context(), s, strings.NewReader(data.String()), opt); err != nil {
+			t.Fatal(err)
+		}
+		changes, err := s.Since(t.Context(), 0, MaxPageSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int
+		for _, c := range changes {
+			out = append(out, len(c.Nodes))
+		}
+		return out
+	}
+	first := DefaultImportBatch / rampSteps
+	if got, want := sizes(ImportOptions{}), []int{first, 2 * first, 100}; !slices.Equal(got, want) {
+		t.Errorf("batches at the default size: %v, want %v", got, want)
+	}
+	if got, want := sizes(ImportOptions{BatchSize: first}), []int{first, first, first, 100}; !slices.Equal(got, want) {
+		t.Errorf("batches of %d: %v, want %v", first, got, want)
+	}
+}
+
+// The last batch of a bulk load writes the deferred index entries and
+// clears the store's mark, so the load needs no transaction of its own
+// after it, and the next Open has nothing to rebuild.
+func TestBulkLoadLastBatchWritesDeferred(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Config{})
+	var data strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
+	}
+	st, err := Import(t.Context(), s, strings.NewReader(data.String()), ImportOptions{BatchSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marked bool
+	s.read(func(tx *bolt.Tx) error { marked = tx.Bucket(bMeta).Get(metaDeferred) != nil; return nil })
+	if marked {
+		t.Error("the store is still marked deferred after the load")
+	}
+	if st.Batches != 3 {
+		t.Errorf("%d batches, want 3", st.Batches)
+	}
+	res, err := Search(t.Context(), s, SearchQuery{Text: "topic number 42"}, Limits{})
+	if err != nil || len(res.Hits) == 0 || res.Hits[0].Node.ID != "topic/t42" {
+		t.Errorf("search after the load: %+v, %v", res, err)
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check: %v %v", err, r.Problems)
+	}
+}
+
+// A bulk load cannot write its deferred entries: either the last batch's
+// commit, which carries them, fails, or the flush after the last batch
+// does. The load rebuilds them from the records before it returns, so the
+// open store's indexes hold the batches that did commit.
+func TestBulkLoadFailedFlushRebuilds(t *testing.T) {
+	var data strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
+	}
+	for i := range 100 {
+		fmt.Fprintf(&data, `{"kind":"node","id":"doc/d%d","type":"Document","properties":{"title":"doc %d"}}`+"\n", i, i)
+		fmt.Fprintf(&data, `{"kind":"edge","from":"doc/d%d","label":"about","to":"topic/t%d"}`+"\n", i, i)
+	}
+	for _, tc := range []struct{ name, tail string }{
+		// 300 elements in batches of 100: the input ends with a full
+		// batch, and the flush after it writes the deferred entries.
+		{"flush", ""},
+		// One more element: a last batch of one, which carries them.
+		{"last batch", `{"kind":"node","id":"topic/last","type":"Topic","properties":{"name":"last"}}` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTest(t, t.TempDir(), Config{})
+			batches := 0
+			progress := func(ImportStats) {
+				if batches++; batches == 1 {
+					// Between commits: a summary the load must add to
+					// cannot be read, so writing the summaries fails.
+					err := s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bDeg).Put([]byte("topic/t5"), []byte{0xff}) })
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			st, err := Import(t.Context(), s, strings.NewReader(data.String()+tc.tail), ImportOptions{BatchSize: 100, Progress: progress})
+			if err == nil || !strings.Contains(err.Error(), `"topic/t5": edge summary does not decode`) {
+				t.Fatalf("import over a corrupt summary: %v", err)
+			}
+			if want := int64(3); st.Batches != want {
+				t.Errorf("%d batches committed, want %d", st.Batches, want)
+			}
+			res, err := Search(t.Context(), s, SearchQuery{Text: "topic number 42"}, Limits{})
+			if err != nil || len(res.Hits) == 0 || res.Hits[0].Node.ID != "topic/t42" {
+				t.Errorf("search for a node of a committed batch: %+v, %v", res, err)
+			}
+			if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+				t.Fatalf("check: %v %v", err, r.Problems)
+			}
+		})
 	}
 }

@@ -72,14 +72,21 @@ const (
 	MaxImportBatch     = 100000
 )
 
+// rampSteps: an import at the default batch size starts with batches this
+// many times smaller and doubles them up to the default, so that the store
+// starts committing soon after the input starts, and even a small import
+// is read, checked and written in a pipeline.
+var rampSteps = 8
+
 // MaxLine is the longest line an import reads, in bytes.
 const MaxLine = 16 << 20
 
 // ImportOptions configures Import.
 type ImportOptions struct {
 	Format Format
-	// BatchSize is the number of elements per transaction; 0 means
-	// DefaultImportBatch, and it is capped at MaxImportBatch.
+	// BatchSize is the number of elements per transaction, capped at
+	// MaxImportBatch. 0 means DefaultImportBatch, reached by doubling from
+	// an eighth of it (see rampSteps).
 	BatchSize int
 	// DryRun validates the whole input and writes nothing.
 	DryRun bool
@@ -212,8 +219,8 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (_ *Im
 	if err != nil {
 		return nil, err
 	}
-	size := opt.BatchSize
-	if size <= 0 {
+	size, ramp := opt.BatchSize, opt.BatchSize <= 0
+	if ramp {
 		size = DefaultImportBatch
 	}
 	size = min(size, MaxImportBatch)
@@ -229,7 +236,7 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (_ *Im
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	batches := make(chan *importBatch, 1)
-	go readBatches(ctx, s.Model(), dec, size, opt.DryRun, batches)
+	go readBatches(ctx, s.Model(), dec, size, ramp, opt.DryRun, batches)
 
 	st := &ImportStats{}
 	var (
@@ -328,13 +335,18 @@ type importBatch struct {
 	lines                int64   // lines read so far
 	parseErrs            []*LineError
 	fatal                bool // a parse error ends the import
+	last                 bool // the input ends after this batch
 }
 
 // readBatches decodes the input into prepared batches. A batch ends at the
 // size limit, or before an element the batch already holds (so the later
 // line wins). It closes out when the input ends or ctx is cancelled.
-func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, dryRun bool, out chan<- *importBatch) {
+func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ramp, dryRun bool, out chan<- *importBatch) {
 	defer close(out)
+	limit := size
+	if ramp {
+		limit = max(size/rampSteps, 1)
+	}
 	newBatch := func() *importBatch {
 		return &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun, max: MaxImportBatch}}
 	}
@@ -349,12 +361,14 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, dr
 		}
 		cur = newBatch()
 		clear(inBatch)
+		limit = min(2*limit, size)
 		return true
 	}
 	parseErrs := 0
 	for ctx.Err() == nil {
 		el, err := dec.next()
 		if err == io.EOF {
+			cur.last = true
 			send()
 			return
 		}
@@ -380,7 +394,7 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, dr
 			cur.b.Edges = append(cur.b.Edges, *el.edge)
 			cur.edgeLines = append(cur.edgeLines, el.line)
 		}
-		if cur.b.Len() >= size && !send() {
+		if cur.b.Len() >= limit && !send() {
 			return
 		}
 	}

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+
+	"github.com/cayleygraph/cayley/graph/refs"
+	"github.com/cayleygraph/quad"
 
 	hkv "github.com/hidal-go/hidalgo/kv"
 	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
@@ -21,11 +25,110 @@ import (
 //
 // Cayley's write path uses only Get, GetBatch, Put and Del on two-level keys
 // (bucket, key); the adapter caches bucket handles, which matters because
-// Cayley keeps some 130,000 value buckets in bbolt's root.
+// Cayley keeps up to 131,072 value buckets in bbolt's root.
+//
+// Cayley creates a value bucket when it first writes a value whose hash
+// falls in it, in whatever order the values come. bbolt splits pages only
+// at commit, so each creation inserts into one ever larger in-memory root
+// page and moves everything after the insertion point: a load's first
+// transactions spent a quarter of their time in that copy. A writer that
+// knows which value buckets its transaction will write (valueBuckets)
+// passes them to expectValues, and the adapter creates the missing ones
+// first, in key order, where each insertion moves almost nothing.
 type hookKV struct {
 	*hbolt.DB
-	mu   sync.Mutex
-	hook func(tx *bolt.Tx) error
+	mu     sync.Mutex
+	hook   func(tx *bolt.Tx) error
+	expect []uint32 // value buckets the next write transaction will write, sorted
+	// have marks the value buckets known to exist (bit vk of valueKey),
+	// loaded from bbolt's root at the first expectValues.
+	have *[valueKinds * 65536 / 64]uint64
+}
+
+const valueKinds = 2 // Cayley's 'n' (reference counts) and 'v' (value IDs) buckets
+
+// valueKey packs a value bucket's three-byte name into an integer that
+// sorts as the name does: 'n' before 'v', then the two hash bytes.
+func valueKey(name []byte) (uint32, bool) {
+	if len(name) != 3 || (name[0] != 'v' && name[0] != 'n') {
+		return 0, false
+	}
+	return uint32(name[0])<<16 | uint32(name[1])<<8 | uint32(name[2]), true
+}
+
+// bit is a value key's place in hookKV.have.
+func bit(vk uint32) uint32 {
+	kind := uint32(0)
+	if vk>>16 == 'v' {
+		kind = 1
+	}
+	return kind<<16 | vk&0xFFFF
+}
+
+// valueBuckets returns the value buckets Cayley writes when it adds quads
+// holding these values: for each value, the bucket of its ID and the bucket
+// of its reference count, both chosen by the first two bytes of its hash.
+// The result is sorted and has no repeats.
+func valueBuckets(vals []quad.Value) []uint32 {
+	var seen [valueKinds * 65536 / 64]uint64
+	var out []uint32
+	for _, v := range vals {
+		h := refs.HashOf(v)
+		i := uint32(h[0])<<8 | uint32(h[1])
+		if seen[i/64]&(1<<(i%64)) != 0 {
+			continue
+		}
+		seen[i/64] |= 1 << (i % 64)
+		out = append(out, 'n'<<16|i, 'v'<<16|i)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// expectValues tells the adapter which value buckets the next write
+// transaction writes (from valueBuckets).
+func (k *hookKV) expectValues(vks []uint32) {
+	k.mu.Lock()
+	k.expect = vks
+	k.mu.Unlock()
+}
+
+// createExpected creates, in key order, the expected value buckets that do
+// not exist yet, and returns the handles of all of them.
+func (k *hookKV) createExpected(t *writeTx) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	vks := k.expect
+	k.expect = nil
+	if len(vks) == 0 {
+		return nil
+	}
+	if k.have == nil {
+		k.have = new([valueKinds * 65536 / 64]uint64)
+		c := t.tx.Cursor()
+		for name, _ := c.Seek([]byte{'n'}); name != nil; name, _ = c.Next() {
+			if vk, ok := valueKey(name); ok {
+				b := bit(vk)
+				k.have[b/64] |= 1 << (b % 64)
+			} else if name[0] > 'v' {
+				break
+			}
+		}
+	}
+	name := make([]byte, 3)
+	for _, vk := range vks {
+		if b := bit(vk); k.have[b/64]&(1<<(b%64)) != 0 {
+			continue
+		}
+		name[0], name[1], name[2] = byte(vk>>16), byte(vk>>8), byte(vk)
+		b, err := t.tx.CreateBucketIfNotExists(name) // a bit set late by a concurrent commit is harmless
+		if err != nil {
+			return fmt.Errorf("create value bucket %q: %w", name, err)
+		}
+		t.values[vk] = b
+		t.created = append(t.created, vk)
+	}
+	return nil
 }
 
 func (k *hookKV) setHook(f func(tx *bolt.Tx) error) {
@@ -50,7 +153,12 @@ func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writeTx{tx: tx, kv: k, buckets: map[string]*bolt.Bucket{}, values: map[uint32]*bolt.Bucket{}}, nil
+	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bolt.Bucket{}, values: map[uint32]*bolt.Bucket{}}
+	if err := k.createExpected(t); err != nil {
+		_ = tx.Rollback()
+		return nil, err
+	}
+	return t, nil
 }
 
 func (k *hookKV) View(ctx context.Context, fn func(tx hkv.Tx) error) error {
@@ -66,7 +174,8 @@ type writeTx struct {
 	tx      *bolt.Tx
 	kv      *hookKV
 	buckets map[string]*bolt.Bucket
-	values  map[uint32]*bolt.Bucket // Cayley's value buckets, "v" or "n" and two hash bytes, by those three bytes
+	values  map[uint32]*bolt.Bucket // Cayley's value buckets, "v" or "n" and two hash bytes, by valueKey
+	created []uint32                // value buckets this transaction created, for hookKV.have once it commits
 }
 
 var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
@@ -79,10 +188,8 @@ const appendFill = 0.95
 func (t *writeTx) bucket(name []byte, create bool) (*bolt.Bucket, error) {
 	// Cayley's value buckets are most of the lookups: an integer key
 	// spares hashing a string for each.
-	var vk uint32
-	isValue := len(name) == 3 && (name[0] == 'v' || name[0] == 'n')
+	vk, isValue := valueKey(name)
 	if isValue {
-		vk = uint32(name[0])<<16 | uint32(name[1])<<8 | uint32(name[2])
 		if b, ok := t.values[vk]; ok {
 			return b, nil
 		}
@@ -101,6 +208,9 @@ func (t *writeTx) bucket(name []byte, create bool) (*bolt.Bucket, error) {
 	}
 	if isValue {
 		t.values[vk] = b
+		if create {
+			t.created = append(t.created, vk) // or found: marking it is right either way
+		}
 		return b, nil
 	}
 	if string(name) == "log" || string(name) == string(bLog) {
@@ -180,7 +290,18 @@ func (t *writeTx) Commit(ctx context.Context) error {
 			return err
 		}
 	}
-	return t.tx.Commit()
+	if err := t.tx.Commit(); err != nil {
+		return err
+	}
+	t.kv.mu.Lock()
+	if h := t.kv.have; h != nil {
+		for _, vk := range t.created {
+			b := bit(vk)
+			h[b/64] |= 1 << (b % 64)
+		}
+	}
+	t.kv.mu.Unlock()
+	return nil
 }
 
 func (t *writeTx) Close() error {

@@ -199,6 +199,11 @@ type plan struct {
 	edges  []edgeOp
 	result *Result
 	change *Change
+	// last marks a bulk load's last batch: its commit also writes all the
+	// deferred index entries, sorted beside Cayley's part of the commit
+	// rather than in a transaction of their own after it.
+	last    bool
+	drained bool // its commit carries the deferred index entries
 }
 
 func (p *plan) empty() bool { return len(p.nodes) == 0 && len(p.edges) == 0 }
