@@ -27,9 +27,10 @@ const FileName = "store.bolt"
 const ownerFile = "owner"
 
 // storeVersion is the layout version of Lore's buckets. Version 1 kept
-// in-edge counters only, one bDeg entry per node and label; Open upgrades
-// it by rebuilding the derived buckets.
-const storeVersion = 2
+// in-edge counters only, one bDeg entry per node and label; version 2 kept
+// each node's edge summary in bDeg; version 3 keeps it in the node record.
+// Open upgrades older stores by rebuilding the derived data.
+const storeVersion = 3
 
 // Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", "v…", "n…").
 var (
@@ -38,7 +39,7 @@ var (
 	bType      = []byte("lore.type") // type NUL ID -> ""
 	bProp      = []byte("lore.prop") // type NUL prop NUL value ID -> ""
 	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight
-	bDeg       = []byte("lore.deg")  // ID -> edge summary (see degree.go)
+	bDeg       = []byte("lore.deg")  // ID -> edge summary a bulk load stages (see degree.go)
 	bLog       = []byte("lore.log")  // seq -> Change
 	bIdem      = []byte("lore.idem") // idempotency key -> idemRec
 	bMeta      = []byte("lore.meta") // seq, version, model, counts
@@ -161,7 +162,7 @@ func (s *Bolt) init(model *schema.Model) error {
 		if v := meta.Get([]byte("version")); v != nil {
 			switch binary.BigEndian.Uint64(v) {
 			case storeVersion:
-			case 1:
+			case 1, 2:
 				// Mark the derived buckets stale in the same transaction
 				// that bumps the version: Open rebuilds them, and a crash
 				// before it finishes leaves the mark for the next Open.
@@ -169,7 +170,7 @@ func (s *Bolt) init(model *schema.Model) error {
 					return err
 				}
 			default:
-				return fmt.Errorf("store layout version %d; this lore reads versions 1 and %d", binary.BigEndian.Uint64(v), storeVersion)
+				return fmt.Errorf("store layout version %d; this lore reads versions 1 to %d", binary.BigEndian.Uint64(v), storeVersion)
 			}
 		}
 		if err := meta.Put([]byte("version"), u64(storeVersion)); err != nil {
@@ -279,11 +280,15 @@ func (s *Bolt) flushDeferred() error {
 	s.rw.Lock()
 	defer s.rw.Unlock()
 	return s.db.DB().Update(func(tx *bolt.Tx) error {
-		cops, err := counterOps(tx, counters)
+		cops, deg, err := counterOps(tx, counters)
 		if err != nil {
 			return err
 		}
-		ops = append(ops, cops...)
+		dops, err := foldDeg(tx, deg, nil, nil, true) // and the staged summaries
+		if err != nil {
+			return err
+		}
+		ops = append(append(ops, cops...), dops...)
 		sortOps(ops)
 		if err := writeOps(tx, ops); err != nil {
 			return err

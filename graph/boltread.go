@@ -136,7 +136,7 @@ func (s *Bolt) Node(ctx context.Context, id ID) (n *Node, err error) {
 		if n, err = recs[0].node(id); err != nil {
 			return err
 		}
-		es, err := decodeDeg(tx.Bucket(bDeg).Get([]byte(id)))
+		es, err := decodeDeg(recs[0].Deg)
 		if err != nil {
 			return corrupt(fmt.Sprintf("node %q", id), err)
 		}

@@ -355,6 +355,8 @@ func newValues(p *plan) []quad.Value {
 	return vals
 }
 
+// A kvOp is one write: a put, a delete, or, as a delete with no key, the
+// emptying of a whole bucket.
 type kvOp struct {
 	bucket, key, val []byte
 	del              bool
@@ -374,6 +376,9 @@ type counterKey struct {
 func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) ([]kvOp, error) {
 	var ops []kvOp
 	counters := map[counterKey]int64{}
+	recs := map[ID]*nodeRec{} // the node records this commit writes
+	var updated []ID          // those of them that exist: their summaries carry over
+	gone := map[ID]bool{}     // the nodes it deletes
 	primary := func(op kvOp) { ops = append(ops, op) }
 	d := s.deferred
 	put := func(b, k, v []byte) {
@@ -407,7 +412,14 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) 
 		}
 		if op.new != nil {
 			newKeys, newToks = s.nodeIndexKeys(id, op.new, op.props)
-			put(bNodes, []byte(id), op.new.encode())
+			rec := *op.new // the plan's record may be read by the next plan: the summary goes on a copy
+			rec.Deg = nil
+			recs[id] = &rec
+			if op.old != nil {
+				updated = append(updated, id)
+			}
+		} else if op.old != nil {
+			gone[id] = true
 		}
 		for tok, w := range newToks {
 			if old, ok := oldToks[tok]; !ok || old != w {
@@ -470,21 +482,45 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time) 
 		}
 	}
 	err := s.db.DB().View(func(tx *bolt.Tx) error {
-		cops, err := counterOps(tx, counters)
+		cops, deg, err := counterOps(tx, counters)
+		if err != nil {
+			return err
+		}
 		ops = append(ops, cops...)
+		nodes := tx.Bucket(bNodes)
+		for _, id := range updated {
+			if v := nodes.Get([]byte(id)); v != nil {
+				old, err := decodeNodeRec(v)
+				if err != nil {
+					return corrupt(fmt.Sprintf("node %q", id), err)
+				}
+				recs[id].Deg = old.Deg
+			}
+		}
+		var dops []kvOp
+		if d != nil && p.drained && !p.last {
+			dops, err = stageDeg(tx, deg) // a bulk load's flush: see stageDeg
+		} else {
+			dops, err = foldDeg(tx, deg, recs, gone, d != nil && p.last)
+		}
+		ops = append(ops, dops...)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	for id, rec := range recs {
+		ops = append(ops, kvOp{bucket: bNodes, key: []byte(id), val: rec.encode()})
+	}
 	sortOps(ops)
 	return ops, nil
 }
 
-// counterOps returns the writes that apply counter deltas to their current
-// values in tx: plain 8-byte counters, and the per-node edge summaries.
-// They are written by the commit that computes them, never deferred again.
-func counterOps(tx *bolt.Tx, counters map[counterKey]int64) ([]kvOp, error) {
+// counterOps returns the writes that apply plain 8-byte counter deltas to
+// their current values in tx, and the edge-summary deltas among them (by
+// degKey) for foldDeg or stageDeg. The results are written by the commit
+// that computes them, never deferred again.
+func counterOps(tx *bolt.Tx, counters map[counterKey]int64) ([]kvOp, map[string]int64, error) {
 	var ops []kvOp
 	deg := map[string]int64{}
 	for ck, n := range counters {
@@ -502,15 +538,14 @@ func counterOps(tx *bolt.Tx, counters map[counterKey]int64) ([]kvOp, error) {
 		cur += n
 		switch {
 		case cur < 0:
-			return nil, fmt.Errorf("counter %q in %s would go negative: run lore check", ck.key, ck.bucket)
+			return nil, nil, fmt.Errorf("counter %q in %s would go negative: run lore check", ck.key, ck.bucket)
 		case cur == 0:
 			ops = append(ops, kvOp{bucket: []byte(ck.bucket), key: []byte(ck.key), del: true})
 		default:
 			ops = append(ops, kvOp{bucket: []byte(ck.bucket), key: []byte(ck.key), val: u64(uint64(cur))})
 		}
 	}
-	dops, err := foldDeg(tx, deg)
-	return append(ops, dops...), err
+	return ops, deg, nil
 }
 
 // sortOps orders writes by bucket and key, so that a commit touches each
@@ -549,6 +584,16 @@ func writeOps(tx *bolt.Tx, ops []kvOp) error {
 			b.FillPercent = fillFor(name)
 		}
 		var err error
+		if op.del && op.key == nil { // empties the bucket (it sorts before the bucket's other writes)
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+			if b, err = tx.CreateBucket(name); err != nil {
+				return err
+			}
+			b.FillPercent = fillFor(name)
+			continue
+		}
 		if op.del {
 			err = b.Delete(op.key)
 		} else {

@@ -226,10 +226,19 @@ func TestFailedCommitRecovers(t *testing.T) {
 	})
 	// Corrupt the edge summary so the next commit's hook fails after
 	// Cayley has buffered its own index entries.
-	if err := s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bDeg).Delete([]byte("team/t")) }); err != nil {
+	err := s.db.DB().Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bNodes)
+		rec, err := decodeNodeRec(b.Get([]byte("team/t")))
+		if err != nil {
+			return err
+		}
+		rec.Deg = nil
+		return b.Put([]byte("team/t"), rec.encode())
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Apply(t.Context(), &Batch{
+	_, err = s.Apply(t.Context(), &Batch{
 		Nodes:       []NodeInput{{ID: "person/c", Type: "Person", Properties: Props{"name": "c"}}, {ID: "team/u", Type: "Team", Properties: Props{"name": "u"}}},
 		Edges:       []EdgeInput{{EdgeKey: EdgeKey{From: "person/c", Label: "memberOf", To: "team/u"}}},
 		DeleteEdges: []EdgeRef{{EdgeKey: EdgeKey{From: "person/a", Label: "memberOf", To: "team/t"}}},
@@ -663,71 +672,112 @@ func TestBulkLoadSummariesAcrossFlushes(t *testing.T) {
 	}
 }
 
-// A store of layout version 1 (in-edge counters, one entry per node and
-// label, out-edges counted from the records) is upgraded when opened: the
-// summaries are rebuilt, and a crash before that finishes leaves the mark
-// for the next Open.
-func TestUpgradeFromVersion1(t *testing.T) {
-	dir := t.TempDir()
-	s := openTest(t, dir, Config{})
-	apply(t, s, &Batch{
-		Nodes: []NodeInput{
-			{ID: "person/a", Type: "Person", Properties: Props{"name": "a"}},
-			{ID: "person/b", Type: "Person", Properties: Props{"name": "b"}},
-			{ID: "team/core", Type: "Team", Properties: Props{"name": "core"}},
-			{ID: "service/api", Type: "Service", Properties: Props{"name": "api"}},
-		},
-		Edges: []EdgeInput{
-			{EdgeKey: EdgeKey{From: "person/a", Label: "memberOf", To: "team/core"}},
-			{EdgeKey: EdgeKey{From: "person/b", Label: "memberOf", To: "team/core"}},
-			{EdgeKey: EdgeKey{From: "team/core", Label: "owns", To: "service/api"}},
-		},
-	})
-	want, err := s.Node(t.Context(), "team/core")
-	if err != nil || len(want.Edges) != 2 {
-		t.Fatalf("team/core: %+v %v", want, err)
-	}
-	// Rewrite bDeg as version 1 kept it.
-	err = s.db.DB().Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bDeg); err != nil {
-			return err
-		}
-		b, err := tx.CreateBucket(bDeg)
-		if err != nil {
-			return err
-		}
-		in := map[string]uint64{}
-		_ = tx.Bucket(bEdges).ForEach(func(k, _ []byte) error {
-			e := edgeKeyFromBytes(k)
-			in[string(degKey(e.To, 'i', e.Label))]++
-			return nil
-		})
-		for k, n := range in {
-			if err := b.Put([]byte(k), u64(n)); err != nil {
-				return err
+// Stores of older layouts are upgraded when opened: version 1 kept
+// in-edge counters only, one bDeg entry per node and label, and counted
+// out-edges from the records; version 2 kept one summary per node in bDeg.
+// Both had node records without a summary. Open rewrites the records with
+// their summaries and empties bDeg; a crash before it finishes leaves the
+// mark for the next Open.
+func TestUpgradeFromOlderLayouts(t *testing.T) {
+	for _, version := range []uint64{1, 2} {
+		t.Run(fmt.Sprintf("version %d", version), func(t *testing.T) {
+			dir := t.TempDir()
+			s := openTest(t, dir, Config{})
+			apply(t, s, &Batch{
+				Nodes: []NodeInput{
+					{ID: "person/a", Type: "Person", Properties: Props{"name": "a"}},
+					{ID: "person/b", Type: "Person", Properties: Props{"name": "b"}},
+					{ID: "team/core", Type: "Team", Properties: Props{"name": "core"}},
+					{ID: "service/api", Type: "Service", Properties: Props{"name": "api"}},
+				},
+				Edges: []EdgeInput{
+					{EdgeKey: EdgeKey{From: "person/a", Label: "memberOf", To: "team/core"}},
+					{EdgeKey: EdgeKey{From: "person/b", Label: "memberOf", To: "team/core"}},
+					{EdgeKey: EdgeKey{From: "team/core", Label: "owns", To: "service/api"}},
+				},
+			})
+			want, err := s.Node(t.Context(), "team/core")
+			if err != nil || len(want.Edges) != 2 {
+				t.Fatalf("team/core: %+v %v", want, err)
 			}
-		}
-		return tx.Bucket(bMeta).Put([]byte("version"), u64(1))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+			// Rewrite the records and bDeg as the old layout kept them.
+			err = s.db.DB().Update(func(tx *bolt.Tx) error {
+				nodes := tx.Bucket(bNodes)
+				old := map[string][]byte{}
+				err := nodes.ForEach(func(k, v []byte) error {
+					r, err := decodeNodeRec(v)
+					if err != nil {
+						return err
+					}
+					b := []byte{1}
+					b = binary.AppendUvarint(b, uint64(len(r.Type)))
+					b = append(b, r.Type...)
+					b = binary.AppendVarint(b, r.Created)
+					b = binary.AppendVarint(b, r.Updated)
+					b = binary.AppendUvarint(b, uint64(r.Rev))
+					old[string(k)] = append(b, r.Props...)
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				for k, v := range old {
+					if err := nodes.Put([]byte(k), v); err != nil {
+						return err
+					}
+				}
+				deg := tx.Bucket(bDeg)
+				counts := map[string]int64{}
+				_ = tx.Bucket(bEdges).ForEach(func(k, _ []byte) error {
+					e := edgeKeyFromBytes(k)
+					counts[string(degKey(e.To, 'i', e.Label))]++
+					if version == 2 {
+						counts[string(degKey(e.From, 'o', e.Label))]++
+					}
+					return nil
+				})
+				if version == 1 {
+					for k, n := range counts {
+						if err := deg.Put([]byte(k), u64(uint64(n))); err != nil {
+							return err
+						}
+					}
+				} else {
+					for k, v := range summaries(counts) {
+						if err := deg.Put([]byte(k), v); err != nil {
+							return err
+						}
+					}
+				}
+				return tx.Bucket(bMeta).Put([]byte("version"), u64(version))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
 
-	s = openTest(t, dir, Config{})
-	got, err := s.Node(t.Context(), "team/core")
-	if err != nil || !slices.Equal(got.Edges, want.Edges) {
-		t.Errorf("after the upgrade team/core has edges %+v (%v), want %+v", got.Edges, err, want.Edges)
+			s = openTest(t, dir, Config{})
+			got, err := s.Node(t.Context(), "team/core")
+			if err != nil || !slices.Equal(got.Edges, want.Edges) {
+				t.Errorf("after the upgrade team/core has edges %+v (%v), want %+v", got.Edges, err, want.Edges)
+			}
+			if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+				t.Errorf("check after the upgrade: %v %v", err, r.Problems)
+			}
+			_ = s.db.DB().View(func(tx *bolt.Tx) error {
+				if v := tx.Bucket(bMeta).Get([]byte("version")); binary.BigEndian.Uint64(v) != storeVersion {
+					t.Errorf("version after the upgrade: %d", binary.BigEndian.Uint64(v))
+				}
+				if v := tx.Bucket(bNodes).Get([]byte("person/a")); v[0] != nodeRecordVersion {
+					t.Errorf("record version after the upgrade: %d", v[0])
+				}
+				if n := tx.Bucket(bDeg).Stats().KeyN; n != 0 {
+					t.Errorf("bDeg holds %d entries after the upgrade", n)
+				}
+				return nil
+			})
+		})
 	}
-	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
-		t.Errorf("check after the upgrade: %v %v", err, r.Problems)
-	}
-	_ = s.db.DB().View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bMeta).Get([]byte("version")); binary.BigEndian.Uint64(v) != storeVersion {
-			t.Errorf("version after the upgrade: %d", binary.BigEndian.Uint64(v))
-		}
-		return nil
-	})
 }
 
 // Deferred index writes of one key keep their order: a search token put,
@@ -921,4 +971,54 @@ func TestBulkLoadFailedFlushRebuilds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A node's edge summary lives in its record: rewriting the record for a
+// property change keeps it, and a batch that changes both the node and its
+// edges writes the record once with both.
+func TestSummaryFollowsRecordRewrites(t *testing.T) {
+	s := openTest(t, t.TempDir(), Config{})
+	edges := func(id ID) []EdgeCount {
+		t.Helper()
+		n, err := s.Node(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Edges
+	}
+	check := func(step string) {
+		t.Helper()
+		if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+			t.Fatalf("%s: check: %v %v", step, err, r.Problems)
+		}
+	}
+	apply(t, s, &Batch{
+		Nodes: []NodeInput{
+			{ID: "person/a", Type: "Person", Properties: Props{"name": "a"}},
+			{ID: "team/x", Type: "Team", Properties: Props{"name": "x"}},
+			{ID: "team/y", Type: "Team", Properties: Props{"name": "y"}},
+		},
+		Edges: []EdgeInput{{EdgeKey: EdgeKey{From: "person/a", Label: "memberOf", To: "team/x"}}},
+	})
+	apply(t, s, &Batch{Nodes: []NodeInput{{ID: "person/a", Type: "Person", Properties: Props{"name": "renamed"}}}})
+	if got, want := edges("person/a"), []EdgeCount{{Label: "memberOf", Direction: Out, Count: 1}}; !slices.Equal(got, want) {
+		t.Errorf("after a property change: %+v, want %+v", got, want)
+	}
+	check("property change")
+	apply(t, s, &Batch{
+		Nodes: []NodeInput{{ID: "person/a", Type: "Person", Properties: Props{"name": "again"}}, {ID: "team/x", Type: "Team", Properties: Props{"name": "x2"}}},
+		Edges: []EdgeInput{{EdgeKey: EdgeKey{From: "person/a", Label: "memberOf", To: "team/y"}}},
+	})
+	if got, want := edges("person/a"), []EdgeCount{{Label: "memberOf", Direction: Out, Count: 2}}; !slices.Equal(got, want) {
+		t.Errorf("after a change of node and edges: %+v, want %+v", got, want)
+	}
+	if got, want := edges("team/x"), []EdgeCount{{Label: "memberOf", Direction: In, Count: 1}}; !slices.Equal(got, want) {
+		t.Errorf("team/x after its own change: %+v, want %+v", got, want)
+	}
+	check("node and edges")
+	apply(t, s, &Batch{DeleteNodes: []NodeRef{{ID: "team/x"}}})
+	if got, want := edges("person/a"), []EdgeCount{{Label: "memberOf", Direction: Out, Count: 1}}; !slices.Equal(got, want) {
+		t.Errorf("after deleting team/x: %+v, want %+v", got, want)
+	}
+	check("cascade")
 }

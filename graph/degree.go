@@ -11,10 +11,19 @@ import (
 )
 
 // Each node's edge summary, how many edges of each label start and end at
-// it, is one bDeg entry keyed by the node ID. Reading a node is then two
-// lookups, its record and its summary, whatever its degree. The write path
-// counts changes per node, direction and label under degKey, and folds
-// them into the summaries as it commits.
+// it, is kept in its record (nodeRec.Deg). Reading a node is then one
+// lookup whatever its degree. The write path counts changes per node,
+// direction and label under degKey, and folds them into the records as it
+// commits (foldDeg).
+//
+// A bulk load defers its counts, and writes them at each deferred flush
+// into bDeg, one entry per node keyed by its ID, instead of into the
+// records: a flush comes every few hundred thousand entries, and the edges
+// of a load touch nodes all over the store, so writing records would
+// rewrite every page of them at each (stageDeg). Its last commit folds
+// bDeg into the records in one pass, and empties it. bDeg is empty
+// otherwise; an interrupted load leaves the store marked, and Open
+// rebuilds the summaries from the edge records.
 
 // A degEntry is one line of a summary: dir is 'o' (out) or 'i' (in).
 type degEntry struct {
@@ -91,37 +100,20 @@ func splitDegKey(k string) (ID, byte, string) {
 	return ID(k[:i]), k[i+1], k[i+2:]
 }
 
-// foldDeg applies counter deltas keyed by degKey to the summaries in tx,
-// and returns the writes that store the new summaries. It visits the nodes
-// in key order, so a large fold reads bDeg's pages in order.
-func foldDeg(tx *bolt.Tx, deltas map[string]int64) ([]kvOp, error) {
-	keys := make([]string, 0, len(deltas))
-	for k, n := range deltas {
-		if n != 0 {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys) // a degKey starts with the node ID and a NUL: one node's keys are adjacent
+// stageDeg adds counter deltas keyed by degKey to the summaries a bulk load
+// stages in bDeg, and returns the writes that store them. It visits the
+// nodes in key order, so a large flush reads bDeg's pages in order.
+func stageDeg(tx *bolt.Tx, deltas map[string]int64) ([]kvOp, error) {
+	ids, by := groupDeg(deltas)
 	b := tx.Bucket(bDeg)
 	var ops []kvOp
-	for i := 0; i < len(keys); {
-		id, _, _ := splitDegKey(keys[i])
+	for _, id := range ids {
 		cur, err := decodeDeg(b.Get([]byte(id)))
 		if err != nil {
-			return nil, corrupt(fmt.Sprintf("node %q", id), err)
+			return nil, corrupt(fmt.Sprintf("staged edge summary of node %q", id), err)
 		}
-		for ; i < len(keys); i++ {
-			kid, dir, label := splitDegKey(keys[i])
-			if kid != id {
-				break
-			}
-			j := slices.IndexFunc(cur, func(e degEntry) bool { return e.label == label && e.dir == dir })
-			if j < 0 {
-				cur, j = append(cur, degEntry{label: label, dir: dir}), len(cur)
-			}
-			if cur[j].n += deltas[keys[i]]; cur[j].n < 0 {
-				return nil, fmt.Errorf("the %s-edge count of %q for %q would go negative: run lore check", dirName(dir), label, id)
-			}
+		if cur, err = addDeg(id, cur, by[id]); err != nil {
+			return nil, err
 		}
 		if v := encodeDeg(cur); v != nil {
 			ops = append(ops, kvOp{bucket: bDeg, key: []byte(id), val: v})
@@ -130,6 +122,96 @@ func foldDeg(tx *bolt.Tx, deltas map[string]int64) ([]kvOp, error) {
 		}
 	}
 	return ops, nil
+}
+
+// foldDeg adds counter deltas keyed by degKey to the summaries of the node
+// records in tx, and returns the writes of the records it changes. recs
+// are the records the commit writes anyway, each holding its committed
+// summary: theirs are updated in place. The deltas of the nodes in gone,
+// which the commit deletes, are dropped. With staged, the summaries in
+// bDeg are added too, and bDeg is emptied.
+func foldDeg(tx *bolt.Tx, deltas map[string]int64, recs map[ID]*nodeRec, gone map[ID]bool, staged bool) ([]kvOp, error) {
+	ids, by := groupDeg(deltas)
+	var ops []kvOp
+	if staged {
+		c := tx.Bucket(bDeg).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			es, err := decodeDeg(v)
+			if err != nil {
+				return nil, corrupt(fmt.Sprintf("staged edge summary of node %q", k), err)
+			}
+			id := ID(k)
+			if _, ok := by[id]; !ok {
+				ids = append(ids, id)
+			}
+			by[id] = append(by[id], es...)
+		}
+		slices.Sort(ids)
+		ops = append(ops, kvOp{bucket: bDeg, del: true})
+	}
+	nodes := tx.Bucket(bNodes)
+	for _, id := range ids {
+		if gone[id] {
+			continue
+		}
+		rec, write := recs[id], false
+		if rec == nil {
+			v := nodes.Get([]byte(id))
+			if v == nil {
+				return nil, fmt.Errorf("edges counted for node %q, which does not exist: run lore check", id)
+			}
+			var err error
+			if rec, err = decodeNodeRec(v); err != nil {
+				return nil, corrupt(fmt.Sprintf("node %q", id), err)
+			}
+			write = true
+		}
+		cur, err := decodeDeg(rec.Deg)
+		if err != nil {
+			return nil, corrupt(fmt.Sprintf("edge summary of node %q", id), err)
+		}
+		if cur, err = addDeg(id, cur, by[id]); err != nil {
+			return nil, err
+		}
+		rec.Deg = encodeDeg(cur)
+		if write {
+			ops = append(ops, kvOp{bucket: bNodes, key: []byte(id), val: rec.encode()})
+		}
+	}
+	return ops, nil
+}
+
+// groupDeg groups deltas keyed by degKey by node, and returns the nodes in
+// key order.
+func groupDeg(deltas map[string]int64) ([]ID, map[ID][]degEntry) {
+	by := map[ID][]degEntry{}
+	var ids []ID
+	for k, n := range deltas {
+		if n == 0 {
+			continue
+		}
+		id, dir, label := splitDegKey(k)
+		if _, ok := by[id]; !ok {
+			ids = append(ids, id)
+		}
+		by[id] = append(by[id], degEntry{label: label, dir: dir, n: n})
+	}
+	slices.Sort(ids)
+	return ids, by
+}
+
+// addDeg adds counts to a node's summary.
+func addDeg(id ID, cur, add []degEntry) ([]degEntry, error) {
+	for _, a := range add {
+		j := slices.IndexFunc(cur, func(e degEntry) bool { return e.label == a.label && e.dir == a.dir })
+		if j < 0 {
+			cur, j = append(cur, degEntry{label: a.label, dir: a.dir}), len(cur)
+		}
+		if cur[j].n += a.n; cur[j].n < 0 {
+			return nil, fmt.Errorf("the %s-edge count of %q for %q would go negative: run lore check", dirName(a.dir), a.label, id)
+		}
+	}
+	return cur, nil
 }
 
 func dirName(dir byte) string {

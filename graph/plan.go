@@ -22,6 +22,10 @@ type nodeRec struct {
 	Created int64 // Unix microseconds
 	Updated int64
 	Rev     int64
+	// Deg is the node's encoded edge summary (see degree.go). It is not
+	// the node's content: the commit that writes a record sets it from the
+	// committed record and the commit's own edge changes.
+	Deg []byte
 }
 
 // edgeRec is an edge as Lore stores it (its key is the record key).

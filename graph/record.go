@@ -11,29 +11,39 @@ import (
 // type or revision (which planning does for every edge endpoint) never
 // parses JSON:
 //
-//	node: version, uvarint len(type), type, varint created, varint updated, uvarint revision, properties (canonical JSON)
-//	edge: version, varint created, varint updated, uvarint revision, properties (canonical JSON, may be empty)
-const recordVersion = 1
+//	node: 2, uvarint len(type), type, varint created, varint updated, uvarint revision,
+//	      uvarint len(summary), edge summary (see degree.go), properties (canonical JSON)
+//	edge: 1, varint created, varint updated, uvarint revision, properties (canonical JSON, may be empty)
+//
+// Node records of version 1 (store layout 2 and before) had no summary;
+// they are still read, and Open rewrites them.
+const (
+	recordVersion     = 1 // edges
+	nodeRecordVersion = 2
+)
 
 var errCorrupt = errors.New("corrupt record")
 
 func (r *nodeRec) encode() []byte {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64*4+len(r.Type)+len(r.Props))
-	b = append(b, recordVersion)
+	b := make([]byte, 0, 1+binary.MaxVarintLen64*5+len(r.Type)+len(r.Deg)+len(r.Props))
+	b = append(b, nodeRecordVersion)
 	b = binary.AppendUvarint(b, uint64(len(r.Type)))
 	b = append(b, r.Type...)
 	b = binary.AppendVarint(b, r.Created)
 	b = binary.AppendVarint(b, r.Updated)
 	b = binary.AppendUvarint(b, uint64(r.Rev))
+	b = binary.AppendUvarint(b, uint64(len(r.Deg)))
+	b = append(b, r.Deg...)
 	return append(b, r.Props...)
 }
 
 // decodeNodeRec decodes a node record; the result does not alias b, which
 // bbolt owns only for the life of its transaction.
 func decodeNodeRec(b []byte) (*nodeRec, error) {
-	if len(b) == 0 || b[0] != recordVersion {
+	if len(b) == 0 || (b[0] != nodeRecordVersion && b[0] != 1) {
 		return nil, errCorrupt
 	}
+	version := b[0]
 	b = b[1:]
 	n, k := binary.Uvarint(b)
 	if k <= 0 || uint64(len(b)-k) < n {
@@ -45,13 +55,23 @@ func decodeNodeRec(b []byte) (*nodeRec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if version == nodeRecordVersion {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || uint64(len(rest)-k) < n {
+			return nil, errCorrupt
+		}
+		if n > 0 {
+			r.Deg = bytes.Clone(rest[k : k+int(n)])
+		}
+		rest = rest[k+int(n):]
+	}
 	r.Props = bytes.Clone(rest)
 	return r, nil
 }
 
 // decodeNodeType reads only the type of a node record.
 func decodeNodeType(b []byte) (string, error) {
-	if len(b) == 0 || b[0] != recordVersion {
+	if len(b) == 0 || (b[0] != nodeRecordVersion && b[0] != 1) {
 		return "", errCorrupt
 	}
 	n, k := binary.Uvarint(b[1:])
