@@ -69,7 +69,7 @@ var (
 
 // mcpGenVersion names the generator and the store layout; change it when
 // either changes so cached stores are rebuilt (v2: layout version 2).
-const mcpGenVersion = "v2"
+const mcpGenVersion = "v3"
 
 const (
 	eraLegacy = "2025-11-25"
