@@ -94,7 +94,7 @@ func (k *hookKV) expectValues(vks []uint32) {
 }
 
 // createExpected creates, in key order, the expected value buckets that do
-// not exist yet, and returns the handles of all of them.
+// not exist yet, and caches their handles in t.
 func (k *hookKV) createExpected(t *writeTx) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
