@@ -106,7 +106,10 @@ func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time) (err er
 		return writeOps(tx, w.ops)
 	}
 
-	expect := valueBuckets(newValues(p))
+	var expect []uint32
+	if len(deltas) > 0 {
+		expect = valueBuckets(newValues(p))
+	}
 
 	s.rw.Lock()
 	if len(deltas) > 0 {

@@ -20,7 +20,10 @@ import (
 const (
 	recordVersion     = 1 // edges
 	nodeRecordVersion = 2
+	nodeRecordV1      = 1 // without a summary
 )
+
+func nodeVersionOK(v byte) bool { return v == nodeRecordVersion || v == nodeRecordV1 }
 
 var errCorrupt = errors.New("corrupt record")
 
@@ -40,7 +43,7 @@ func (r *nodeRec) encode() []byte {
 // decodeNodeRec decodes a node record; the result does not alias b, which
 // bbolt owns only for the life of its transaction.
 func decodeNodeRec(b []byte) (*nodeRec, error) {
-	if len(b) == 0 || (b[0] != nodeRecordVersion && b[0] != 1) {
+	if len(b) == 0 || !nodeVersionOK(b[0]) {
 		return nil, errCorrupt
 	}
 	version := b[0]
@@ -71,7 +74,7 @@ func decodeNodeRec(b []byte) (*nodeRec, error) {
 
 // decodeNodeType reads only the type of a node record.
 func decodeNodeType(b []byte) (string, error) {
-	if len(b) == 0 || (b[0] != nodeRecordVersion && b[0] != 1) {
+	if len(b) == 0 || !nodeVersionOK(b[0]) {
 		return "", errCorrupt
 	}
 	n, k := binary.Uvarint(b[1:])
