@@ -33,7 +33,14 @@ type Batch struct {
 	// an import whose earlier batches were not written.
 	Assume map[ID]string `json:"-"`
 
-	max int // the size limit if not MaxBatch (imports: MaxImportBatch)
+	max   int    // the size limit if not MaxBatch (imports: MaxImportBatch)
+	yield func() // called between elements by long tasks over the batch (see turns)
+}
+
+func (b *Batch) pause() {
+	if b.yield != nil {
+		b.yield()
+	}
 }
 
 func (b *Batch) limit() int {

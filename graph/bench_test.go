@@ -104,6 +104,9 @@ func runChild(job, file, dir string) error {
 	if job != "read" { // every load runs with the collector settings lore import uses
 		debug.SetGCPercent(ImportGCPercent)
 		debug.SetMemoryLimit(ImportMemoryLimit())
+		if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_GC")); err == nil {
+			debug.SetGCPercent(n) // to try other collector settings
+		}
 		if n, err := strconv.ParseInt(os.Getenv("LORE_BENCH_MEMLIMIT"), 10, 64); err == nil {
 			debug.SetMemoryLimit(n) // to try other limits
 		}

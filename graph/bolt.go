@@ -276,7 +276,7 @@ func (s *Bolt) flushDeferred() error {
 		return nil // the last batch's commit wrote them and cleared the mark
 	}
 	counters := map[counterKey]int64{}
-	ops := s.deferred.drain(counters)
+	ops := s.deferred.drain(nil, len(counters)+len(s.deferred.counters), counters)
 	s.rw.Lock()
 	defer s.rw.Unlock()
 	return s.db.DB().Update(func(tx *bolt.Tx) error {

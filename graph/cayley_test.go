@@ -553,6 +553,7 @@ func loadModelString(s string) (*schema.Model, error) { return schema.Load([]byt
 // they pile up and at the end, and a load that dies leaves a store whose
 // indexes Open rebuilds.
 func TestBulkLoadDefersIndexes(t *testing.T) {
+	deferFrom(t, 0)
 	old := deferFlush
 	deferFlush = 700
 	t.Cleanup(func() { deferFlush = old })
@@ -620,6 +621,7 @@ func TestBulkLoadDefersIndexes(t *testing.T) {
 // flushes: every node gains in- and out-edges in batches far apart, and
 // each flush must add to what the one before wrote.
 func TestBulkLoadSummariesAcrossFlushes(t *testing.T) {
+	deferFrom(t, 0)
 	old := deferFlush
 	deferFlush = 300
 	t.Cleanup(func() { deferFlush = old })
@@ -784,6 +786,7 @@ func TestUpgradeFromOlderLayouts(t *testing.T) {
 // deleted and put again by three batches of one bulk load is there at the
 // end.
 func TestBulkLoadKeepsWriteOrder(t *testing.T) {
+	deferFrom(t, 0)
 	s := openTest(t, t.TempDir(), Config{})
 	end, ok := s.beginBulk()
 	if !ok {
@@ -859,6 +862,60 @@ func TestValueBucketsMatchCayley(t *testing.T) {
 	}
 }
 
+// deferFrom makes bulk loads defer index entries once they have written n
+// elements, for the test.
+func deferFrom(t *testing.T, n int) {
+	old := deferAfter
+	deferAfter = n
+	t.Cleanup(func() { deferAfter = old })
+}
+
+// A bulk load writes each commit's index entries with it until it has
+// written deferAfter elements, and defers them from then on: the batches
+// committed before are searchable while the load runs, the later ones once
+// it ends; and the indexes and summaries are whole at the end.
+func TestBulkLoadDefersPastThreshold(t *testing.T) {
+	deferFrom(t, 250)
+	var data strings.Builder
+	for i := range 100 { // 300 elements, then 100 edges: batches of 100 pass 250 at the third
+		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
+		fmt.Fprintf(&data, `{"kind":"node","id":"doc/d%d","type":"Document","properties":{"title":"doc number %d"}}`+"\n", i, i)
+		fmt.Fprintf(&data, `{"kind":"edge","from":"doc/d%d","label":"about","to":"topic/t%d"}`+"\n", i, i)
+	}
+	for i := range 100 { // each topic's second edge comes after the threshold
+		fmt.Fprintf(&data, `{"kind":"edge","from":"doc/d%d","label":"about","to":"topic/t%d"}`+"\n", i, (i+1)%100)
+	}
+	s := openTest(t, t.TempDir(), Config{})
+	found := func(id ID, text string) bool {
+		t.Helper()
+		res, err := Search(t.Context(), s, SearchQuery{Text: text}, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Hits) > 0 && res.Hits[0].Node.ID == id
+	}
+	var during []bool // after each batch: topic/t5 (batch 1) found, doc/d80 (batch 3) found
+	progress := func(ImportStats) {
+		during = append(during, found("topic/t5", "topic number 5"), found("doc/d80", "doc number 80"))
+	}
+	if _, err := Import(t.Context(), s, strings.NewReader(data.String()), ImportOptions{BatchSize: 100, Progress: progress}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, false, true, false, true, false, true, false}; !slices.Equal(during, want) {
+		t.Errorf("searchable during the load: %v, want %v", during, want)
+	}
+	if !found("doc/d80", "doc number 80") || !found("topic/t5", "topic number 5") {
+		t.Error("a node is not searchable after the load")
+	}
+	n, err := s.Node(t.Context(), "topic/t7") // one edge written directly, one deferred
+	if err != nil || len(n.Edges) != 1 || n.Edges[0].Count != 2 {
+		t.Fatalf("topic/t7: %+v, %v", n, err)
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check: %v %v", err, r.Problems)
+	}
+}
+
 // An import at the default batch size starts with small batches and
 // doubles them; one with a batch size given keeps it.
 func TestImportRampsBatches(t *testing.T) {
@@ -895,6 +952,7 @@ func TestImportRampsBatches(t *testing.T) {
 // clears the store's mark, so the load needs no transaction of its own
 // after it, and the next Open has nothing to rebuild.
 func TestBulkLoadLastBatchWritesDeferred(t *testing.T) {
+	deferFrom(t, 0)
 	dir := t.TempDir()
 	s := openTest(t, dir, Config{})
 	var data strings.Builder
@@ -927,6 +985,7 @@ func TestBulkLoadLastBatchWritesDeferred(t *testing.T) {
 // does. The load rebuilds them from the records before it returns, so the
 // open store's indexes hold the batches that did commit.
 func TestBulkLoadFailedFlushRebuilds(t *testing.T) {
+	deferFrom(t, 0)
 	var data strings.Builder
 	for i := range 100 {
 		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)

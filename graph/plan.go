@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	cgraph "github.com/cayleygraph/cayley/graph"
+
 	"github.com/lore-dev/lore/schema"
 )
 
@@ -178,12 +180,14 @@ func (e *jsonError) Error() string { return e.err.Error() }
 // prepare fills in the prepared state of every element whose type is known.
 func prepare(m *schema.Model, b *Batch) {
 	for i := range b.Nodes {
+		b.pause()
 		n := &b.Nodes[i]
 		if nt, ok := m.Node(n.Type); ok && !n.Merge {
 			n.prep = prepareProps(nt.Validate, n.Properties)
 		}
 	}
 	for i := range b.Edges {
+		b.pause()
 		e := &b.Edges[i]
 		if et, ok := m.Edge(e.Label); ok {
 			e.prep = prepareProps(et.Validate, e.Properties)
@@ -208,6 +212,10 @@ type plan struct {
 	// rather than in a transaction of their own after it.
 	last    bool
 	drained bool // its commit carries the deferred index entries
+
+	quadsSet bool
+	deltas   []cgraph.Delta // see quads
+	expect   []uint32       // the value buckets the deltas may need (valueKey)
 }
 
 func (p *plan) empty() bool { return len(p.nodes) == 0 && len(p.edges) == 0 }
@@ -237,6 +245,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	var nodeIDs []ID
 	var edgeKeys []EdgeKey
 	for i, n := range b.Nodes {
+		b.pause()
 		ptr := fmt.Sprintf("/nodes/%d", i)
 		if err := n.ID.Check(); err != nil {
 			ps.add(ErrInvalid, ptr+"/id", nodeElem(n.ID), "id", "%v", unwrapMsg(err))
@@ -294,6 +303,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	edgeOK := make([]bool, len(b.Edges))
 	var endpoints []ID // nodes only edges name: their types are all planning needs
 	for i, e := range b.Edges {
+		b.pause()
 		edgeOK[i] = checkEdge(fmt.Sprintf("/edges/%d", i), e.EdgeKey)
 		if edgeOK[i] {
 			for _, id := range []ID{e.From, e.To} {
@@ -373,6 +383,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	us := t.UnixMicro()
 	newType := map[ID]string{}
 	for i, n := range b.Nodes {
+		b.pause()
 		ptr := fmt.Sprintf("/nodes/%d", i)
 		nt, _ := m.Node(n.Type)
 		old := oldNode[n.ID]
@@ -463,6 +474,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		return t, ok
 	}
 	for i, e := range b.Edges {
+		b.pause()
 		if !edgeOK[i] {
 			continue
 		}

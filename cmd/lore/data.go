@@ -18,7 +18,7 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	var sf storeFlags
 	sf.register(fs, e)
 	format := fs.String("format", "ndjson", "input `format`: ndjson, nquads or memory (the MCP memory server's JSONL)")
-	batch := fs.Int("batch", 0, fmt.Sprintf("elements per transaction, at most %d (default %d, reached by doubling from an eighth of it)", graph.MaxImportBatch, graph.DefaultImportBatch))
+	batch := fs.Int("batch", 0, fmt.Sprintf("elements per transaction, at most %d (default %d, reached by doubling from a 25th of it)", graph.MaxImportBatch, graph.DefaultImportBatch))
 	dry := fs.Bool("dry-run", false, "validate every line and write nothing")
 	progress := fs.Bool("progress", false, "report progress after every batch, even when stderr is not a terminal")
 	durable := fs.Bool("durable", false, "fsync every batch even into an empty store (by default an import into an empty store is a bulk load, flushed once at the end)")
