@@ -114,6 +114,9 @@ func runChild(job, file, dir string) error {
 	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERFLUSH")); err == nil {
 		deferFlush = n // to try other flush sizes: the deferred entries a bulk load holds
 	}
+	if os.Getenv("LORE_BENCH_TURNS") == "0" {
+		useTurns = false // to compare: goroutines left to the scheduler
+	}
 	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_RAMP")); err == nil {
 		rampSteps = n // to try other ramps: the first batch is the default over this
 	}

@@ -243,7 +243,7 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (_ *Im
 	pl, pipelined := s.(pipeliner)
 	pipelined = pipelined && !opt.DryRun
 	var tn *turns
-	if pipelined {
+	if pipelined && useTurns {
 		tn = newTurns(runtime.GOMAXPROCS(0))
 	}
 	go readBatches(ctx, s.Model(), dec, size, ramp, opt.DryRun, batches, tn)

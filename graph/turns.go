@@ -29,6 +29,9 @@ type turns struct {
 	wanted  atomic.Uint32 // bit p: a goroutine of priority p is waiting
 }
 
+// useTurns: pipelined imports take turns (a variable for the benchmarks).
+var useTurns = true
+
 func newTurns(cores int) *turns {
 	return &turns{free: max(cores, 2)}
 }
