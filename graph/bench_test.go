@@ -101,11 +101,15 @@ func runChild(job, file, dir string) error {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	if job != "read" { // every load runs with the collector settings lore import uses
-		debug.SetGCPercent(ImportGCPercent)
+	// Every load runs with the collector settings lore import uses:
+	// ImportGCPercentAt as the load grows (tuneGC), under ImportMemoryLimit.
+	tuneGC := true
+	if job != "read" {
+		debug.SetGCPercent(ImportGCPercentAt(0))
 		debug.SetMemoryLimit(ImportMemoryLimit())
 		if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_GC")); err == nil {
 			debug.SetGCPercent(n) // to try other collector settings
+			tuneGC = false
 		}
 		if n, err := strconv.ParseInt(os.Getenv("LORE_BENCH_MEMLIMIT"), 10, 64); err == nil {
 			debug.SetMemoryLimit(n) // to try other limits
@@ -131,7 +135,7 @@ func runChild(job, file, dir string) error {
 		if err != nil {
 			return err
 		}
-		st, err := Import(ctx, s, f, ImportOptions{Format: NDJSON, BatchSize: benchBatch()})
+		st, err := Import(ctx, s, f, ImportOptions{Format: NDJSON, BatchSize: benchBatch(), TuneGC: tuneGC})
 		if err != nil {
 			return err
 		}
@@ -143,7 +147,7 @@ func runChild(job, file, dir string) error {
 			return err
 		}
 	case "raw", "raw-stock":
-		n, err := rawLoad(file, dir, job == "raw-stock")
+		n, err := rawLoad(file, dir, job == "raw-stock", tuneGC)
 		if err != nil {
 			return err
 		}
@@ -217,7 +221,7 @@ func runChild(job, file, dir string) error {
 // in transactions of DefaultImportBatch quads, with the same bbolt options:
 // through Cayley's stock KV adapter (hidalgo's), or through Lore's write
 // adapter with no hook, which measures Lore's overhead alone.
-func rawLoad(file, dir string, stock bool) (int64, error) {
+func rawLoad(file, dir string, stock, tuneGC bool) (int64, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
 	}
@@ -246,10 +250,15 @@ func rawLoad(file, dir string, stock bool) (int64, error) {
 	dec := &ndjsonDecoder{lr: &lineReader{r: bufio.NewReaderSize(f, 1<<16)}}
 	var deltas []cgraph.Delta
 	var n int64
+	gc := ImportGCPercentAt(0)
 	flush := func() error {
 		err := qs.ApplyDeltas(deltas, cgraph.IgnoreOpts{})
 		n += int64(len(deltas))
 		deltas = deltas[:0]
+		if p := ImportGCPercentAt(n); tuneGC && p != gc {
+			debug.SetGCPercent(p) // as Import does
+			gc = p
+		}
 		return err
 	}
 	for {

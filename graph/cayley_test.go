@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -913,6 +914,36 @@ func TestBulkLoadDefersPastThreshold(t *testing.T) {
 	}
 	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
 		t.Fatalf("check: %v %v", err, r.Problems)
+	}
+}
+
+// An import that tunes the collector sets its percent as it grows, and
+// puts the caller's back when it returns.
+func TestImportTunesGC(t *testing.T) {
+	old := largeImport
+	largeImport = 150
+	t.Cleanup(func() { largeImport = old })
+	gcPercent := func() int {
+		p := debug.SetGCPercent(-1)
+		debug.SetGCPercent(p)
+		return p
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(123))
+	var data strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"t%d"}}`+"\n", i, i)
+	}
+	var seen []int
+	s := openTest(t, t.TempDir(), Config{})
+	opt := ImportOptions{BatchSize: 100, TuneGC: true, Progress: func(ImportStats) { seen = append(seen, gcPercent()) }}
+	if _, err := Import(t.Context(), s, strings.NewReader(data.String()), opt); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{200, ImportGCPercent, ImportGCPercent}; !slices.Equal(seen, want) {
+		t.Errorf("collector percent after each batch: %v, want %v", seen, want)
+	}
+	if p := gcPercent(); p != 123 {
+		t.Errorf("after the import: %d, want the caller's 123", p)
 	}
 }
 

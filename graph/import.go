@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -41,10 +42,26 @@ func ParseFormat(s string) (Format, error) {
 }
 
 // Imports allocate heavily and briefly. lore import runs them with the
-// garbage collector set to ImportGCPercent, under the soft memory limit
-// ImportMemoryLimit returns, unless GOGC or GOMEMLIMIT say otherwise; the
-// benchmarks use the same settings for Lore and for the Cayley baselines.
+// garbage collector set by ImportOptions.TuneGC, under the soft memory
+// limit ImportMemoryLimit returns, unless GOGC or GOMEMLIMIT say otherwise;
+// the benchmarks use the same settings for Lore and for the Cayley
+// baselines.
 const ImportGCPercent = 400
+
+// ImportGCPercentAt returns the collector's percent for an import that has
+// committed n elements: 200 for its first 300,000 elements, then
+// ImportGCPercent. A small load's heap is small, and collecting it more
+// often costs less than touching fresh memory: a 10k-node load took 6%
+// less time at 200 than at 400, 100k nodes 8% less; a 1M-node load took 7%
+// longer at 200 throughout.
+func ImportGCPercentAt(n int64) int {
+	if n < largeImport {
+		return 200
+	}
+	return ImportGCPercent
+}
+
+var largeImport int64 = 300000 // a variable so that tests can lower it
 
 // ImportMemoryLimit returns the soft memory limit for imports: a quarter
 // of physical memory, between 1 GiB and 4 GiB (2 GiB where physical memory
@@ -96,6 +113,9 @@ type ImportOptions struct {
 	DryRun bool
 	// Progress, if set, is called after each batch.
 	Progress func(ImportStats)
+	// TuneGC has the import set the collector's percent as it grows
+	// (ImportGCPercentAt), and restore it when it returns.
+	TuneGC bool
 	// Durable makes every batch durable (fsynced) when it commits. Without
 	// it, an import into an empty store is a bulk load: batches commit
 	// atomically but are flushed to disk once, at the end, as bbolt advises
@@ -237,6 +257,11 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (_ *Im
 			}()
 		}
 	}
+	gcPercent := 0 // the collector's percent as the import set it
+	if opt.TuneGC {
+		gcPercent = ImportGCPercentAt(0)
+		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	batches := make(chan *importBatch, 1)
@@ -288,6 +313,10 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (_ *Im
 		}
 		st.Nodes += int64(len(ib.b.Nodes))
 		st.Edges += int64(len(ib.b.Edges))
+		if p := ImportGCPercentAt(st.Elements()); opt.TuneGC && p != gcPercent {
+			debug.SetGCPercent(p) // only when it changes: it stops the world
+			gcPercent = p
+		}
 		st.Elapsed = time.Since(start)
 		if opt.Progress != nil && ib.b.Len() > 0 {
 			opt.Progress(*st)
