@@ -405,27 +405,28 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time, 
 	var updated []ID          // those of them that exist: their summaries carry over
 	gone := map[ID]bool{}     // the nodes it deletes
 	primary := func(op kvOp) { ops = append(ops, op) }
-	d := s.deferred
+	d := s.deferred // a bulk load's deferred entries, if any
+	hold := d       // where this commit's index entries go; nil: with the commit
 	if d != nil && !d.defers(len(p.nodes)+len(p.edges)) {
-		d = nil // for the index entries: the flush below still runs
+		hold = nil
 	}
 	put := func(b, k, v []byte) {
-		if d != nil && d.holds(b) {
-			d.add(kvOp{bucket: b, key: k, val: v})
+		if hold != nil && hold.holds(b) {
+			hold.add(kvOp{bucket: b, key: k, val: v})
 			return
 		}
 		primary(kvOp{bucket: b, key: k, val: v})
 	}
 	del := func(b, k []byte) {
-		if d != nil && d.holds(b) {
-			d.add(kvOp{bucket: b, key: k, del: true})
+		if hold != nil && hold.holds(b) {
+			hold.add(kvOp{bucket: b, key: k, del: true})
 			return
 		}
 		primary(kvOp{bucket: b, key: k, del: true})
 	}
 	count := func(b, k []byte, n int64) {
-		if d != nil && d.holds(b) {
-			d.counters[counterKey{string(b), string(k)}] += n
+		if hold != nil && hold.holds(b) {
+			hold.counters[counterKey{string(b), string(k)}] += n
 			return
 		}
 		counters[counterKey{string(b), string(k)}] += n
@@ -503,7 +504,7 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time, 
 		rec, _ := json.Marshal(idemRec{Hash: hash, Time: t, Result: p.result})
 		put(bIdem, []byte(idemKey), rec)
 	}
-	if d := s.deferred; d != nil && (d.size() >= deferFlush || p.last) {
+	if d != nil && (d.size() >= deferFlush || p.last) {
 		// This commit also writes the deferred index entries, with room
 		// for the counters and records still to come.
 		ops = d.drain(ops, len(counters)+len(d.counters)+2*len(recs)+4, counters)
@@ -530,7 +531,7 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time, 
 			}
 		}
 		var dops []kvOp
-		if d := s.deferred; d != nil && p.drained && !p.last {
+		if d != nil && p.drained && !p.last {
 			dops, err = stageDeg(tx, deg) // a bulk load's flush: see stageDeg
 		} else {
 			dops, err = foldDeg(tx, deg, recs, gone, d != nil && p.last)
@@ -687,7 +688,6 @@ type deferredIndexes struct {
 	n        int // entries held; the chunks past the last used one are spares
 	counters map[counterKey]int64
 	written  int  // elements the load has committed or is committing
-	started  bool // the load defers index entries
 	done     bool // the last batch's commit wrote them all and cleared the mark
 	lost     bool // a commit that carried some of them failed: the load must rebuild them
 }
@@ -709,10 +709,7 @@ var deferAfter = DefaultImportBatch // a variable so that tests can lower it
 // them to its end.
 func (d *deferredIndexes) defers(n int) bool {
 	d.written += n
-	if d.written > deferAfter {
-		d.started = true
-	}
-	return d.started
+	return d.written > deferAfter
 }
 
 func newDeferred() *deferredIndexes {
