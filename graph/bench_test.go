@@ -118,6 +118,9 @@ func runChild(job, file, dir string) error {
 	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERFLUSH")); err == nil {
 		deferFlush = n // to try other flush sizes: the deferred entries a bulk load holds
 	}
+	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERAFTER")); err == nil {
+		deferAfter = n // to try other thresholds: the elements a bulk load writes before it defers
+	}
 	if os.Getenv("LORE_BENCH_TURNS") == "0" {
 		useTurns = false // to compare: goroutines left to the scheduler
 	}

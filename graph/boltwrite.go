@@ -8,8 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sort"
 	"time"
+	"unsafe"
 
 	cgraph "github.com/cayleygraph/cayley/graph"
 	ckv "github.com/cayleygraph/cayley/graph/kv"
@@ -103,6 +106,9 @@ func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time, tn *tur
 		ops, err := s.prepareWrites(p, idemKey, hash, t, tn)
 		ready <- prepared{ops, err}
 	}()
+	// The new goroutine waits in this core's queue until this one blocks
+	// or is preempted (10 ms): let it take its turn, or queue for one, now.
+	runtime.Gosched()
 	write := func(tx *bolt.Tx) error {
 		tn.give() // while Lore's writes are prepared
 		w := <-ready
@@ -255,6 +261,7 @@ func (s *Bolt) applyPipelined(ctx context.Context, batches <-chan *importBatch, 
 		p.last = ib.last
 		cur = &flight{ib: ib, p: p, done: make(chan error, 1)}
 		go func(f *flight) { f.done <- s.commit(f.p, "", nil, t, tn) }(cur)
+		runtime.Gosched() // as in commit: the new goroutine queues for its turn now
 	}
 	if cur != nil {
 		finish()
@@ -432,8 +439,14 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time, 
 		counters[counterKey{string(b), string(k)}] += n
 	}
 
-	for _, op := range p.nodes {
+	for i, op := range p.nodes {
 		tn.yield(turnPrepare)
+		if i == 1 {
+			// A node writes a dozen entries or more (its tokens): make room
+			// for the rest at the first one's rate, not by doubling, which
+			// copies the writes again and again (a tenth of the preparing).
+			ops = slices.Grow(ops, len(ops)*(len(p.nodes)-1)+len(p.edges)+4)
+		}
 		id := op.id
 		var oldKeys, newKeys [][]byte
 		var oldToks, newToks map[string]byte
@@ -583,16 +596,27 @@ func counterOps(tx *bolt.Tx, counters map[counterKey]int64) ([]kvOp, map[string]
 
 // sortOps orders writes by bucket and key, so that a commit touches each
 // page once and in order; writes of one key stay in the order made.
-func sortOps(ops []kvOp) {
-	slices.SortFunc(ops, func(a, b kvOp) int {
+func sortOps(ops []kvOp) { sort.Sort(opOrder(ops)) }
+
+// opOrder sorts writes in place; its Less reads them where they are
+// (slices.SortFunc would copy two of them for each comparison).
+type opOrder []kvOp
+
+func (o opOrder) Len() int      { return len(o) }
+func (o opOrder) Swap(i, j int) { o[i], o[j] = o[j], o[i] }
+func (o opOrder) Less(i, j int) bool {
+	a, b := &o[i], &o[j]
+	// Most writes name their bucket by the same slice (bNodes, bTok…):
+	// the names are compared only when the slices differ.
+	if unsafe.SliceData(a.bucket) != unsafe.SliceData(b.bucket) || len(a.bucket) != len(b.bucket) {
 		if c := bytes.Compare(a.bucket, b.bucket); c != 0 {
-			return c
+			return c < 0
 		}
-		if c := bytes.Compare(a.key, b.key); c != 0 {
-			return c
-		}
-		return a.ord - b.ord
-	})
+	}
+	if c := bytes.Compare(a.key, b.key); c != 0 {
+		return c < 0
+	}
+	return a.ord < b.ord
 }
 
 // fillFor returns how full bbolt packs a bucket's pages when it splits them.

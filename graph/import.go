@@ -403,6 +403,9 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ra
 		case <-ctx.Done():
 			return false
 		}
+		// The planner, woken by the send, would wait in this core's queue
+		// until the reader blocks or is preempted: let it run now.
+		runtime.Gosched()
 		cur = newBatch()
 		clear(inBatch)
 		limit = min(2*limit, size)

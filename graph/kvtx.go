@@ -43,6 +43,9 @@ type hookKV struct {
 	// have marks the value buckets known to exist (bit vk of valueKey),
 	// loaded from bbolt's root at the first expectValues.
 	have *[valueKinds * 65536 / 64]uint64
+	// absent, during a bulk load, answers lookups of keys the load never
+	// wrote (see absentKeys).
+	absent *absentKeys
 }
 
 const valueKinds = 2 // Cayley's 'n' (reference counts) and 'v' (value IDs) buckets
@@ -131,6 +134,19 @@ func (k *hookKV) createExpected(t *writeTx) error {
 	return nil
 }
 
+// filterAbsent starts (on) or stops answering lookups of keys a bulk load
+// never wrote from a filter (absentKeys). It is started when the load
+// begins, before its first write.
+func (k *hookKV) filterAbsent(on bool) {
+	var a *absentKeys
+	if on {
+		_ = k.DB.DB().View(func(tx *bolt.Tx) error { a = newAbsentKeys(tx); return nil })
+	}
+	k.mu.Lock()
+	k.absent = a
+	k.mu.Unlock()
+}
+
 func (k *hookKV) setHook(f func(tx *bolt.Tx) error) {
 	k.mu.Lock()
 	k.hook = f
@@ -153,7 +169,10 @@ func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bolt.Bucket{}, values: map[uint32]*bolt.Bucket{}}
+	k.mu.Lock()
+	absent := k.absent
+	k.mu.Unlock()
+	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bolt.Bucket{}, values: map[uint32]*bolt.Bucket{}, absent: absent}
 	if err := k.createExpected(t); err != nil {
 		_ = tx.Rollback()
 		return nil, err
@@ -176,6 +195,7 @@ type writeTx struct {
 	buckets map[string]*bolt.Bucket
 	values  map[uint32]*bolt.Bucket // Cayley's value buckets, "v" or "n" and two hash bytes, by valueKey
 	created []uint32                // value buckets this transaction created, for hookKV.have once it commits
+	absent  *absentKeys
 }
 
 var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
@@ -221,7 +241,7 @@ func (t *writeTx) bucket(name []byte, create bool) (*bolt.Bucket, error) {
 }
 
 func (t *writeTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
-	if len(key) != 2 {
+	if len(key) != 2 || t.absent != nil && t.absent.absent(key[0], key[1]) {
 		return nil, hkv.ErrNotFound
 	}
 	b, err := t.bucket(key[0], false)
@@ -263,6 +283,9 @@ func (t *writeTx) Put(ctx context.Context, key hkv.Key, val hkv.Value) error {
 	}
 	if val == nil {
 		val = []byte{}
+	}
+	if t.absent != nil {
+		t.absent.add(key[0], key[1]) // before the write: a failed Put leaves a harmless false positive
 	}
 	return b.Put(key[1], val)
 }
