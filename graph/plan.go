@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -166,6 +167,9 @@ type prepared struct {
 }
 
 func prepareProps(validate func(map[string]any) error, p Props) *prepared {
+	if len(p) == 0 { // most edges: no encoding to do
+		return &prepared{canon: json.RawMessage(`{}`), props: Props{}, err: validate(nil)}
+	}
 	canon, decoded, err := canonicalProps(p)
 	if err != nil {
 		return &prepared{err: &jsonError{err}}
@@ -235,9 +239,9 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		ps.add(ErrInvalid, "", "batch", "size", "%d elements; split it into batches of at most %d", b.Len(), b.limit())
 		return nil, ps.err()
 	}
-	seenNode := map[ID]string{}
-	seenEdge := map[EdgeKey]string{}
-	dup := func(ptr, elem string, first string) {
+	seenNode := map[ID]elemRef{}
+	seenEdge := map[EdgeKey]elemRef{}
+	dup := func(ptr, elem string, first elemRef) {
 		ps.add(ErrInvalid, ptr, elem, "duplicate", "already appears at %s; each element may appear once per batch", first)
 	}
 
@@ -246,57 +250,57 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	var edgeKeys []EdgeKey
 	for i, n := range b.Nodes {
 		b.pause()
-		ptr := fmt.Sprintf("/nodes/%d", i)
+		here := elemRef{"nodes", i}
 		if err := n.ID.Check(); err != nil {
-			ps.add(ErrInvalid, ptr+"/id", nodeElem(n.ID), "id", "%v", unwrapMsg(err))
+			ps.add(ErrInvalid, here.String()+"/id", nodeElem(n.ID), "id", "%v", unwrapMsg(err))
 			continue
 		}
 		if first, ok := seenNode[n.ID]; ok {
-			dup(ptr, nodeElem(n.ID), first)
+			dup(here.String(), nodeElem(n.ID), first)
 			continue
 		}
-		seenNode[n.ID] = ptr
+		seenNode[n.ID] = here
 		if _, ok := m.Node(n.Type); !ok {
-			ps.add(ErrInvalid, ptr+"/type", nodeElem(n.ID), "unknown-type", "unknown node type %q; the model has %s", n.Type, list(m.NodeTypeNames()))
+			ps.add(ErrInvalid, here.String()+"/type", nodeElem(n.ID), "unknown-type", "unknown node type %q; the model has %s", n.Type, list(m.NodeTypeNames()))
 		}
 		nodeIDs = append(nodeIDs, n.ID)
 	}
 	for i, d := range b.DeleteNodes {
-		ptr := fmt.Sprintf("/deleteNodes/%d", i)
+		here := elemRef{"deleteNodes", i}
 		if err := d.ID.Check(); err != nil {
-			ps.add(ErrInvalid, ptr+"/id", nodeElem(d.ID), "id", "%v", unwrapMsg(err))
+			ps.add(ErrInvalid, here.String()+"/id", nodeElem(d.ID), "id", "%v", unwrapMsg(err))
 			continue
 		}
 		if first, ok := seenNode[d.ID]; ok {
-			dup(ptr, nodeElem(d.ID), first)
+			dup(here.String(), nodeElem(d.ID), first)
 			continue
 		}
-		seenNode[d.ID] = ptr
+		seenNode[d.ID] = here
 		nodeIDs = append(nodeIDs, d.ID)
 	}
-	checkEdge := func(ptr string, k EdgeKey) bool {
+	checkEdge := func(here elemRef, k EdgeKey) bool {
 		if err := k.Check(); err != nil {
-			ps.add(ErrInvalid, ptr, edgeElem(k), "id", "%v", unwrapMsg(err))
+			ps.add(ErrInvalid, here.String(), edgeElem(k), "id", "%v", unwrapMsg(err))
 			return false
 		}
 		et, ok := m.Edge(k.Label)
 		if !ok {
-			ps.add(ErrInvalid, ptr+"/label", edgeElem(k), "unknown-label", "unknown edge label %q; the model has %s", k.Label, list(m.EdgeLabels()))
+			ps.add(ErrInvalid, here.String()+"/label", edgeElem(k), "unknown-label", "unknown edge label %q; the model has %s", k.Label, list(m.EdgeLabels()))
 			return false
 		}
 		if et.Keyed && k.Key == "" {
-			ps.add(ErrInvalid, ptr+"/key", edgeElem(k), "key", "%s edges are keyed; give a key (for a relation, its type)", k.Label)
+			ps.add(ErrInvalid, here.String()+"/key", edgeElem(k), "key", "%s edges are keyed; give a key (for a relation, its type)", k.Label)
 			return false
 		}
 		if !et.Keyed && k.Key != "" {
-			ps.add(ErrInvalid, ptr+"/key", edgeElem(k), "key", "%s edges take no key; remove it", k.Label)
+			ps.add(ErrInvalid, here.String()+"/key", edgeElem(k), "key", "%s edges take no key; remove it", k.Label)
 			return false
 		}
 		if first, ok := seenEdge[k]; ok {
-			dup(ptr, edgeElem(k), first)
+			dup(here.String(), edgeElem(k), first)
 			return false
 		}
-		seenEdge[k] = ptr
+		seenEdge[k] = here
 		edgeKeys = append(edgeKeys, k)
 		return true
 	}
@@ -304,7 +308,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	var endpoints []ID // nodes only edges name: their types are all planning needs
 	for i, e := range b.Edges {
 		b.pause()
-		edgeOK[i] = checkEdge(fmt.Sprintf("/edges/%d", i), e.EdgeKey)
+		edgeOK[i] = checkEdge(elemRef{"edges", i}, e.EdgeKey)
 		if edgeOK[i] {
 			for _, id := range []ID{e.From, e.To} {
 				if _, ok := seenNode[id]; !ok {
@@ -315,7 +319,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	}
 	delEdgeOK := make([]bool, len(b.DeleteEdges))
 	for i, e := range b.DeleteEdges {
-		delEdgeOK[i] = checkEdge(fmt.Sprintf("/deleteEdges/%d", i), e.EdgeKey)
+		delEdgeOK[i] = checkEdge(elemRef{"deleteEdges", i}, e.EdgeKey)
 	}
 	if len(ps.list) > 0 {
 		// Rejected already: report the property problems of the other
@@ -384,15 +388,15 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	newType := map[ID]string{}
 	for i, n := range b.Nodes {
 		b.pause()
-		ptr := fmt.Sprintf("/nodes/%d", i)
+		here := elemRef{"nodes", i}
 		nt, _ := m.Node(n.Type)
 		old := oldNode[n.ID]
 		badNode[n.ID] = true
 		if old != nil && old.Type != n.Type {
-			ps.add(ErrInvalid, ptr+"/type", nodeElem(n.ID), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
+			ps.add(ErrInvalid, here.String()+"/type", nodeElem(n.ID), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
 			continue
 		}
-		if !revisionOK(&ps, ptr, nodeElem(n.ID), n.ExpectedRevision, old.rev()) {
+		if n.ExpectedRevision != nil && !revisionOK(&ps, here.String(), nodeElem(n.ID), n.ExpectedRevision, old.rev()) {
 			continue
 		}
 		prep := n.prep
@@ -405,7 +409,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			}
 			prep = prepareProps(nt.Validate, props)
 		}
-		if !propsOK(&ps, ptr+"/properties", nodeElem(n.ID), prep) {
+		if prep.err != nil && !propsOK(&ps, here.String()+"/properties", nodeElem(n.ID), prep) {
 			continue
 		}
 		canon := prep.canon
@@ -478,8 +482,8 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		if !edgeOK[i] {
 			continue
 		}
-		ptr := fmt.Sprintf("/edges/%d", i)
-		elem := edgeElem(e.EdgeKey)
+		here := elemRef{"edges", i}
+		elem := func() string { return edgeElem(e.EdgeKey) } // for the problems only
 		if badNode[e.From] || badNode[e.To] {
 			continue // the node's own problem is reported
 		}
@@ -498,26 +502,26 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 				if deletedNode[end.id] {
 					why = "the batch deletes that node"
 				}
-				ps.add(ErrInvalid, ptr+"/"+end.name, elem, "dangling", "%s node %q: %s; create it first or in the same batch", end.name, end.id, why)
+				ps.add(ErrInvalid, here.String()+"/"+end.name, elem(), "dangling", "%s node %q: %s; create it first or in the same batch", end.name, end.id, why)
 			}
 		}
 		if bad {
 			continue
 		}
 		if !et.Allows(ft, tt) {
-			ps.add(ErrInvalid, ptr, elem, "endpoint-type", "%s edges join %s to %s, not %s to %s",
+			ps.add(ErrInvalid, here.String(), elem(), "endpoint-type", "%s edges join %s to %s, not %s to %s",
 				e.Label, list(et.From), list(et.To), ft, tt)
 			continue
 		}
 		old := oldEdge[e.EdgeKey]
-		if !revisionOK(&ps, ptr, elem, e.ExpectedRevision, old.rev()) {
+		if e.ExpectedRevision != nil && !revisionOK(&ps, here.String(), elem(), e.ExpectedRevision, old.rev()) {
 			continue
 		}
 		prep := e.prep
 		if prep == nil {
 			prep = prepareProps(et.Validate, e.Properties)
 		}
-		if !propsOK(&ps, ptr+"/properties", elem, prep) {
+		if prep.err != nil && !propsOK(&ps, here.String()+"/properties", elem(), prep) {
 			continue
 		}
 		canon := prep.canon
@@ -589,6 +593,15 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	}
 	return p, nil
 }
+
+// elemRef names an element of a batch: its list and index. Its pointer
+// ("/edges/3") is made only for a problem to report.
+type elemRef struct {
+	list string
+	i    int
+}
+
+func (r elemRef) String() string { return "/" + r.list + "/" + strconv.Itoa(r.i) }
 
 func (r *nodeRec) rev() int64 {
 	if r == nil {

@@ -53,8 +53,17 @@ func TestValidateReportsEveryViolation(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("violations (-want +got):\n%s\nerror: %v", diff, err)
 	}
-	if err := dec.Validate(decode(t, `{}`)); err == nil || !strings.Contains(err.Error(), "/title: is required but missing (required)") {
-		t.Errorf("empty Decision: %v", err)
+	for range 2 { // no properties: the verdict is kept, and must stay the same
+		if err := dec.Validate(decode(t, `{}`)); err == nil || !strings.Contains(err.Error(), "/title: is required but missing (required)") {
+			t.Errorf("empty Decision: %v", err)
+		}
+		if err := dec.Validate(nil); err == nil {
+			t.Error("a Decision with no properties passed")
+		}
+	}
+	about, _ := m.Edge("about")
+	if err := about.Validate(nil); err != nil {
+		t.Errorf("an about edge with no properties: %v", err)
 	}
 	if err := dec.Validate(decode(t, `{"title":"t","status":"accepted","date":"2024-02-29","number":3}`)); err != nil {
 		t.Errorf("valid Decision: %v", err)
