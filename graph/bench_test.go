@@ -121,6 +121,9 @@ func runChild(job, file, dir string) error {
 	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERAFTER")); err == nil {
 		deferAfter = n // to try other thresholds: the elements a bulk load writes before it defers
 	}
+	if os.Getenv("LORE_BENCH_BESIDE") == "0" {
+		useWriteBeside = false // to compare: Lore's writes after Cayley's, on the commit goroutine
+	}
 	if os.Getenv("LORE_BENCH_TURNS") == "0" {
 		useTurns = false // to compare: goroutines left to the scheduler
 	}

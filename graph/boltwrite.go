@@ -94,17 +94,37 @@ func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time, tn *tur
 	p.quads()
 	deltas := p.deltas
 	// Lore's writes are prepared on another goroutine while Cayley does its
-	// part of the commit; the hook waits for them.
+	// part of the commit, and written there too, into the same bbolt
+	// transaction once Cayley has begun it (see writeOpsBeside). The hook
+	// at Cayley's commit waits for them, and writes them itself when they
+	// could not be written beside Cayley.
 	type prepared struct {
-		ops []kvOp
+		ops []kvOp // left for the hook to write
 		err error
 	}
 	ready := make(chan prepared, 1)
+	beside := len(deltas) > 0 && useWriteBeside
+	began := make(chan map[string]*bolt.Bucket, 1) // Lore's buckets in Cayley's transaction
+	abort := make(chan struct{})                   // closed if Cayley began none
+	done := make(chan struct{})                    // closed when the goroutine no longer uses the transaction
 	go func() {
+		defer close(done)
 		tn.take(turnPrepare)
 		defer tn.give()
 		ops, err := s.prepareWrites(p, idemKey, hash, t, tn)
-		ready <- prepared{ops, err}
+		if err != nil || !beside || resetsBucket(ops) {
+			ready <- prepared{ops, err}
+			return
+		}
+		tn.give()
+		select {
+		case bs := <-began:
+			tn.take(turnPrepare)
+			ready <- prepared{nil, writeOpsBeside(bs, ops, tn)}
+		case <-abort:
+			tn.take(turnPrepare)
+			ready <- prepared{nil, errors.New("internal: Cayley began no transaction")}
+		}
 	}()
 	// The new goroutine waits in this core's queue until this one blocks
 	// or is preempted (10 ms): let it take its turn, or queue for one, now.
@@ -118,12 +138,29 @@ func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time, tn *tur
 		}
 		return writeOps(tx, w.ops)
 	}
+	begin := func(tx *bolt.Tx) (wait func()) {
+		bs := make(map[string]*bolt.Bucket, len(allBuckets))
+		for _, name := range allBuckets {
+			if b := tx.Bucket(name); b != nil {
+				b.FillPercent = fillFor(name)
+				bs[string(name)] = b
+			}
+		}
+		began <- bs
+		return func() { <-done }
+	}
 
 	s.rw.Lock()
 	if len(deltas) > 0 {
 		s.kv.expectValues(p.expect)
 		s.kv.setHook(write)
+		if beside {
+			s.kv.setBegin(begin)
+		}
 		err = s.qs.ApplyDeltas(deltas, cgraph.IgnoreOpts{})
+		if s.kv.takeBegin() != nil {
+			close(abort) // Cayley failed before it began its transaction
+		}
 		if s.kv.takeHook() != nil {
 			<-ready // Cayley failed before its commit: the writes were never used
 		}
@@ -651,20 +688,73 @@ func writeOps(tx *bolt.Tx, ops []kvOp) error {
 			b.FillPercent = fillFor(name)
 			continue
 		}
-		if op.del {
-			err = b.Delete(op.key)
-		} else {
-			val := op.val
-			if val == nil {
-				val = []byte{}
-			}
-			err = b.Put(op.key, val)
-		}
-		if err != nil {
+		if err := writeOp(b, op); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeOp writes one put or delete of a key.
+func writeOp(b *bolt.Bucket, op kvOp) error {
+	if op.del {
+		return b.Delete(op.key)
+	}
+	val := op.val
+	if val == nil {
+		val = []byte{}
+	}
+	return b.Put(op.key, val)
+}
+
+// useWriteBeside: a commit writes Lore's records beside Cayley's part of
+// it (a variable, so that the benchmarks can compare).
+var useWriteBeside = true
+
+// writeOpsBeside writes sorted writes, none of which empties a bucket,
+// into a write transaction that Cayley is using on another goroutine,
+// through handles of Lore's buckets opened before either started.
+//
+// A bbolt transaction is not safe for concurrent use in general; this
+// relies on what a write to one bucket touches in bbolt v1.3.10, the
+// version go.mod pins: the bucket's own cursor and the nodes it
+// materialises (a top-level bucket's nodes have no parent outside it), the
+// transaction's statistics (updated atomically), and pages read from the
+// memory map or the transaction's dirty pages, which change only at
+// commit, where pages are allocated and nodes split. Opening a bucket
+// caches it in the root, which Cayley changes as it creates value buckets:
+// so the handles are opened first, and a write that empties a bucket (it
+// deletes and creates one in the root) is never written beside Cayley.
+// Cayley's commit, and its rollback, wait for these writes. The race
+// detector runs over the pipelined imports of the tests.
+func writeOpsBeside(bs map[string]*bolt.Bucket, ops []kvOp, tn *turns) error {
+	var b *bolt.Bucket
+	var name []byte
+	for i, op := range ops {
+		if i%256 == 0 {
+			tn.yield(turnPrepare)
+		}
+		if b == nil || !bytes.Equal(op.bucket, name) {
+			name, b = op.bucket, bs[string(op.bucket)]
+			if b == nil {
+				return fmt.Errorf("internal: a write to bucket %q, which is not Lore's", op.bucket)
+			}
+		}
+		if err := writeOp(b, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resetsBucket reports whether some write empties a bucket.
+func resetsBucket(ops []kvOp) bool {
+	for i := range ops {
+		if ops[i].del && ops[i].key == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeIndexKeys returns the property index keys and the search tokens of a

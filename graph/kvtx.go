@@ -37,8 +37,12 @@ import (
 // first, in key order, where each insertion moves almost nothing.
 type hookKV struct {
 	*hbolt.DB
-	mu     sync.Mutex
-	hook   func(tx *bolt.Tx) error
+	mu   sync.Mutex
+	hook func(tx *bolt.Tx) error
+	// begin, if set, is called when the next write transaction begins,
+	// before Cayley writes; the transaction waits for the function it
+	// returns before it commits or rolls back.
+	begin  func(tx *bolt.Tx) (wait func())
 	expect []uint32 // value buckets the next write transaction will write, sorted
 	// have marks the value buckets known to exist (bit vk of valueKey),
 	// loaded from bbolt's root at the first expectValues.
@@ -153,6 +157,20 @@ func (k *hookKV) setHook(f func(tx *bolt.Tx) error) {
 	k.mu.Unlock()
 }
 
+func (k *hookKV) setBegin(f func(tx *bolt.Tx) (wait func())) {
+	k.mu.Lock()
+	k.begin = f
+	k.mu.Unlock()
+}
+
+func (k *hookKV) takeBegin() func(tx *bolt.Tx) (wait func()) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f := k.begin
+	k.begin = nil
+	return f
+}
+
 func (k *hookKV) takeHook() func(tx *bolt.Tx) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -177,6 +195,9 @@ func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 		_ = tx.Rollback()
 		return nil, err
 	}
+	if f := k.takeBegin(); f != nil {
+		t.wait = f(tx)
+	}
 	return t, nil
 }
 
@@ -196,6 +217,7 @@ type writeTx struct {
 	values  map[uint32]*bolt.Bucket // Cayley's value buckets, "v" or "n" and two hash bytes, by valueKey
 	created []uint32                // value buckets this transaction created, for hookKV.have once it commits
 	absent  *absentKeys
+	wait    func() // see hookKV.begin
 }
 
 var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
@@ -307,11 +329,16 @@ func (t *writeTx) Scan(ctx context.Context, opts ...hkv.IteratorOption) hkv.Iter
 }
 
 func (t *writeTx) Commit(ctx context.Context) error {
+	var err error
 	if f := t.kv.takeHook(); f != nil {
-		if err := f(t.tx); err != nil {
-			_ = t.tx.Rollback()
-			return err
-		}
+		err = f(t.tx)
+	}
+	if t.wait != nil {
+		t.wait() // the commit, or the rollback, has the transaction to itself
+	}
+	if err != nil {
+		_ = t.tx.Rollback()
+		return err
 	}
 	if err := t.tx.Commit(); err != nil {
 		return err
@@ -328,6 +355,9 @@ func (t *writeTx) Commit(ctx context.Context) error {
 }
 
 func (t *writeTx) Close() error {
+	if t.wait != nil {
+		t.wait() // the rollback has the transaction to itself
+	}
 	if err := t.tx.Rollback(); err != nil && !errors.Is(err, bolt.ErrTxClosed) {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -398,4 +399,24 @@ func TestStatsDuringWrites(t *testing.T) {
 		}
 		last = st.LastSeq
 	}
+}
+
+// writeOpsBeside writes Lore's buckets while Cayley writes its own in the
+// same transaction, which is sound only for what a write to one bucket
+// touches inside the bbolt it was checked against: an upgrade must check
+// that again first.
+func TestWriteBesideKnowsItsBbolt(t *testing.T) {
+	data, err := os.ReadFile("../go.mod") // tests run in the package's directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "go.etcd.io/bbolt" || f[0] == "replace" && f[1] == "go.etcd.io/bbolt") {
+			if f[0] == "replace" || f[1] != "v1.3.10" {
+				t.Fatalf("go.mod: %q; writeOpsBeside was checked against bbolt v1.3.10: check its reasoning against this version, then update this test", strings.TrimSpace(line))
+			}
+			return
+		}
+	}
+	t.Fatal("go.mod does not require go.etcd.io/bbolt")
 }
