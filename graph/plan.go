@@ -239,15 +239,18 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		ps.add(ErrInvalid, "", "batch", "size", "%d elements; split it into batches of at most %d", b.Len(), b.limit())
 		return nil, ps.err()
 	}
-	seenNode := map[ID]elemRef{}
-	seenEdge := map[EdgeKey]elemRef{}
+	// Sized up front: an import's batches are tens of thousands of
+	// elements, and growing maps and lists copies them again and again.
+	nn, ne := len(b.Nodes)+len(b.DeleteNodes), len(b.Edges)+len(b.DeleteEdges)
+	seenNode := make(map[ID]elemRef, nn)
+	seenEdge := make(map[EdgeKey]elemRef, ne)
 	dup := func(ptr, elem string, first elemRef) {
 		ps.add(ErrInvalid, ptr, elem, "duplicate", "already appears at %s; each element may appear once per batch", first)
 	}
 
 	// Static checks, and the records to read.
-	var nodeIDs []ID
-	var edgeKeys []EdgeKey
+	nodeIDs := make([]ID, 0, nn)
+	edgeKeys := make([]EdgeKey, 0, ne)
 	for i, n := range b.Nodes {
 		b.pause()
 		here := elemRef{"nodes", i}
@@ -379,7 +382,12 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		}
 	}
 
-	p := &plan{result: &Result{}, change: &Change{Time: t, Op: b.Op}}
+	p := &plan{
+		nodes:  make([]nodeOp, 0, nn),
+		edges:  make([]edgeOp, 0, ne),
+		result: &Result{Nodes: make([]ElementResult, 0, len(b.Nodes)), Edges: make([]ElementResult, 0, len(b.Edges))},
+		change: &Change{Time: t, Op: b.Op, Nodes: make([]NodeChange, 0, nn), Edges: make([]EdgeChange, 0, ne)},
+	}
 	badNode := map[ID]bool{} // nodes of the batch already reported; their edges are not reported again
 	if p.change.Op == "" {
 		p.change.Op = "write"
