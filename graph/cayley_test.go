@@ -1112,3 +1112,61 @@ func TestSummaryFollowsRecordRewrites(t *testing.T) {
 	}
 	check("cascade")
 }
+
+// A commit whose Cayley part fails after Cayley began its transaction
+// rolls back Lore's writes too, though they were written beside Cayley's:
+// the rollback waits for them, and nothing of the batch remains.
+func TestCommitFailingInCayleyWritesNothing(t *testing.T) {
+	s := openTest(t, t.TempDir(), Config{})
+	apply(t, s, &Batch{Nodes: []NodeInput{{ID: "topic/a", Type: "Topic", Properties: Props{"name": "a"}}}})
+	before, err := s.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []NodeInput
+	for i := range 500 {
+		nodes = append(nodes, NodeInput{ID: ID(fmt.Sprintf("topic/t%d", i)), Type: "Topic", Properties: Props{"name": fmt.Sprintf("topic number %d", i)}})
+	}
+	b := &Batch{Nodes: nodes}
+	s.wmu.Lock()
+	var p *plan
+	err = s.read(func(tx *bolt.Tx) error {
+		var err error
+		p, err = makePlan(t.Context(), s.model, &boltSnap{s: s, tx: tx}, b, now())
+		return err
+	})
+	if err != nil {
+		s.wmu.Unlock()
+		t.Fatal(err)
+	}
+	p.quads()
+	// A quad that exists already: Cayley refuses it in the middle of its
+	// part, after Lore's writes have begun beside it.
+	p.deltas = append(p.deltas, deltas(&plan{nodes: []nodeOp{{id: "topic/a", new: &nodeRec{Type: "Topic"}}}})...)
+	err = s.commit(p, "", nil, now(), nil)
+	s.wmu.Unlock()
+	if err == nil {
+		t.Fatal("the commit of an existing quad succeeded")
+	}
+	after, err := s.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Nodes != after.Nodes || before.Quads != after.Quads || before.LastSeq != after.LastSeq {
+		t.Errorf("stats before %+v, after the failed commit %+v", before, after)
+	}
+	if _, err := s.Node(t.Context(), "topic/t7"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a node of the failed commit: %v", err)
+	}
+	res, err := Search(t.Context(), s, SearchQuery{Text: "number"}, Limits{})
+	if err != nil || len(res.Hits) != 0 {
+		t.Errorf("search finds the failed commit's nodes: %+v, %v", res, err)
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check: %v %v", err, r.Problems)
+	}
+	apply(t, s, b) // and the store takes the batch afterwards
+	if n, err := s.Node(t.Context(), "topic/t7"); err != nil || n.ID != "topic/t7" {
+		t.Fatalf("after a retry: %+v, %v", n, err)
+	}
+}
