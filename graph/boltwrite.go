@@ -451,7 +451,7 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time, 
 	primary := func(op kvOp) { ops = append(ops, op) }
 	d := s.deferred // a bulk load's deferred entries, if any
 	hold := d       // where this commit's index entries go; nil: with the commit
-	if d != nil && !d.defers(len(p.nodes)+len(p.edges)) {
+	if d != nil && !d.startCommit(len(p.nodes)+len(p.edges)) {
 		hold = nil
 	}
 	put := func(b, k, v []byte) {
@@ -818,10 +818,10 @@ var deferFlush = 1 << 18 // a variable so that tests can lower it
 // 20k edges (30k elements), the load took 4% less time without deferring.
 var deferAfter = DefaultImportBatch // a variable so that tests can lower it
 
-// defers reports whether a commit of n more elements defers its index
-// entries: once the load has written deferAfter elements, it defers
-// them to its end.
-func (d *deferredIndexes) defers(n int) bool {
+// startCommit counts a commit of n more elements, and reports whether it
+// defers its index entries: once the load has written deferAfter
+// elements, it defers them to its end.
+func (d *deferredIndexes) startCommit(n int) (deferring bool) {
 	d.written += n
 	return d.written > deferAfter
 }

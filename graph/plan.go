@@ -333,7 +333,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 				if prep == nil {
 					prep = prepareProps(nt.Validate, n.Properties)
 				}
-				propsOK(&ps, fmt.Sprintf("/nodes/%d/properties", i), nodeElem(n.ID), prep)
+				propsOK(&ps, elemRef{"nodes", i}, func() string { return nodeElem(n.ID) }, prep)
 			}
 		}
 		for i, e := range b.Edges {
@@ -342,7 +342,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 				if prep == nil {
 					prep = prepareProps(et.Validate, e.Properties)
 				}
-				propsOK(&ps, fmt.Sprintf("/edges/%d/properties", i), edgeElem(e.EdgeKey), prep)
+				propsOK(&ps, elemRef{"edges", i}, func() string { return edgeElem(e.EdgeKey) }, prep)
 			}
 		}
 		return nil, ps.err()
@@ -397,14 +397,15 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	for i, n := range b.Nodes {
 		b.pause()
 		here := elemRef{"nodes", i}
+		name := func() string { return nodeElem(n.ID) } // for the problems only
 		nt, _ := m.Node(n.Type)
 		old := oldNode[n.ID]
 		badNode[n.ID] = true
 		if old != nil && old.Type != n.Type {
-			ps.add(ErrInvalid, here.String()+"/type", nodeElem(n.ID), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
+			ps.add(ErrInvalid, here.String()+"/type", name(), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
 			continue
 		}
-		if n.ExpectedRevision != nil && !revisionOK(&ps, here.String(), nodeElem(n.ID), n.ExpectedRevision, old.rev()) {
+		if !revisionOK(&ps, here, name, n.ExpectedRevision, old.rev()) {
 			continue
 		}
 		prep := n.prep
@@ -417,7 +418,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			}
 			prep = prepareProps(nt.Validate, props)
 		}
-		if prep.err != nil && !propsOK(&ps, here.String()+"/properties", nodeElem(n.ID), prep) {
+		if !propsOK(&ps, here, name, prep) {
 			continue
 		}
 		canon := prep.canon
@@ -447,13 +448,14 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	cascade := map[EdgeKey]bool{}
 	var cascadeOrder []EdgeKey
 	for i, d := range b.DeleteNodes {
-		ptr := fmt.Sprintf("/deleteNodes/%d", i)
+		here := elemRef{"deleteNodes", i}
+		name := func() string { return nodeElem(d.ID) }
 		old := oldNode[d.ID]
 		if old == nil {
-			ps.add(ErrNotFound, ptr+"/id", nodeElem(d.ID), "not-found", "no such node")
+			ps.add(ErrNotFound, here.String()+"/id", name(), "not-found", "no such node")
 			continue
 		}
-		if !revisionOK(&ps, ptr, nodeElem(d.ID), d.ExpectedRevision, old.Rev) {
+		if !revisionOK(&ps, here, name, d.ExpectedRevision, old.Rev) {
 			continue
 		}
 		deletedNode[d.ID] = true
@@ -491,7 +493,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			continue
 		}
 		here := elemRef{"edges", i}
-		elem := func() string { return edgeElem(e.EdgeKey) } // for the problems only
+		name := func() string { return edgeElem(e.EdgeKey) } // for the problems only
 		if badNode[e.From] || badNode[e.To] {
 			continue // the node's own problem is reported
 		}
@@ -510,26 +512,26 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 				if deletedNode[end.id] {
 					why = "the batch deletes that node"
 				}
-				ps.add(ErrInvalid, here.String()+"/"+end.name, elem(), "dangling", "%s node %q: %s; create it first or in the same batch", end.name, end.id, why)
+				ps.add(ErrInvalid, here.String()+"/"+end.name, name(), "dangling", "%s node %q: %s; create it first or in the same batch", end.name, end.id, why)
 			}
 		}
 		if bad {
 			continue
 		}
 		if !et.Allows(ft, tt) {
-			ps.add(ErrInvalid, here.String(), elem(), "endpoint-type", "%s edges join %s to %s, not %s to %s",
+			ps.add(ErrInvalid, here.String(), name(), "endpoint-type", "%s edges join %s to %s, not %s to %s",
 				e.Label, list(et.From), list(et.To), ft, tt)
 			continue
 		}
 		old := oldEdge[e.EdgeKey]
-		if e.ExpectedRevision != nil && !revisionOK(&ps, here.String(), elem(), e.ExpectedRevision, old.rev()) {
+		if !revisionOK(&ps, here, name, e.ExpectedRevision, old.rev()) {
 			continue
 		}
 		prep := e.prep
 		if prep == nil {
 			prep = prepareProps(et.Validate, e.Properties)
 		}
-		if prep.err != nil && !propsOK(&ps, here.String()+"/properties", elem(), prep) {
+		if !propsOK(&ps, here, name, prep) {
 			continue
 		}
 		canon := prep.canon
@@ -561,13 +563,14 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		if !delEdgeOK[i] {
 			continue
 		}
-		ptr := fmt.Sprintf("/deleteEdges/%d", i)
+		here := elemRef{"deleteEdges", i}
+		name := func() string { return edgeElem(d.EdgeKey) }
 		old := oldEdge[d.EdgeKey]
 		if old == nil {
-			ps.add(ErrNotFound, ptr, edgeElem(d.EdgeKey), "not-found", "no such edge")
+			ps.add(ErrNotFound, here.String(), name(), "not-found", "no such edge")
 			continue
 		}
-		if !revisionOK(&ps, ptr, edgeElem(d.EdgeKey), d.ExpectedRevision, old.Rev) {
+		if !revisionOK(&ps, here, name, d.ExpectedRevision, old.Rev) {
 			continue
 		}
 		deletedEdge[d.EdgeKey] = true
@@ -625,17 +628,20 @@ func (r *edgeRec) rev() int64 {
 	return r.Rev
 }
 
-func revisionOK(ps *problems, ptr, elem string, want *int64, have int64) bool {
+// revisionOK checks an element's expected revision; the element's pointer
+// and name are made only for a problem.
+func revisionOK(ps *problems, here elemRef, elem func() string, want *int64, have int64) bool {
 	if want == nil || *want == have {
 		return true
 	}
+	ptr := here.String()
 	switch {
 	case *want == 0:
-		ps.add(ErrConflict, ptr+"/expectedRevision", elem, "revision", "expected no such element, but it exists at revision %d", have)
+		ps.add(ErrConflict, ptr+"/expectedRevision", elem(), "revision", "expected no such element, but it exists at revision %d", have)
 	case have == 0:
-		ps.add(ErrConflict, ptr+"/expectedRevision", elem, "revision", "expected revision %d, but the element does not exist", *want)
+		ps.add(ErrConflict, ptr+"/expectedRevision", elem(), "revision", "expected revision %d, but the element does not exist", *want)
 	default:
-		ps.add(ErrConflict, ptr+"/expectedRevision", elem, "revision", "expected revision %d, but it is at revision %d; read it again and retry", *want, have)
+		ps.add(ErrConflict, ptr+"/expectedRevision", elem(), "revision", "expected revision %d, but it is at revision %d; read it again and retry", *want, have)
 	}
 	return false
 }
@@ -652,15 +658,18 @@ func restoreMeta(created, updated, rev *int64, c, u time.Time, r int64) {
 	}
 }
 
-func propsOK(ps *problems, ptr, elem string, p *prepared) bool {
-	var je *jsonError
-	switch {
-	case p.err == nil:
+// propsOK reports an element's property problems; its pointer and name
+// are made only for a problem.
+func propsOK(ps *problems, here elemRef, elem func() string, p *prepared) bool {
+	if p.err == nil {
 		return true
-	case errors.As(p.err, &je):
-		ps.add(ErrInvalid, ptr, elem, "json", "properties are not JSON values: %v", je.err)
-	default:
-		addViolations(ps, ptr, elem, p.err)
+	}
+	ptr := here.String() + "/properties"
+	var je *jsonError
+	if errors.As(p.err, &je) {
+		ps.add(ErrInvalid, ptr, elem(), "json", "properties are not JSON values: %v", je.err)
+	} else {
+		addViolations(ps, ptr, elem(), p.err)
 	}
 	return false
 }

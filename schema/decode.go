@@ -13,8 +13,16 @@ import (
 // property record read) it costs a fraction of encoding/json's Decoder,
 // which allocates a buffer per value. Decode objects into a map made
 // beforehand: into a nil map or an interface it makes one of 64 slots.
-func Decode(data []byte, v any) error {
-	rest, err := sjson.Parse(data, v, sjson.UseNumber)
+func Decode(data []byte, v any) error { return decodeWith(data, v, sjson.UseNumber) }
+
+// DecodeStrict is Decode that also refuses object fields v does not
+// declare (a struct's unknown keys).
+func DecodeStrict(data []byte, v any) error {
+	return decodeWith(data, v, sjson.UseNumber|sjson.DisallowUnknownFields)
+}
+
+func decodeWith(data []byte, v any, flags sjson.ParseFlags) error {
+	rest, err := sjson.Parse(data, v, flags)
 	if err != nil {
 		return err
 	}

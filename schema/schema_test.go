@@ -96,3 +96,23 @@ func TestLoadChecks(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeStrictRefusesUnknownFields(t *testing.T) {
+	var line struct {
+		Kind string `json:"kind"`
+	}
+	if err := Decode([]byte(`{"kind":"node","bogus":1}`), &line); err != nil || line.Kind != "node" {
+		t.Fatalf("Decode: %v, %+v", err, line)
+	}
+	if err := DecodeStrict([]byte(`{"kind":"node","bogus":1}`), &line); err == nil || !strings.Contains(err.Error(), `"bogus"`) {
+		t.Errorf("DecodeStrict of an unknown field: %v", err)
+	}
+	for _, bad := range []string{`{"kind":"node"} x`, `{"kind":"node"}{}`} {
+		if err := DecodeStrict([]byte(bad), &line); err == nil {
+			t.Errorf("DecodeStrict(%s) took the data after the value", bad)
+		}
+	}
+	if err := DecodeStrict([]byte("{\"kind\":\"edge\"} \r\n"), &line); err != nil || line.Kind != "edge" {
+		t.Errorf("DecodeStrict with trailing space: %v, %+v", err, line)
+	}
+}
