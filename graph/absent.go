@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"hash/maphash"
 	"math/bits"
 
@@ -28,11 +29,11 @@ type absentKeys struct {
 	blooms []*bloom        // each twice the capacity of the one before; keys go to the last
 }
 
-// cayleyBucket reports whether a bucket is one of Cayley's value buckets
-// ('v' or 'n' and two hash bytes) or quad indexes (named by the direction
+// cayleyBucket reports whether a bucket is one of Cayley's: where Lore
+// keeps its value IDs and reference counts (see hookKV), or a quad index (named by the direction
 // prefixes of their keys: "sp", "ops"). Only these are filtered.
 func cayleyBucket(name []byte) bool {
-	if _, ok := valueKey(name); ok {
+	if bytes.Equal(name, bValueIDs) || bytes.Equal(name, bValueRefs) {
 		return true
 	}
 	if len(name) == 0 || len(name) > 4 {

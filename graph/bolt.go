@@ -28,9 +28,12 @@ const ownerFile = "owner"
 
 // storeVersion is the layout version of Lore's buckets. Version 1 kept
 // in-edge counters only, one bDeg entry per node and label; version 2 kept
-// each node's edge summary in bDeg; version 3 keeps it in the node record.
-// Open upgrades older stores by rebuilding the derived data.
-const storeVersion = 3
+// each node's edge summary in bDeg; version 3 keeps it in the node record;
+// version 4 keeps Cayley's value IDs and reference counts in two buckets
+// instead of 131,072 (see hookKV). Open upgrades older stores: it moves
+// the values (mergeValueBuckets) and, from versions 1 and 2, rebuilds the
+// derived data.
+const storeVersion = 4
 
 // Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", "v…", "n…").
 var (
@@ -144,6 +147,20 @@ func Open(ctx context.Context, cfg Config) (_ *Bolt, err error) {
 }
 
 func (s *Bolt) init(model *schema.Model) error {
+	var version uint64
+	_ = s.db.DB().View(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(bMeta); meta != nil {
+			if v := meta.Get([]byte("version")); len(v) == 8 {
+				version = binary.BigEndian.Uint64(v)
+			}
+		}
+		return nil
+	})
+	if version > 0 && version < 4 {
+		if err := mergeValueBuckets(s.db.DB(), valueMergeChunk); err != nil {
+			return fmt.Errorf("moving Cayley's values to store layout %d: %w", storeVersion, err)
+		}
+	}
 	if err := ckv.Init(s.kv, cayleyOpts); err != nil && !errors.Is(err, cgraph.ErrDatabaseExists) {
 		return fmt.Errorf("cayley init: %w", err)
 	}
@@ -153,7 +170,7 @@ func (s *Bolt) init(model *schema.Model) error {
 	}
 	s.qs = qs
 	return s.db.DB().Update(func(tx *bolt.Tx) error {
-		for _, b := range allBuckets {
+		for _, b := range append([][]byte{bValueIDs, bValueRefs}, allBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -161,7 +178,7 @@ func (s *Bolt) init(model *schema.Model) error {
 		meta := tx.Bucket(bMeta)
 		if v := meta.Get([]byte("version")); v != nil {
 			switch binary.BigEndian.Uint64(v) {
-			case storeVersion:
+			case storeVersion, 3: // version 3 needed only mergeValueBuckets, done
 			case 1, 2:
 				// Mark the derived buckets stale in the same transaction
 				// that bumps the version: Open rebuilds them, and a crash

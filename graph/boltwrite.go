@@ -152,7 +152,6 @@ func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time, tn *tur
 
 	s.rw.Lock()
 	if len(deltas) > 0 {
-		s.kv.expectValues(p.expect)
 		s.kv.setHook(write)
 		if beside {
 			s.kv.setBegin(begin)
@@ -164,7 +163,6 @@ func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time, tn *tur
 		if s.kv.takeHook() != nil {
 			<-ready // Cayley failed before its commit: the writes were never used
 		}
-		s.kv.expectValues(nil)
 		if err != nil {
 			// A failed ApplyDeltas leaves Cayley's caches and buffered index
 			// entries behind; a fresh QuadStore over the same file drops them.
@@ -353,18 +351,14 @@ func edgeQuad(k EdgeKey) quad.Quad {
 	return q
 }
 
-// quads sets the quads the plan adds and removes, and the value buckets
-// they may need, once. A pipelined import calls it on the planning
-// goroutine, so that the commit starts without it.
+// quads sets the quads the plan adds and removes, once. A pipelined import
+// calls it on the planning goroutine, so that the commit starts without it.
 func (p *plan) quads() {
 	if p.quadsSet {
 		return
 	}
 	p.quadsSet = true
 	p.deltas = deltas(p)
-	if len(p.deltas) > 0 {
-		p.expect = valueBuckets(newValues(p))
-	}
 }
 
 // deltas returns the quads a plan adds and removes. Planning checked every
@@ -390,38 +384,6 @@ func deltas(p *plan) []cgraph.Delta {
 		}
 	}
 	return ds
-}
-
-// newValues returns the values Cayley may not hold yet when it applies
-// the plan's quads: the IRIs of the nodes it creates, and the types, labels
-// and edge keys of its new quads. An edge's endpoints are nodes that exist
-// or that the plan creates.
-func newValues(p *plan) []quad.Value {
-	var vals []quad.Value
-	seen := map[quad.Value]bool{}
-	add := func(v quad.Value) {
-		if !seen[v] {
-			seen[v] = true
-			vals = append(vals, v)
-		}
-	}
-	for _, op := range p.nodes {
-		if op.old == nil {
-			vals = append(vals, nodeIRI(op.id))
-			add(predType)
-			add(typeIRI(op.new.Type))
-		}
-	}
-	for _, op := range p.edges {
-		if op.old == nil {
-			q := edgeQuad(op.key)
-			add(q.Predicate)
-			if q.Label != nil {
-				vals = append(vals, q.Label)
-			}
-		}
-	}
-	return vals
 }
 
 // A kvOp is one write: a put, a delete, or, as a delete with no key, the
@@ -722,9 +684,11 @@ var useWriteBeside = true
 // transaction's statistics (updated atomically), and pages read from the
 // memory map or the transaction's dirty pages, which change only at
 // commit, where pages are allocated and nodes split. Opening a bucket
-// caches it in the root, which Cayley changes as it creates value buckets:
-// so the handles are opened first, and a write that empties a bucket (it
-// deletes and creates one in the root) is never written beside Cayley.
+// caches it in the root, which changes when a bucket is created: so the
+// handles are opened first, every bucket Cayley writes exists before its
+// transaction begins (Open creates them, see hookKV), and a write that
+// empties a bucket (it deletes and creates one in the root) is never
+// written beside Cayley.
 // Cayley's commit, and its rollback, wait for these writes. The race
 // detector runs over the pipelined imports of the tests.
 func writeOpsBeside(bs map[string]*bolt.Bucket, ops []kvOp, tn *turns) error {

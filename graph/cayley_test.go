@@ -4,10 +4,12 @@ package graph
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
@@ -18,7 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cayleygraph/cayley/graph/refs"
 	"github.com/cayleygraph/quad"
+	hkv "github.com/hidal-go/hidalgo/kv"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/lore-dev/lore/schema"
@@ -808,11 +812,10 @@ func TestBulkLoadKeepsWriteOrder(t *testing.T) {
 	}
 }
 
-// A write creates the value buckets Cayley will write into before Cayley
-// does, from hashes Lore computes itself: they must be exactly the buckets
-// Cayley uses, so none stays empty and none is missing.
-func TestValueBucketsMatchCayley(t *testing.T) {
-	s := openTest(t, t.TempDir(), Config{})
+// valueData loads 3,000 nodes and 3,000 keyed edges by import, then one
+// node and edge by the one-batch path, and returns the values Cayley holds.
+func valueData(t *testing.T, s *Bolt) []quad.Value {
+	t.Helper()
 	var data strings.Builder
 	for i := range 3000 {
 		fmt.Fprintf(&data, `{"kind":"node","id":"entity/e%d","type":"Entity","properties":{"name":"e%d","entityType":"thing"}}`+"\n", i, i)
@@ -823,12 +826,10 @@ func TestValueBucketsMatchCayley(t *testing.T) {
 	if _, err := Import(t.Context(), s, strings.NewReader(data.String()), ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// A later write into the populated store, by the one-batch path.
 	apply(t, s, &Batch{
 		Nodes: []NodeInput{{ID: "topic/new", Type: "Topic", Properties: Props{"name": "new"}}},
 		Edges: []EdgeInput{{EdgeKey: EdgeKey{From: "entity/e1", Label: "relation", To: "entity/e2", Key: "brand_new"}}},
 	})
-	// The buckets the stored values imply.
 	var vals []quad.Value
 	for i := range 3000 {
 		vals = append(vals, nodeIRI(ID(fmt.Sprintf("entity/e%d", i))))
@@ -836,30 +837,143 @@ func TestValueBucketsMatchCayley(t *testing.T) {
 	for i := range 50 {
 		vals = append(vals, keyIRI(fmt.Sprintf("rel_%d", i)))
 	}
-	vals = append(vals, nodeIRI("topic/new"), keyIRI("brand_new"), predType, typeIRI("Entity"), typeIRI("Topic"), labelIRI("relation"))
-	want := valueBuckets(vals)
-	var got []uint32
+	return append(vals, nodeIRI("topic/new"), keyIRI("brand_new"), predType, typeIRI("Entity"), typeIRI("Topic"), labelIRI("relation"))
+}
+
+// checkValueLayout fails unless Cayley's values are where store layout 4
+// keeps them: the ID and reference count of each value under its hash in
+// bValueIDs and bValueRefs, nothing else there, and no value bucket of the
+// old layout left.
+func checkValueLayout(t *testing.T, s *Bolt, vals []quad.Value) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, v := range vals {
+		h := refs.HashOf(v)
+		want[string(h[:])] = true
+	}
 	err := s.read(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			vk, ok := valueKey(name)
-			if !ok {
-				return nil
+		if err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			if cayleyValueBucket(name) {
+				t.Errorf("value bucket %q of the old layout is still in the store", name)
 			}
-			if k, _ := b.Cursor().First(); k == nil {
-				t.Errorf("value bucket %q is empty: Lore created a bucket Cayley never wrote", name)
-			}
-			got = append(got, vk)
 			return nil
-		})
+		}); err != nil {
+			return err
+		}
+		for _, name := range [][]byte{bValueIDs, bValueRefs} {
+			got := map[string]bool{}
+			if err := tx.Bucket(name).ForEach(func(k, _ []byte) error { got[string(k)] = true; return nil }); err != nil {
+				return err
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("bucket %q holds %d keys; the %d values hash to %d, and they differ", name, len(got), len(vals), len(want))
+			}
+		}
+		if v := tx.Bucket(bMeta).Get([]byte("version")); binary.BigEndian.Uint64(v) != storeVersion {
+			t.Errorf("store layout version %d, want %d", binary.BigEndian.Uint64(v), storeVersion)
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("the store holds %d value buckets, its values hash to %d", len(got), len(want))
-	}
 	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
 		t.Fatalf("check: %v %v", err, r.Problems)
+	}
+	// Reading edges resolves values through Cayley's lookups.
+	n, err := s.Node(t.Context(), "entity/e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.Edges(t.Context(), EdgeQuery{Nodes: []ID{"entity/e1"}})
+	if err != nil || len(page.Edges) != 2 {
+		t.Errorf("entity/e1 has out-edges %+v (%v), want 2 (summary %+v)", page, err, n.Edges)
+	}
+}
+
+// Cayley's values live in two buckets (see hookKV), and nowhere else.
+func TestCayleyValuesLiveInTwoBuckets(t *testing.T) {
+	s := openTest(t, t.TempDir(), Config{})
+	checkValueLayout(t, s, valueData(t, s))
+}
+
+// The adapter maps only keys that start with their bucket's hash bytes,
+// as Cayley's do; any other is refused, never stored where another key
+// might meet it.
+func TestValueKeyMapping(t *testing.T) {
+	h := refs.HashOf(quad.IRI("n:topic/x"))
+	got, err := physical(hkv.Key{{'v', h[0], h[1]}, h[:]})
+	if err != nil || !bytes.Equal(got[0], bValueIDs) || !bytes.Equal(got[1], h[:]) {
+		t.Errorf("value ID key maps to %q, %v", got, err)
+	}
+	got, err = physical(hkv.Key{{'n', h[0], h[1]}, h[:]})
+	if err != nil || !bytes.Equal(got[0], bValueRefs) {
+		t.Errorf("reference count key maps to %q, %v", got, err)
+	}
+	if _, err := physical(hkv.Key{{'v', h[0] + 1, h[1]}, h[:]}); err == nil {
+		t.Error("a key in a bucket its hash does not name was mapped")
+	}
+	if got, err := physical(hkv.Key{[]byte("log"), []byte{1}}); err != nil || string(got[0]) != "log" {
+		t.Errorf("a log key maps to %q, %v", got, err)
+	}
+}
+
+// Opening a store of layout 3 moves its values out of Cayley's 131,072
+// buckets, in several transactions; a store whose move was interrupted
+// (some buckets moved, the version not yet changed) finishes it. Either
+// way the graph reads back the same.
+func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
+	for _, half := range []bool{false, true} {
+		t.Run(fmt.Sprintf("interrupted=%v", half), func(t *testing.T) {
+			dir := t.TempDir()
+			s := openTest(t, dir, Config{})
+			vals := valueData(t, s)
+			before := exportString(t, s)
+			// Put the values back where layout 3 kept them: all of them, or,
+			// as a move that stopped half-way, those whose hash starts with
+			// an even byte.
+			err := s.db.DB().Update(func(tx *bolt.Tx) error {
+				for _, name := range [][]byte{bValueIDs, bValueRefs} {
+					b := tx.Bucket(name)
+					var keys [][]byte
+					_ = b.ForEach(func(k, _ []byte) error { keys = append(keys, bytes.Clone(k)); return nil })
+					for _, k := range keys {
+						if half && k[0]%2 == 1 {
+							continue
+						}
+						old, err := tx.CreateBucketIfNotExists([]byte{name[0], k[0], k[1]})
+						if err != nil {
+							return err
+						}
+						if err := old.Put(k, bytes.Clone(b.Get(k))); err != nil {
+							return err
+						}
+						if err := b.Delete(k); err != nil {
+							return err
+						}
+					}
+					if !half {
+						if err := tx.DeleteBucket(name); err != nil {
+							return err
+						}
+					}
+				}
+				return tx.Bucket(bMeta).Put([]byte("version"), u64(3))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+
+			old := valueMergeChunk
+			valueMergeChunk = 500 // several transactions
+			t.Cleanup(func() { valueMergeChunk = old })
+			s = openTest(t, dir, Config{})
+			checkValueLayout(t, s, vals)
+			if after := exportString(t, s); after != before {
+				t.Error("the graph exports differently after the move")
+			}
+		})
 	}
 }
 

@@ -1,40 +1,36 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
-
-	"github.com/cayleygraph/cayley/graph/refs"
-	"github.com/cayleygraph/quad"
 
 	hkv "github.com/hidal-go/hidalgo/kv"
 	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
 	bolt "go.etcd.io/bbolt"
 )
 
-// hookKV is the KV Cayley runs on. Read transactions are hidalgo's. Write
-// transactions are Lore's own thin adapter over one *bolt.Tx (writeTx), so
-// that Lore's records are written in the same bbolt transaction as
-// Cayley's quads: Cayley's ApplyDeltas opens one write transaction and
-// commits it, and just before that commit the pending hook writes Lore's
-// keys. If the hook fails, the transaction rolls back and ApplyDeltas
-// returns the error.
+// hookKV is the KV Cayley runs on. Write transactions are Lore's own thin
+// adapter over one *bolt.Tx (writeTx), so that Lore's records are written
+// in the same bbolt transaction as Cayley's quads: Cayley's ApplyDeltas
+// opens one write transaction and commits it, and just before that commit
+// the pending hook writes Lore's keys. If the hook fails, the transaction
+// rolls back and ApplyDeltas returns the error. Read transactions are
+// hidalgo's, behind the same key mapping (readTx).
 //
 // Cayley's write path uses only Get, GetBatch, Put and Del on two-level keys
-// (bucket, key); the adapter caches bucket handles, which matters because
-// Cayley keeps up to 131,072 value buckets in bbolt's root.
-//
-// Cayley creates a value bucket when it first writes a value whose hash
-// falls in it, in whatever order the values come. bbolt splits pages only
-// at commit, so each creation inserts into one ever larger in-memory root
-// page and moves everything after the insertion point: a load's first
-// transactions spent a quarter of their time in that copy. A writer that
-// knows which value buckets its transaction will write (valueBuckets)
-// passes them to expectValues, and the adapter creates the missing ones
-// first, in key order, where each insertion moves almost nothing.
+// (bucket, key). The adapter maps one family of them to another layout
+// (physical): Cayley spreads the IDs and reference counts of its values
+// over 131,072 buckets, named 'v' or 'n' and the first two bytes of the
+// value's hash. In bbolt every bucket is a key of the root bucket, opened
+// by a search from the root, and each transaction that touches a small one
+// rewrites it whole into the root's pages at commit. Lore keeps the IDs in
+// one bucket "v" and the counts in one bucket "n", under the same keys (the
+// full hash, whose first two bytes named the bucket). An import of 10k
+// nodes took 11% less time (0.494 -> 0.439 s), one of 100k 18% less
+// (6.16 -> 5.04 s), and the store has no bucket per value prefix to open.
 type hookKV struct {
 	*hbolt.DB
 	mu   sync.Mutex
@@ -42,100 +38,100 @@ type hookKV struct {
 	// begin, if set, is called when the next write transaction begins,
 	// before Cayley writes; the transaction waits for the function it
 	// returns before it commits or rolls back.
-	begin  func(tx *bolt.Tx) (wait func())
-	expect []uint32 // value buckets the next write transaction will write, sorted
-	// have marks the value buckets known to exist (bit vk of valueKey),
-	// loaded from bbolt's root at the first expectValues.
-	have *[valueKinds * 65536 / 64]uint64
+	begin func(tx *bolt.Tx) (wait func())
 	// absent, during a bulk load, answers lookups of keys the load never
 	// wrote (see absentKeys).
 	absent *absentKeys
 }
 
-const valueKinds = 2 // Cayley's 'n' (reference counts) and 'v' (value IDs) buckets
+// Where Lore keeps Cayley's value IDs and reference counts (see hookKV).
+var (
+	bValueIDs  = []byte("v")
+	bValueRefs = []byte("n")
+)
 
-// valueKey packs a value bucket's three-byte name into an integer that
-// sorts as the name does: 'n' before 'v', then the two hash bytes.
-func valueKey(name []byte) (uint32, bool) {
-	if len(name) != 3 || (name[0] != 'v' && name[0] != 'n') {
-		return 0, false
-	}
-	return uint32(name[0])<<16 | uint32(name[1])<<8 | uint32(name[2]), true
+// cayleyValueBucket reports whether name is one of the buckets Cayley asks
+// for a value's ID ('v') or reference count ('n') in: the letter and two
+// bytes of the value's hash.
+func cayleyValueBucket(name []byte) bool {
+	return len(name) == 3 && (name[0] == 'v' || name[0] == 'n')
 }
 
-// bit is a value key's place in hookKV.have.
-func bit(vk uint32) uint32 {
-	kind := uint32(0)
-	if vk>>16 == 'v' {
-		kind = 1
+// physical maps a key as Cayley names it to where Lore keeps it: a key of
+// a value bucket to the same key in bValueIDs or bValueRefs. The key must
+// start with the two hash bytes that named its bucket (it does: Cayley's
+// keys are the whole hash), so that no two keys meet.
+func physical(key hkv.Key) (hkv.Key, error) {
+	if len(key) != 2 || !cayleyValueBucket(key[0]) {
+		return key, nil
 	}
-	return kind<<16 | vk&0xFFFF
+	if len(key[1]) < 2 || key[1][0] != key[0][1] || key[1][1] != key[0][2] {
+		return nil, fmt.Errorf("cayley value key %x in bucket %q does not start with the bucket's hash bytes; Lore's adapter cannot map it", key[1], key[0])
+	}
+	b := bValueIDs
+	if key[0][0] == 'n' {
+		b = bValueRefs
+	}
+	return hkv.Key{b, key[1]}, nil
 }
 
-// valueBuckets returns the value buckets Cayley writes when it adds quads
-// holding these values: for each value, the bucket of its ID and the bucket
-// of its reference count, both chosen by the first two bytes of its hash.
-// The result is sorted and has no repeats.
-func valueBuckets(vals []quad.Value) []uint32 {
-	var seen [valueKinds * 65536 / 64]uint64
-	var out []uint32
-	for _, v := range vals {
-		h := refs.HashOf(v)
-		i := uint32(h[0])<<8 | uint32(h[1])
-		if seen[i/64]&(1<<(i%64)) != 0 {
-			continue
-		}
-		seen[i/64] |= 1 << (i % 64)
-		out = append(out, 'n'<<16|i, 'v'<<16|i)
-	}
-	slices.Sort(out)
-	return out
-}
+// valueMergeChunk is about how many values mergeValueBuckets moves per
+// transaction (a variable so that tests can lower it).
+var valueMergeChunk = 1 << 18
 
-// expectValues tells the adapter which value buckets the next write
-// transaction writes (from valueBuckets).
-func (k *hookKV) expectValues(vks []uint32) {
-	k.mu.Lock()
-	k.expect = vks
-	k.mu.Unlock()
-}
-
-// createExpected creates, in key order, the expected value buckets that do
-// not exist yet, and caches their handles in t.
-func (k *hookKV) createExpected(t *writeTx) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	vks := k.expect
-	k.expect = nil
-	if len(vks) == 0 {
-		return nil
-	}
-	if k.have == nil {
-		k.have = new([valueKinds * 65536 / 64]uint64)
-		c := t.tx.Cursor()
-		for name, _ := c.Seek([]byte{'n'}); name != nil; name, _ = c.Next() {
-			if vk, ok := valueKey(name); ok {
-				b := bit(vk)
-				k.have[b/64] |= 1 << (b % 64)
-			} else if name[0] > 'v' {
-				break
+// mergeValueBuckets moves Cayley's values out of the value buckets of
+// store layouts 3 and before into bValueIDs and bValueRefs (see hookKV), a
+// few hundred thousand values per transaction, each taking whole buckets
+// and deleting them. A crash between transactions leaves the rest in the
+// old buckets, where the next open finds and moves them: the store's
+// version changes only once none is left.
+func mergeValueBuckets(db *bolt.DB, chunk int) error {
+	for {
+		left := false
+		err := db.Update(func(tx *bolt.Tx) error {
+			var names [][]byte
+			c := tx.Cursor()
+			for name, v := c.Seek([]byte{'n'}); name != nil && name[0] <= 'v'; name, v = c.Next() {
+				if v == nil && cayleyValueBucket(name) { // a nil value: a bucket
+					names = append(names, bytes.Clone(name))
+				}
 			}
+			to := map[string]*bolt.Bucket{}
+			for _, name := range [][]byte{bValueIDs, bValueRefs} {
+				b, err := tx.CreateBucketIfNotExists(name)
+				if err != nil {
+					return err
+				}
+				to[string(name)] = b
+			}
+			moved := 0
+			for i, name := range names {
+				if moved >= chunk {
+					left = i < len(names)
+					break
+				}
+				from := tx.Bucket(name)
+				err := from.ForEach(func(k, v []byte) error {
+					key, err := physical(hkv.Key{name, k})
+					if err != nil {
+						return err
+					}
+					moved++
+					return to[string(key[0])].Put(bytes.Clone(key[1]), bytes.Clone(v))
+				})
+				if err != nil {
+					return err
+				}
+				if err := tx.DeleteBucket(name); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil || !left {
+			return err
 		}
 	}
-	name := make([]byte, 3)
-	for _, vk := range vks {
-		if b := bit(vk); k.have[b/64]&(1<<(b%64)) != 0 {
-			continue
-		}
-		name[0], name[1], name[2] = byte(vk>>16), byte(vk>>8), byte(vk)
-		b, err := t.tx.CreateBucketIfNotExists(name) // a bit set late by a concurrent commit is harmless
-		if err != nil {
-			return fmt.Errorf("create value bucket %q: %w", name, err)
-		}
-		t.values[vk] = b
-		t.created = append(t.created, vk)
-	}
-	return nil
 }
 
 // filterAbsent starts (on) or stops answering lookups of keys a bulk load
@@ -181,7 +177,11 @@ func (k *hookKV) takeHook() func(tx *bolt.Tx) error {
 
 func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 	if !rw {
-		return k.DB.Tx(ctx, false)
+		tx, err := k.DB.Tx(ctx, false)
+		if err != nil {
+			return nil, err
+		}
+		return readTx{tx}, nil
 	}
 	tx, err := k.DB.DB().Begin(true)
 	if err != nil {
@@ -190,11 +190,7 @@ func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 	k.mu.Lock()
 	absent := k.absent
 	k.mu.Unlock()
-	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bolt.Bucket{}, values: map[uint32]*bolt.Bucket{}, absent: absent}
-	if err := k.createExpected(t); err != nil {
-		_ = tx.Rollback()
-		return nil, err
-	}
+	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bolt.Bucket{}, absent: absent}
 	if f := k.takeBegin(); f != nil {
 		t.wait = f(tx)
 	}
@@ -209,13 +205,28 @@ func (k *hookKV) Update(ctx context.Context, fn func(tx hkv.Tx) error) error {
 	return hkv.Update(ctx, k, fn)
 }
 
+// readTx is a hidalgo read transaction that finds keys where the adapter
+// keeps them (physical). Cayley scans only its log and its quad indexes,
+// which keep their places, so Scan is hidalgo's own.
+type readTx struct{ hkv.Tx }
+
+func (t readTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
+	key, err := physical(key)
+	if err != nil {
+		return nil, err
+	}
+	return t.Tx.Get(ctx, key)
+}
+
+func (t readTx) GetBatch(ctx context.Context, keys []hkv.Key) ([]hkv.Value, error) {
+	return hkv.GetBatch(ctx, t, keys)
+}
+
 // writeTx is a hidalgo write transaction over one *bolt.Tx.
 type writeTx struct {
 	tx      *bolt.Tx
 	kv      *hookKV
 	buckets map[string]*bolt.Bucket
-	values  map[uint32]*bolt.Bucket // Cayley's value buckets, "v" or "n" and two hash bytes, by valueKey
-	created []uint32                // value buckets this transaction created, for hookKV.have once it commits
 	absent  *absentKeys
 	wait    func() // see hookKV.begin
 }
@@ -228,14 +239,7 @@ var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
 const appendFill = 0.95
 
 func (t *writeTx) bucket(name []byte, create bool) (*bolt.Bucket, error) {
-	// Cayley's value buckets are most of the lookups: an integer key
-	// spares hashing a string for each.
-	vk, isValue := valueKey(name)
-	if isValue {
-		if b, ok := t.values[vk]; ok {
-			return b, nil
-		}
-	} else if b, ok := t.buckets[string(name)]; ok {
+	if b, ok := t.buckets[string(name)]; ok {
 		return b, nil
 	}
 	var b *bolt.Bucket
@@ -248,13 +252,6 @@ func (t *writeTx) bucket(name []byte, create bool) (*bolt.Bucket, error) {
 	if b == nil || err != nil {
 		return nil, err
 	}
-	if isValue {
-		t.values[vk] = b
-		if create {
-			t.created = append(t.created, vk) // or found: marking it is right either way
-		}
-		return b, nil
-	}
 	if string(name) == "log" || string(name) == string(bLog) {
 		b.FillPercent = appendFill
 	}
@@ -263,7 +260,14 @@ func (t *writeTx) bucket(name []byte, create bool) (*bolt.Bucket, error) {
 }
 
 func (t *writeTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
-	if len(key) != 2 || t.absent != nil && t.absent.absent(key[0], key[1]) {
+	if len(key) != 2 {
+		return nil, hkv.ErrNotFound
+	}
+	key, err := physical(key)
+	if err != nil {
+		return nil, err
+	}
+	if t.absent != nil && t.absent.absent(key[0], key[1]) {
 		return nil, hkv.ErrNotFound
 	}
 	b, err := t.bucket(key[0], false)
@@ -296,6 +300,10 @@ func (t *writeTx) Put(ctx context.Context, key hkv.Key, val hkv.Value) error {
 	if len(key) != 2 {
 		return fmt.Errorf("put %q: %w", key, errKeyDepth)
 	}
+	key, err := physical(key)
+	if err != nil {
+		return err
+	}
 	b, err := t.bucket(key[0], true)
 	if err != nil {
 		return err
@@ -316,6 +324,10 @@ func (t *writeTx) Del(ctx context.Context, key hkv.Key) error {
 	if len(key) != 2 {
 		return fmt.Errorf("delete %q: %w", key, errKeyDepth)
 	}
+	key, err := physical(key)
+	if err != nil {
+		return err
+	}
 	b, err := t.bucket(key[0], false)
 	if b == nil || err != nil {
 		return err
@@ -323,7 +335,6 @@ func (t *writeTx) Del(ctx context.Context, key hkv.Key) error {
 	return b.Delete(key[1])
 }
 
-// Scan is not used by Cayley's write path; it fails loudly if that changes.
 func (t *writeTx) Scan(ctx context.Context, opts ...hkv.IteratorOption) hkv.Iterator {
 	return errIterator{errors.New("scan inside a write transaction is not supported by Lore's KV adapter")}
 }
@@ -340,18 +351,7 @@ func (t *writeTx) Commit(ctx context.Context) error {
 		_ = t.tx.Rollback()
 		return err
 	}
-	if err := t.tx.Commit(); err != nil {
-		return err
-	}
-	t.kv.mu.Lock()
-	if h := t.kv.have; h != nil {
-		for _, vk := range t.created {
-			b := bit(vk)
-			h[b/64] |= 1 << (b % 64)
-		}
-	}
-	t.kv.mu.Unlock()
-	return nil
+	return t.tx.Commit()
 }
 
 func (t *writeTx) Close() error {

@@ -219,7 +219,6 @@ type plan struct {
 
 	quadsSet bool
 	deltas   []cgraph.Delta // see quads
-	expect   []uint32       // the value buckets the deltas may need (valueKey)
 }
 
 func (p *plan) empty() bool { return len(p.nodes) == 0 && len(p.edges) == 0 }
