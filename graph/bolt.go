@@ -35,7 +35,8 @@ const ownerFile = "owner"
 // derived data.
 const storeVersion = 4
 
-// Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", "v…", "n…").
+// Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", and "v" and "n" as
+// the adapter keeps them, see hookKV).
 var (
 	bNodes     = []byte("lore.node") // ID -> nodeRec
 	bEdges     = []byte("lore.edge") // edge key bytes -> edgeRec
