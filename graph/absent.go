@@ -30,8 +30,9 @@ type absentKeys struct {
 }
 
 // cayleyBucket reports whether a bucket is one of Cayley's: where Lore
-// keeps its value IDs and reference counts (see hookKV), or a quad index (named by the direction
-// prefixes of their keys: "sp", "ops"). Only these are filtered.
+// keeps its value IDs and reference counts (see hookKV), or a quad index
+// (named by the direction prefixes of its keys: "sp", "ops"). Only these
+// are filtered.
 func cayleyBucket(name []byte) bool {
 	if bytes.Equal(name, bValueIDs) || bytes.Equal(name, bValueRefs) {
 		return true

@@ -35,8 +35,8 @@ const ownerFile = "owner"
 // derived data.
 const storeVersion = 4
 
-// Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", and "v" and "n" as
-// the adapter keeps them, see hookKV).
+// Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", and "v" and
+// "n" as the adapter keeps them, see hookKV).
 var (
 	bNodes     = []byte("lore.node") // ID -> nodeRec
 	bEdges     = []byte("lore.edge") // edge key bytes -> edgeRec
@@ -157,7 +157,7 @@ func (s *Bolt) init(model *schema.Model) error {
 		}
 		return nil
 	})
-	if version > 0 && version < 4 {
+	if version > 0 && version < 4 { // layouts before 4 kept values in Cayley's buckets
 		if err := mergeValueBuckets(s.db.DB(), valueMergeChunk); err != nil {
 			return fmt.Errorf("moving Cayley's values to store layout %d: %w", storeVersion, err)
 		}
