@@ -285,15 +285,7 @@ func (t *writeTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
 }
 
 func (t *writeTx) GetBatch(ctx context.Context, keys []hkv.Key) ([]hkv.Value, error) {
-	vals := make([]hkv.Value, len(keys))
-	for i, k := range keys {
-		v, err := t.Get(ctx, k)
-		if err != nil && !errors.Is(err, hkv.ErrNotFound) {
-			return nil, err
-		}
-		vals[i] = v
-	}
-	return vals, nil
+	return hkv.GetBatch(ctx, t, keys)
 }
 
 func (t *writeTx) Put(ctx context.Context, key hkv.Key, val hkv.Value) error {
