@@ -64,6 +64,7 @@ func NewServer(cat *Catalog, opts *ServerOptions) *Server {
 		UnsubscribeHandler: s.subs.unsubscribe,
 		SetCacheable:       setCacheable,
 	})
+	s.sdk.AddReceivingMiddleware(recoverMiddleware(o.Logger)) // outermost: added last
 	for _, t := range cat.Tools() {
 		s.sdk.AddTool(sdkTool(t), s.toolHandler(t))
 	}
@@ -242,6 +243,7 @@ func (s *Server) Watch(ctx context.Context) error {
 }
 
 func (s *Server) notify(ctx context.Context, c *graph.Change) {
+	defer logRecovered(ctx, s.log, "resource notification panicked", "seq", c.Seq)
 	for _, u := range TouchedURIs(c) {
 		if s.subs.watched(u) {
 			if err := s.sdk.ResourceUpdated(ctx, &mcpsdk.ResourceUpdatedNotificationParams{URI: u}); err != nil {
@@ -293,6 +295,7 @@ func (c *Catalog) Updates(ctx context.Context) (<-chan Update, error) {
 	out := make(chan Update)
 	go func() {
 		defer close(out)
+		defer logRecovered(ctx, c.log, "change feed panicked")
 		for ch := range changes {
 			select {
 			case out <- Update{Change: ch, URIs: TouchedURIs(&ch)}:
