@@ -14,6 +14,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/schema"
 )
 
 // ServerOptions configure a Server.
@@ -22,6 +23,13 @@ type ServerOptions struct {
 	Name, Version string
 	// Logger receives server logs; nil discards them. Never stdout.
 	Logger *slog.Logger
+	// MaxDepth is the deepest nesting a message read on stdio may have;
+	// 0 or less means schema.DefaultMaxDepth. Deeper lines are answered with a
+	// JSON-RPC error before any decoding.
+	MaxDepth int
+	// MaxMessageBytes caps one message (line) read on stdio; 0 or less
+	// means the SDK's default, 16 MiB.
+	MaxMessageBytes int
 }
 
 // A Server is the catalog served over MCP: tools, resources, resource
@@ -32,6 +40,9 @@ type Server struct {
 	sdk  *mcpsdk.Server
 	log  *slog.Logger
 	subs subscriptions
+
+	maxDepth   int // of a stdio message
+	maxMessage int // bytes of a stdio message
 
 	mu    sync.Mutex
 	types map[string]bool // node types listed as resources (those with nodes)
@@ -52,7 +63,13 @@ func NewServer(cat *Catalog, opts *ServerOptions) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cat: cat, log: o.Logger, types: map[string]bool{}}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = schema.DefaultMaxDepth
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = mcpsdk.DefaultMaxLineLength
+	}
+	s := &Server{cat: cat, log: o.Logger, types: map[string]bool{}, maxDepth: o.MaxDepth, maxMessage: o.MaxMessageBytes}
 	s.subs.count = map[string]int{}
 	impl := &mcpsdk.Implementation{Name: cmp.Or(o.Name, "lore"), Title: "Lore knowledge graph", Version: cmp.Or(o.Version, "dev"),
 		Icons: []mcpsdk.Icon{{Source: iconRead, MIMEType: "image/svg+xml"}}}
