@@ -3,7 +3,6 @@ package mcp
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -40,6 +39,8 @@ type Server struct {
 	sdk  *mcpsdk.Server
 	log  *slog.Logger
 	subs subscriptions
+	// confirm signs and checks the questions that confirm deletes.
+	confirm *confirmer
 
 	maxDepth   int // of a stdio message
 	maxMessage int // bytes of a stdio message
@@ -69,7 +70,8 @@ func NewServer(cat *Catalog, opts *ServerOptions) *Server {
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = mcpsdk.DefaultMaxLineLength
 	}
-	s := &Server{cat: cat, log: o.Logger, types: map[string]bool{}, maxDepth: o.MaxDepth, maxMessage: o.MaxMessageBytes}
+	s := &Server{cat: cat, log: o.Logger, types: map[string]bool{}, maxDepth: o.MaxDepth, maxMessage: o.MaxMessageBytes,
+		confirm: newConfirmer()}
 	s.subs.count = map[string]int{}
 	impl := &mcpsdk.Implementation{Name: cmp.Or(o.Name, "lore"), Title: "Lore knowledge graph", Version: cmp.Or(o.Version, "dev"),
 		Icons: []mcpsdk.Icon{{Source: iconRead, MIMEType: "image/svg+xml"}}}
@@ -122,19 +124,14 @@ func callerOf(ctx context.Context, req *mcpsdk.CallToolRequest) context.Context 
 	return ctx
 }
 
-const confirmInput = "confirm"
-
 func (s *Server) toolHandler(t *Tool) mcpsdk.ToolHandler {
 	return func(ctx context.Context, req *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		ctx = callerOf(ctx, req)
 		args := req.Params.Arguments
 		if t.Confirm {
-			if resp, ok := req.Params.InputResponses[confirmInput]; ok {
-				er, ok := resp.(*mcpsdk.ElicitResult)
-				if !ok || er.Action != "accept" || er.Content["confirm"] != true {
-					return toolError(&Error{Code: CodeCancelled, Message: "the user did not confirm; nothing was deleted"}), nil
-				}
-				args = withConfirm(args)
+			var done *mcpsdk.CallToolResult
+			if args, done = s.confirm.gate(t, req); done != nil {
+				return done, nil
 			}
 		}
 		res, err := s.cat.Invoke(ctx, t.Name, args)
@@ -146,11 +143,8 @@ func (s *Server) toolHandler(t *Tool) mcpsdk.ToolHandler {
 				}
 				return nil, err
 			}
-			if te.Code == CodeConfirm && canElicit(req) {
-				return &mcpsdk.CallToolResult{InputRequests: mcpsdk.InputRequestMap{confirmInput: &mcpsdk.ElicitParams{
-					Message:         te.Message[:strings.Index(te.Message, ";")] + ". Go ahead?",
-					RequestedSchema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Delete"}},"required":["confirm"]}`),
-				}}}, nil
+			if te.Code == CodeConfirm && t.Confirm && canElicit(req) {
+				return s.confirm.ask(t, req, args, te), nil
 			}
 			return toolError(te), nil
 		}
@@ -161,24 +155,6 @@ func (s *Server) toolHandler(t *Tool) mcpsdk.ToolHandler {
 		}
 		return &mcpsdk.CallToolResult{StructuredContent: res.Structured, Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: res.Text}}}, nil
 	}
-}
-
-// canElicit reports whether the client can answer an elicitation: on
-// 2026-07-28 as an input-required result, on older sessions as a request
-// the SDK sends on the handler's behalf.
-func canElicit(req *mcpsdk.CallToolRequest) bool {
-	caps := req.ClientCapabilities()
-	return caps != nil && caps.Elicitation != nil
-}
-
-func withConfirm(args json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(args, &m) != nil || m == nil {
-		m = map[string]json.RawMessage{}
-	}
-	m["confirm"] = json.RawMessage("true")
-	out, _ := json.Marshal(m)
-	return out
 }
 
 func toolError(e *Error) *mcpsdk.CallToolResult {
