@@ -282,7 +282,7 @@ func (c *Catalog) toolError(ctx context.Context, name string, err error) *Error 
 		return &Error{Code: CodeCancelled, Message: "the call was cancelled"}
 	}
 	c.log.ErrorContext(ctx, "tool call failed", "tool", name, "error", err)
-	return &Error{Code: CodeInternal, Message: "internal error; the server log has the details"}
+	return internalError()
 }
 
 // A Result is a tool's successful output: Structured is the JSON object
@@ -294,8 +294,15 @@ type Result struct {
 
 // Invoke validates args against the named tool's input schema, applies its
 // defaults and runs it. Tool errors are returned as *Error; an unknown tool
-// is ErrUnknownTool.
-func (c *Catalog) Invoke(ctx context.Context, name string, args json.RawMessage) (*Result, error) {
+// is ErrUnknownTool. A panic in the tool is logged with its stack and
+// returned as an internal *Error: no call ends the process.
+func (c *Catalog) Invoke(ctx context.Context, name string, args json.RawMessage) (res *Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			logPanic(ctx, c.log, "tool call panicked", v, "tool", name)
+			res, err = nil, internalError()
+		}
+	}()
 	t, ok := c.byName[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
@@ -306,7 +313,7 @@ func (c *Catalog) Invoke(ctx context.Context, name string, args json.RawMessage)
 	if !allowed(ctx, ScopeRead) {
 		return nil, &Error{Code: CodeForbidden, Message: fmt.Sprintf("%s needs the %q scope", name, ScopeRead)}
 	}
-	args, err := c.checkArgs(t, args)
+	args, err = c.checkArgs(t, args)
 	if err != nil {
 		return nil, err
 	}

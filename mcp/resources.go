@@ -64,8 +64,15 @@ type Resource struct {
 }
 
 // ReadResource reads a resource by URI. A URI that names nothing is
-// graph.ErrNotFound.
-func (c *Catalog) ReadResource(ctx context.Context, uri string) (*Resource, error) {
+// graph.ErrNotFound. A panic while reading is logged with its stack and
+// returned as an internal *Error.
+func (c *Catalog) ReadResource(ctx context.Context, uri string) (res *Resource, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			logPanic(ctx, c.log, "resource read panicked", v, "uri", uri)
+			res, err = nil, internalError()
+		}
+	}()
 	r, ok := MatchResource(uri)
 	if !ok {
 		return nil, fmt.Errorf("resource %q: %w", uri, graph.ErrNotFound)
@@ -103,8 +110,11 @@ func (s *Server) addResources() {
 func (s *Server) resourceHandler(ctx context.Context, req *mcpsdk.ReadResourceRequest) (*mcpsdk.ReadResourceResult, error) {
 	uri := req.Params.URI
 	r, err := s.cat.ReadResource(ctx, uri)
+	var te *Error
 	if errors.Is(err, graph.ErrNotFound) || errors.Is(err, graph.ErrInvalid) {
 		return nil, mcpsdk.ResourceNotFoundError(uri)
+	} else if errors.As(err, &te) && te.Code == CodeInternal {
+		return nil, internalRPCError()
 	} else if err != nil {
 		return nil, err
 	}

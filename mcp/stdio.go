@@ -6,11 +6,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lore-dev/lore/schema"
 )
 
 // ServeStdio serves the MCP protocol on r and w (stdin and stdout) until
@@ -18,12 +24,21 @@ import (
 // input is answered before ServeStdio returns: the SDK cancels requests
 // still running when it sees EOF, so the reader holds EOF back until the
 // writer has sent a response to each request it passed on.
+//
+// Each line is checked before the SDK decodes it: a line over
+// ServerOptions.MaxMessageBytes, one that schema.CheckJSON refuses (nested
+// deeper than ServerOptions.MaxDepth, invalid UTF-8, duplicate keys, more
+// than one value) or one that is not a JSON-RPC message is answered here
+// with a JSON-RPC error, and the session goes on; the SDK would end it.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
 	p := &pending{ids: map[string]bool{}}
 	p.cond = sync.NewCond(&p.mu)
-	in := &eofHolder{r: bufio.NewReaderSize(r, 64<<10), p: p, ctx: ctx}
 	out := &responseTracker{w: w, p: p}
-	err := s.sdk.Run(ctx, &mcpsdk.IOTransport{Reader: in, Writer: out})
+	in := &eofHolder{r: bufio.NewReaderSize(r, 64<<10), p: p, ctx: ctx, out: out, log: s.log,
+		maxDepth: s.maxDepth, maxLine: s.maxMessage}
+	// The reader enforces the line cap itself, so the SDK's would only
+	// count the same bytes again.
+	err := s.sdk.Run(ctx, &mcpsdk.IOTransport{Reader: in, Writer: out, MaxLineLength: -1})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -48,20 +63,25 @@ type envelope struct {
 	} `json:"params"`
 }
 
-// eofHolder passes input through line by line, noting each request, and
-// returns EOF only once no request is pending.
+// eofHolder passes input through line by line, noting each request,
+// answers the lines it refuses itself, and returns EOF only once no
+// request is pending.
 type eofHolder struct {
-	r   *bufio.Reader
-	p   *pending
-	ctx context.Context
-	buf []byte // the rest of the current line
-	eof bool
+	r        *bufio.Reader
+	p        *pending
+	ctx      context.Context
+	out      *responseTracker // where refused lines are answered
+	log      *slog.Logger
+	maxDepth int
+	maxLine  int
+	buf      []byte // the rest of the current line
+	eof      bool
 }
 
 func (h *eofHolder) Read(b []byte) (int, error) {
-	if len(h.buf) == 0 && !h.eof {
-		line, err := h.r.ReadBytes('\n')
-		if len(line) > 0 {
+	for len(h.buf) == 0 && !h.eof {
+		line, tooLong, err := h.readLine()
+		if line = h.admit(line, tooLong); line != nil {
 			h.note(line)
 			h.buf = line
 		}
@@ -91,6 +111,109 @@ func (h *eofHolder) Read(b []byte) (int, error) {
 	return 0, io.EOF
 }
 
+// keptPrefix is how much of an over-long line is kept to find its id.
+const keptPrefix = 4 << 10
+
+// readLine returns the next line with its newline. A line over the cap is
+// read to its end but not kept: only its first bytes come back, with
+// tooLong set, so a huge line costs no memory.
+func (h *eofHolder) readLine() (line []byte, tooLong bool, err error) {
+	for {
+		frag, err := h.r.ReadSlice('\n')
+		switch {
+		case tooLong:
+		case len(line)+len(frag) > h.maxLine:
+			tooLong = true
+			line = append(line, frag[:min(len(frag), max(0, keptPrefix-len(line)))]...)
+			line = line[:min(len(line), keptPrefix)]
+		default:
+			line = append(line, frag...)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, tooLong, err
+		}
+	}
+}
+
+// admit returns the line to pass on to the SDK, or nil for a line it
+// answered or dropped itself.
+func (h *eofHolder) admit(line []byte, tooLong bool) []byte {
+	if !tooLong && len(bytes.TrimSpace(line)) == 0 {
+		return nil // a blank line: nothing to answer
+	}
+	var problem string
+	parseErr, idClear := true, true
+	if tooLong {
+		problem = fmt.Sprintf("the message is over %d bytes", h.maxLine)
+	} else if err := schema.CheckJSON(line, h.maxDepth); err != nil {
+		problem = err.Error()
+		var je *schema.JSONError
+		idClear = !errors.As(err, &je) || je.Pointer != "/id" && !strings.HasPrefix(je.Pointer, "/id/")
+	} else if problem = notMessage(line); problem == "" {
+		return line
+	} else {
+		parseErr = false
+	}
+	id, method, _ := topFields(line)
+	if !idClear || !validID(id) {
+		id = nil // the id itself is what is wrong (twice, say): answer null
+	}
+	if method == nil && id != nil && !tooLong {
+		// A response to one of our requests (an elicitation): hand the SDK
+		// an error in its place, so the request it waits on ends.
+		h.log.WarnContext(h.ctx, "refused a stdio response", "id", string(id), "problem", problem)
+		return rpcError(id, jsonrpc.CodeInvalidRequest, "the client's response was refused: "+problem)
+	}
+	code := jsonrpc.CodeInvalidRequest
+	if id == nil && parseErr {
+		code = jsonrpc.CodeParseError
+	}
+	h.log.WarnContext(h.ctx, "refused a stdio message", "id", string(id), "problem", problem)
+	if _, err := h.out.Write(rpcError(id, code, "message refused, nothing was done: "+problem)); err != nil {
+		h.log.WarnContext(h.ctx, "answering a refused stdio message", "error", err)
+	}
+	return nil
+}
+
+// notMessage says why a JSON line is not a JSON-RPC 2.0 message the SDK
+// can decode, or "" if it is one (or a batch, which the SDK judges).
+func notMessage(line []byte) string {
+	line = bytes.TrimSpace(line)
+	if line[0] == '[' {
+		return ""
+	}
+	if line[0] != '{' {
+		return "a JSON-RPC message is a JSON object"
+	}
+	id, method, version := topFields(line)
+	switch {
+	case string(version) != `"2.0"`:
+		return `"jsonrpc" must be "2.0"`
+	case id != nil && !validID(id) && string(id) != "null":
+		return `"id" must be a string or a number`
+	case method != nil && method[0] != '"':
+		return `"method" must be a string`
+	case method == nil && (id == nil || string(id) == "null"):
+		return `a message needs a "method" (a request or notification) or an "id" (a response)`
+	}
+	return ""
+}
+
+// validID reports whether a raw id is a JSON string or number.
+func validID(id []byte) bool {
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9') && json.Valid(id)
+}
+
+// rpcError renders a JSON-RPC error response to id (null if nil), newline
+// included.
+func rpcError(id []byte, code int, msg string) []byte {
+	if id == nil {
+		id = []byte("null")
+	}
+	m, _ := json.Marshal(msg)
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, m)
+}
+
 func (h *eofHolder) note(line []byte) {
 	id, method := topLevel(line)
 	switch {
@@ -115,23 +238,34 @@ func (h *eofHolder) note(line []byte) {
 // through here, and a full decode would cost more than the rest of a
 // small call.
 func topLevel(msg []byte) (id []byte, method string) {
+	id, m, _ := topFields(msg)
+	if len(m) >= 2 && m[0] == '"' {
+		method = string(m[1 : len(m)-1])
+	}
+	return id, method
+}
+
+// topFields returns the raw values of a message's top-level "id",
+// "method" and "jsonrpc" keys (nil where absent), scanning only the top
+// level.
+func topFields(msg []byte) (id, method, version []byte) {
 	i := bytes.IndexByte(msg, '{')
 	if i < 0 {
-		return nil, ""
+		return nil, nil, nil
 	}
 	for i++; i < len(msg); {
 		i = skipSpace(msg, i)
 		if i >= len(msg) || msg[i] != '"' {
-			return id, method
+			return
 		}
 		kEnd := endOfString(msg, i)
 		if kEnd > len(msg) || msg[kEnd-1] != '"' || kEnd-1 <= i {
-			return id, method // an unterminated key
+			return // an unterminated key
 		}
 		key := msg[i+1 : kEnd-1]
 		i = skipSpace(msg, kEnd)
 		if i >= len(msg) || msg[i] != ':' {
-			return id, method
+			return
 		}
 		i = skipSpace(msg, i+1)
 		vEnd := endOfValue(msg, i)
@@ -139,17 +273,17 @@ func topLevel(msg []byte) (id []byte, method string) {
 		case "id":
 			id = msg[i:vEnd]
 		case "method":
-			if vEnd-i >= 2 && msg[i] == '"' {
-				method = string(msg[i+1 : vEnd-1])
-			}
+			method = msg[i:vEnd]
+		case "jsonrpc":
+			version = msg[i:vEnd]
 		}
 		i = skipSpace(msg, vEnd)
 		if i >= len(msg) || msg[i] != ',' {
-			return id, method
+			return
 		}
 		i++
 	}
-	return id, method
+	return
 }
 
 func skipSpace(b []byte, i int) int {
@@ -204,14 +338,19 @@ func endOfValue(b []byte, i int) int {
 
 func (h *eofHolder) Close() error { return nil }
 
-// responseTracker writes the server's messages and clears each answered request.
+// responseTracker writes the server's messages and clears each answered
+// request. The SDK writes one message per call; the reader writes its
+// refusals through here too, so writes are serialised.
 type responseTracker struct {
-	w io.Writer
-	p *pending
+	mu sync.Mutex
+	w  io.Writer
+	p  *pending
 }
 
 func (t *responseTracker) Write(b []byte) (int, error) {
+	t.mu.Lock()
 	n, err := t.w.Write(b)
+	t.mu.Unlock()
 	if id, method := topLevel(b); method == "" && id != nil {
 		t.p.mu.Lock()
 		delete(t.p.ids, string(id))

@@ -79,7 +79,7 @@ type describeOut struct {
 func (o *describeOut) text() string {
 	var b strings.Builder
 	if o.Schema != nil {
-		return string(o.Schema)
+		return fence(string(o.Schema))
 	}
 	fmt.Fprintf(&b, "%s: %d nodes, %d edges\n", o.Title, o.Nodes, o.Edges)
 	for _, t := range o.NodeTypes {
@@ -88,7 +88,7 @@ func (o *describeOut) text() string {
 	for _, l := range o.EdgeLabels {
 		fmt.Fprintf(&b, "edge %s (%d): %s → %s. %s\n", l.Name, l.Count, strings.Join(l.From, "|"), strings.Join(l.To, "|"), l.Description)
 	}
-	return b.String()
+	return fence(b.String())
 }
 
 func describeModel(m *schema.Model) *Tool {
@@ -172,7 +172,7 @@ func (o *nodeOut) text() string {
 		b = strconv.AppendInt(b, e.Count, 10)
 		b = append(b, '\n')
 	}
-	return string(b)
+	return fence(string(b))
 }
 
 // nodeOutputSchema describes {node}. The published form is self-contained
@@ -225,9 +225,11 @@ func (o searchOut) text() string {
 		fmt.Fprintf(&b, " (truncated: %s)", o.Reason)
 	}
 	b.WriteString("\n")
+	var d strings.Builder
 	for _, h := range o.Hits {
-		fmt.Fprintf(&b, "%s %s: %s\n", h.Node.Type, h.Node.ID, clip(display(h.Node), 120))
+		fmt.Fprintf(&d, "%s %s: %s\n", h.Node.Type, h.Node.ID, clip(display(h.Node), 120))
 	}
+	b.WriteString(fence(d.String()))
 	if o.Cursor != "" {
 		b.WriteString("more: call again with cursor\n")
 	}
@@ -283,9 +285,11 @@ func (o neighborsOut) text() string {
 		fmt.Fprintf(&b, " (truncated: %s)", o.Reason)
 	}
 	b.WriteString("\n")
+	var d strings.Builder
 	for _, e := range o.Edges {
-		fmt.Fprintf(&b, "%s\n", e)
+		fmt.Fprintf(&d, "%s\n", e)
 	}
+	b.WriteString(fence(d.String()))
 	return b.String()
 }
 
@@ -328,10 +332,12 @@ func (o pathsOut) text() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "%d path(s) of %d edge(s)\n", len(o.Paths), o.Length)
+	var d strings.Builder
 	for _, p := range o.Paths {
-		b.WriteString(strings.Join(p.Edges, " · "))
-		b.WriteString("\n")
+		d.WriteString(strings.Join(p.Edges, " · "))
+		d.WriteString("\n")
 	}
+	b.WriteString(fence(d.String()))
 	return b.String()
 }
 
@@ -366,9 +372,11 @@ func (o queryOut) text() string {
 		fmt.Fprintf(&b, " (truncated: %s; continue with cursor)", o.Reason)
 	}
 	b.WriteString("\n")
+	var d strings.Builder
 	for _, n := range o.Nodes {
-		fmt.Fprintf(&b, "%v %v\n", n["type"], n["id"])
+		fmt.Fprintf(&d, "%v %v\n", n["type"], n["id"])
 	}
+	b.WriteString(fence(d.String()))
 	return b.String()
 }
 
@@ -430,9 +438,11 @@ func (o *changesOut) text() string {
 		b.WriteString(" (more to read)")
 	}
 	b.WriteString("\n")
+	var d strings.Builder
 	for _, ch := range o.Changes {
-		fmt.Fprintf(&b, "#%d %s %s: %d node(s), %d edge(s)\n", ch.Seq, ch.Time.Format("2006-01-02T15:04:05Z"), ch.Op, len(ch.Nodes), len(ch.Edges))
+		fmt.Fprintf(&d, "#%d %s %s: %d node(s), %d edge(s)\n", ch.Seq, ch.Time.Format("2006-01-02T15:04:05Z"), ch.Op, len(ch.Nodes), len(ch.Edges))
 	}
+	b.WriteString(fence(d.String()))
 	return b.String()
 }
 

@@ -44,15 +44,17 @@ func (o writeOut) text() string {
 		b.WriteString(" (replayed: this idempotency key was already applied)")
 	}
 	b.WriteString("\n")
+	var d strings.Builder
 	for _, r := range slices.Concat(o.Nodes, o.Edges) {
-		fmt.Fprintf(&b, "%s %s → revision %d\n", r.Status, r.ID, r.Revision)
+		fmt.Fprintf(&d, "%s %s → revision %d\n", r.Status, r.ID, r.Revision)
 	}
 	for _, id := range o.DeletedNodes {
-		fmt.Fprintf(&b, "deleted %s\n", id)
+		fmt.Fprintf(&d, "deleted %s\n", id)
 	}
 	for _, id := range o.DeletedEdges {
-		fmt.Fprintf(&b, "deleted %s\n", id)
+		fmt.Fprintf(&d, "deleted %s\n", id)
 	}
+	b.WriteString(fence(d.String()))
 	return b.String()
 }
 
