@@ -36,9 +36,8 @@ type PathsQuery struct {
 // within MaxHops, unless Reason is "hops": longer ones may exist.
 type PathsResult struct {
 	Paths []Path `json:"paths"`
-	// Lengths gives each path's length in edges, in the order of Paths.
-	Lengths []int `json:"lengths"`
-	// Length is the length of the shortest path, Paths[0]; -1 when none was found.
+	// Length is the length in edges of the shortest path, Paths[0]; -1
+	// when Paths is empty. Each path's own length is len(Path.Edges).
 	Length    int       `json:"length"`
 	Truncated bool      `json:"truncated"`
 	Reason    string    `json:"reason,omitempty"`
@@ -57,7 +56,7 @@ type PathsResult struct {
 func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsResult, error) {
 	start := time.Now()
 	lim, capped := ceilings.Clamp(q.Limits)
-	res := &PathsResult{Paths: []Path{}, Lengths: []int{}, Length: -1, Limits: lim, Capped: capped}
+	res := &PathsResult{Paths: []Path{}, Length: -1, Limits: lim, Capped: capped}
 	if q.Direction == "" {
 		q.Direction = Both
 	}
@@ -93,12 +92,8 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range found {
-		res.Paths = append(res.Paths, p)
-		res.Lengths = append(res.Lengths, len(p.Edges))
-	}
 	if len(found) > 0 {
-		res.Length = len(found[0].Edges)
+		res.Paths, res.Length = found, len(found[0].Edges)
 	}
 	switch {
 	case b.reason != "":

@@ -434,8 +434,8 @@ func TestNeighborsAndPaths(t *testing.T) {
 	}
 	for i, path := range p.Paths {
 		n := len(path.Nodes)
-		if path.Nodes[0] != "service/checkout" || path.Nodes[n-1] != "service/postgres-cluster" || len(path.Edges) != n-1 || p.Lengths[i] != n-1 || i > 0 && p.Lengths[i] < p.Lengths[i-1] {
-			t.Errorf("path %d: %+v (lengths %v)", i, path, p.Lengths)
+		if path.Nodes[0] != "service/checkout" || path.Nodes[n-1] != "service/postgres-cluster" || len(path.Edges) != n-1 || i > 0 && n < len(p.Paths[i-1].Nodes) {
+			t.Errorf("path %d: %+v", i, path)
 		}
 	}
 	// Against the edges' direction there is no path; either way there is.
