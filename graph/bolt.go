@@ -86,6 +86,8 @@ type Bolt struct {
 	closed   bool
 	changed  *notifier
 	deferred *deferredIndexes // during a bulk load: derived index entries not yet written
+
+	cursorKey []byte // authenticates the cursors the engine hands out (cursor.go)
 }
 
 // metaDeferred marks a store whose derived indexes a bulk load deferred.
@@ -192,6 +194,9 @@ func (s *Bolt) init(model *schema.Model) error {
 			}
 		}
 		if err := meta.Put([]byte("version"), u64(storeVersion)); err != nil {
+			return err
+		}
+		if s.cursorKey, err = loadCursorKey(meta); err != nil {
 			return err
 		}
 		if v := meta.Get([]byte("seq")); v != nil {

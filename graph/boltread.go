@@ -349,7 +349,11 @@ func parseEdgeCursor(s string) (edgeCursor, error) {
 	}
 	var nums [5]uint64
 	for i := range nums {
-		if nums[i], err = strconv.ParseUint(parts[i+1], 10, 64); err != nil {
+		bits := 64
+		if i < 2 {
+			bits = 31 // a node's index and a direction's: they must fit an int
+		}
+		if nums[i], err = strconv.ParseUint(parts[i+1], 10, bits); err != nil {
 			return c, fmt.Errorf("cursor %q is malformed: %w", s, ErrInvalid)
 		}
 	}

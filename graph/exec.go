@@ -142,9 +142,9 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	fp := q.fingerprint()
 	var cur queryCursor
 	if q.Cursor != "" {
-		c, err := decodeCursor[queryCursor](q.Cursor)
+		c, err := decodeCursor[queryCursor](s, q.Cursor)
 		if err != nil || c.F != fp {
-			return nil, fmt.Errorf("cursor does not belong to this query; send the same query with the cursor: %w", ErrInvalid)
+			return nil, cmp.Or(err, fmt.Errorf("cursor does not belong to this query; send the same query with the cursor: %w", ErrInvalid))
 		}
 		cur = c
 	}
@@ -168,7 +168,7 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 			return nil, err
 		}
 		if b.reason != "" && ex.nextStart < len(startSet) {
-			res.Cursor = encodeCursor(queryCursor{F: fp, Scan: cur.Scan, Start: ex.nextStart, Chunk: ex.nextChunk})
+			res.Cursor = encodeCursor(s, queryCursor{F: fp, Scan: cur.Scan, Start: ex.nextStart, Chunk: ex.nextChunk})
 		}
 	}
 	if scanNext != "" && b.reason == "" {
@@ -200,7 +200,7 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		}
 	}
 	if res.Truncated && res.Cursor == "" && scanNext != "" && (len(steps) == 0 || ex.nextStart >= len(startSet)) {
-		res.Cursor = encodeCursor(queryCursor{F: fp, Scan: scanNext})
+		res.Cursor = encodeCursor(s, queryCursor{F: fp, Scan: scanNext})
 	}
 	return res.finish(b, start), nil
 }
@@ -324,7 +324,7 @@ func (ex *executor) scanType(cur queryCursor) ([]ID, string, bool, error) {
 	}
 	var tok scanToken
 	if cur.Scan != "" {
-		t, err := decodeCursor[scanToken](cur.Scan)
+		t, err := decodeCursor[scanToken](ex.s, cur.Scan)
 		if err != nil {
 			return nil, "", false, fmt.Errorf("cursor is damaged: %w", ErrInvalid)
 		}
@@ -352,7 +352,7 @@ func (ex *executor) scanType(cur queryCursor) ([]ID, string, bool, error) {
 			if !b.spend(n) || n < len(nodes) {
 				ex.stopScan()
 				keep(nodes[:n])
-				return out, encodeCursor(scanToken{After: tok.After, Skip: tok.Skip + n}), false, nil
+				return out, encodeCursor(ex.s, scanToken{After: tok.After, Skip: tok.Skip + n}), false, nil
 			}
 			keep(nodes)
 			if np.Next == "" {
@@ -360,7 +360,7 @@ func (ex *executor) scanType(cur queryCursor) ([]ID, string, bool, error) {
 			}
 			tok = scanToken{After: np.Next}
 		}
-		return out, encodeCursor(tok), false, nil
+		return out, encodeCursor(ex.s, tok), false, nil
 	}
 	for qi := tok.Query; qi < len(best.queries) && b.ok(); qi++ {
 		iq := best.queries[qi]
@@ -380,7 +380,7 @@ func (ex *executor) scanType(cur queryCursor) ([]ID, string, bool, error) {
 			keep(nodes)
 			if partial {
 				ex.stopScan()
-				return out, encodeCursor(scanToken{Query: qi, After: iq.After, Skip: tok.Skip + n}), false, nil
+				return out, encodeCursor(ex.s, scanToken{Query: qi, After: iq.After, Skip: tok.Skip + n}), false, nil
 			}
 			if ip.Next == "" {
 				break
@@ -391,7 +391,7 @@ func (ex *executor) scanType(cur queryCursor) ([]ID, string, bool, error) {
 		tok = scanToken{}
 	}
 	if b.reason != "" {
-		return out, encodeCursor(tok), false, nil
+		return out, encodeCursor(ex.s, tok), false, nil
 	}
 	return out, "", false, nil
 }
@@ -674,7 +674,7 @@ func (ex *executor) nextCursor(fp string, last *Node, pos int, rankOrder bool, c
 	default:
 		c.After, c.ID = cur.After, cur.ID
 	}
-	return encodeCursor(c)
+	return encodeCursor(ex.s, c)
 }
 
 // pathTo walks the steps' parent links back from id to a start node.

@@ -172,6 +172,16 @@ func BenchmarkTraversal(b *testing.B) {
 					}
 				})
 				report(b, "shortest-path-4", p50, p99)
+				var found int
+				p50, p99 = latencies(b, len(pairs), func(i int) {
+					res, err := Paths(ctx, s, PathsQuery{From: pairs[i][0], To: pairs[i][1], Labels: []string{"dependsOn"}, Direction: Both, K: 5}, Limits{})
+					if err != nil || res.Length < 1 || res.Length > 4 {
+						b.Fatalf("path %v: length %d, %v", pairs[i], res.Length, err)
+					}
+					found += len(res.Paths)
+				})
+				report(b, "5-shortest-paths-both", p50, p99)
+				fmt.Printf("  (5-shortest-paths-both found %.1f paths on average)\n", float64(found)/float64(len(pairs)))
 			}
 		})
 	}

@@ -3,8 +3,6 @@ package graph
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -107,8 +105,11 @@ func Search(ctx context.Context, s Store, q SearchQuery, ceilings Limits) (*Sear
 	fingerprint := q.Type + "\x00" + strings.Join(terms, " ")
 	var after *searchCursor
 	if q.Cursor != "" {
-		c, err := decodeCursor[searchCursor](q.Cursor)
-		if err != nil || c.Q != fingerprint {
+		c, err := decodeCursor[searchCursor](s, q.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		if c.Q != fingerprint {
 			return nil, fmt.Errorf("cursor does not belong to this search; pass the same query and type: %w", ErrInvalid)
 		}
 		after = &c
@@ -236,7 +237,7 @@ func Search(ctx context.Context, s Store, q SearchQuery, ceilings Limits) (*Sear
 		if len(res.Hits) == limit {
 			last := res.Hits[len(res.Hits)-1]
 			lt, _ := m.Node(last.Node.Type)
-			res.Cursor = encodeCursor(searchCursor{Q: fingerprint, Score: last.Score, Len: len(displayOf(lt, last.Node.Properties)), ID: last.Node.ID})
+			res.Cursor = encodeCursor(s, searchCursor{Q: fingerprint, Score: last.Score, Len: len(displayOf(lt, last.Node.Properties)), ID: last.Node.ID})
 			if limit == lim.MaxResults && after == nil {
 				b.stop(ReasonResults)
 			}
@@ -304,19 +305,4 @@ func ignoreDeadline(err error) error {
 		return nil
 	}
 	return err
-}
-
-func encodeCursor(v any) string {
-	data, _ := json.Marshal(v)
-	return base64.RawURLEncoding.EncodeToString(data)
-}
-
-func decodeCursor[T any](s string) (T, error) {
-	var v T
-	data, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return v, err
-	}
-	err = json.Unmarshal(data, &v)
-	return v, err
 }

@@ -322,6 +322,15 @@ type pathsIn struct {
 
 type pathsOut struct{ *graph.PathsResult }
 
+func (o pathsOut) items() int { return len(o.Paths) }
+func (o pathsOut) keep(n int) {
+	// The first paths of the answer stay, so the result is still a start of it.
+	o.Paths, o.Truncated, o.Reason = o.Paths[:n], true, graph.ReasonBytes
+	if n == 0 {
+		o.Length = -1
+	}
+}
+
 func (o pathsOut) text() string {
 	var b strings.Builder
 	if len(o.Paths) == 0 {
@@ -331,11 +340,14 @@ func (o pathsOut) text() string {
 		}
 		return b.String()
 	}
-	fmt.Fprintf(&b, "%d path(s) of %d edge(s)\n", len(o.Paths), o.Length)
+	fmt.Fprintf(&b, "%d path(s), shortest first", len(o.Paths))
+	if o.Truncated {
+		fmt.Fprintf(&b, " (truncated: %s)", o.Reason)
+	}
+	b.WriteString("\n")
 	var d strings.Builder
 	for _, p := range o.Paths {
-		d.WriteString(strings.Join(p.Edges, " · "))
-		d.WriteString("\n")
+		fmt.Fprintf(&d, "%d edge(s): %s\n", len(p.Edges), strings.Join(p.Edges, " · "))
 	}
 	b.WriteString(fence(d.String()))
 	return b.String()
@@ -343,10 +355,11 @@ func (o pathsOut) text() string {
 
 func findPaths() *Tool {
 	return define(readTool("find_paths", "Find paths",
-		"Shortest paths between two nodes: how they are connected, as node IDs and edge IDs.",
+		"The k shortest simple paths between two nodes, shortest first, as node and edge IDs.",
 		`{`+draft+`,"type":"object","required":["from","to"],"properties":{"from":`+idSchema+`,"to":`+idSchema+
 			`,"maxHops":{"type":"integer","minimum":1,"maximum":12},"edge":`+labelsSchema+`,"direction":`+dirSchema+`,"k":{"type":"integer","minimum":1,"maximum":20,"default":1}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["paths","length","truncated"],"properties":{"paths":{"type":"array","items":{"type":"object","required":["nodes","edges"]}},"length":{"type":"integer"},"truncated":{"type":"boolean"}}}`),
+		`{`+draft+`,"type":"object","required":["paths","length","truncated"],"properties":{"paths":{"type":"array","items":{"type":"object","required":["nodes","edges"]}},`+
+			`"length":{"type":"integer","description":"Edges in paths[0]; -1: none"},"truncated":{"type":"boolean"}}}`),
 		func(ctx context.Context, c *Catalog, in *pathsIn) (output, error) {
 			r, err := graph.Paths(ctx, c.store, graph.PathsQuery{From: in.From, To: in.To, Labels: in.Edge, Direction: graph.Direction(in.Direction),
 				MaxHops: in.MaxHops, K: in.K}, c.ceilings)

@@ -114,7 +114,7 @@ func cmdPaths(ctx context.Context, e *env, args []string) error {
 	edges := fs.String("edge", "", "comma-separated edge `labels` to follow (default: all)")
 	dir := fs.String("direction", "both", "out follows edges from FROM towards TO; in against them; both either way")
 	maxHops := fs.Int("hops", 0, "longest path to look for (default: the hop ceiling)")
-	k := fs.Int("k", 1, "shortest paths wanted")
+	k := fs.Int("k", 1, "how many of the shortest simple paths (no node twice), shortest first")
 	return readStore(ctx, e, fs, &sf, args, 2, "paths takes two node IDs", func(s *graph.Bolt, pos []string) (any, error) {
 		return graph.Paths(ctx, s, graph.PathsQuery{From: graph.ID(pos[0]), To: graph.ID(pos[1]), Labels: splitList(*edges),
 			Direction: graph.Direction(*dir), MaxHops: *maxHops, K: *k}, cf.limits())

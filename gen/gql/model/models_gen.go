@@ -85,9 +85,10 @@ type EdgeCount struct {
 }
 
 type FindPathsResult struct {
-	Paths     []*Path `json:"paths"`
-	Length    int     `json:"length"`
-	Truncated bool    `json:"truncated"`
+	Paths []*Path `json:"paths"`
+	// Edges in paths[0]; -1: none
+	Length    int  `json:"length"`
+	Truncated bool `json:"truncated"`
 }
 
 type GetNodeResult struct {

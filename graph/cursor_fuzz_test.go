@@ -1,0 +1,327 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/lore-dev/lore/schema"
+)
+
+// The cursor fuzz targets run on the real bolt store with the example
+// data. Each cursor is either accepted (it authenticates and is well
+// formed) or refused with ErrInvalid; nothing panics.
+
+func cursorStore(f *testing.F) *Bolt {
+	s := openTest(f, f.TempDir(), Config{})
+	if _, err := Import(f.Context(), s, bytes.NewReader(schema.ExampleData()), ImportOptions{}); err != nil {
+		f.Fatal(err)
+	}
+	return s
+}
+
+// cursorQueries are the queries whose cursors are fuzzed: a page of an
+// ordered type scan, a traversal with paths, a ranked search, a type scan
+// cut by the work limit (its cursor resumes the scan), an indexed range,
+// and a traversal from IDs cut by the work limit.
+var cursorQueries = []string{
+	`{"from":{"type":"Service"},"orderBy":[{"field":"name"}],"limit":2}`,
+	`{"from":{"type":"Service","where":{"tier":{"lte":1}}},"traverse":[{"edge":"dependsOn","direction":"both","hops":[1,2]}],"return":{"paths":true},"limit":3}`,
+	`{"from":{"search":"postgres"},"limit":1}`,
+	`{"from":{"type":"Person"},"limit":2,"limits":{"maxVisited":3}}`,
+	`{"from":{"type":"Service","where":{"tier":{"gte":0}}},"limit":2,"limits":{"maxVisited":4}}`,
+	`{"from":{"ids":["service/checkout","service/payments","team/payments"]},"traverse":[{"hops":[1,3]}],"limit":2,"limits":{"maxVisited":20}}`,
+}
+
+var cursorLimits = Limits{MaxResults: 50, MaxHops: 4, MaxVisited: 5000, TimeoutMs: 500, MaxBytes: 64 << 10}
+
+func parseCursorQueries(f *testing.F, s Store) []*Query {
+	var qs []*Query
+	for _, text := range cursorQueries {
+		q, err := ParseQuery(s.Model(), []byte(text))
+		if err != nil {
+			f.Fatalf("%s: %v", text, err)
+		}
+		qs = append(qs, q)
+	}
+	return qs
+}
+
+// queryCursors pages through each query and returns up to three cursors of each.
+func queryCursors(f *testing.F, s Store, qs []*Query) (byQuery [][]string) {
+	for _, q := range qs {
+		var cs []string
+		c := *q
+		for range 3 {
+			res, err := Run(f.Context(), s, &c, cursorLimits)
+			if err != nil {
+				f.Fatal(err)
+			}
+			if res.Cursor == "" {
+				break
+			}
+			cs = append(cs, res.Cursor)
+			c.Cursor = res.Cursor
+		}
+		byQuery = append(byQuery, cs)
+	}
+	return byQuery
+}
+
+func kindOf[T any]() string { return reflect.TypeFor[T]().String() }
+
+// runWithCursor runs query qi with a cursor and checks the outcome.
+func runWithCursor(t *testing.T, s Store, qs []*Query, qi uint8, cursor string) {
+	q := *qs[int(qi)%len(qs)]
+	q.Cursor = cursor
+	res, err := Run(t.Context(), s, &q, cursorLimits)
+	if err != nil {
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("cursor %q: %v is not ErrInvalid", cursor, err)
+		}
+		return
+	}
+	if len(res.Nodes) > cursorLimits.MaxResults || res.Stats.Visited > cursorLimits.MaxVisited {
+		t.Fatalf("cursor %q: %d nodes, %d visited, over the limits", cursor, len(res.Nodes), res.Stats.Visited)
+	}
+}
+
+// FuzzCursorQuery hands query_graph cursors, as a client could, to a few
+// valid queries: a cursor the store did not issue is refused.
+func FuzzCursorQuery(f *testing.F) {
+	s := cursorStore(f)
+	qs := parseCursorQueries(f, s)
+	for i, cs := range queryCursors(f, s, qs) {
+		for _, c := range cs {
+			f.Add(uint8(i), c)
+			f.Add(uint8(i+1), c) // another query's cursor
+			f.Add(uint8(i), c[:len(c)-1])
+		}
+	}
+	f.Add(uint8(0), "")
+	f.Add(uint8(0), "eyJmIjoieCIsInQiOi0xfQ") // {"f":"x","t":-1}
+	f.Fuzz(func(t *testing.T, qi uint8, cursor string) {
+		runWithCursor(t, s, qs, qi, cursor)
+	})
+}
+
+// FuzzCursorQueryPayload seals contents as query cursors under the
+// store's key, as if the server had issued them, and likewise the token
+// nested in them: the executor must validate what it decodes. The
+// contents are raw JSON (raw, when set) or a cursor built from fuzzed
+// fields, so that odd values (negative positions, foreign IDs, sort keys
+// of any type) come up at once.
+func FuzzCursorQueryPayload(f *testing.F) {
+	s := cursorStore(f)
+	qs := parseCursorQueries(f, s)
+	scanKind := func(q *Query) string {
+		if q.From.Search != "" {
+			return kindOf[searchCursor]()
+		}
+		return kindOf[scanToken]()
+	}
+	for i, cs := range queryCursors(f, s, qs) {
+		for _, c := range cs {
+			payload, err := openCursor(s, kindOf[queryCursor](), c)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(uint8(i), payload, []byte(nil), 0, 0, 0, "", "")
+			var qc queryCursor
+			if err := json.Unmarshal(payload, &qc); err != nil {
+				f.Fatal(err)
+			}
+			after, _ := json.Marshal(qc.After)
+			var scan []byte
+			if qc.Scan != "" {
+				if scan, err = openCursor(s, scanKind(qs[i]), qc.Scan); err != nil {
+					f.Fatal(err)
+				}
+			}
+			f.Add(uint8(i), []byte(nil), scan, qc.Start, qc.Pos, qc.Chunk, string(qc.ID), string(after))
+		}
+	}
+	f.Fuzz(func(t *testing.T, qi uint8, raw, scan []byte, start, pos, chunk int, id, after string) {
+		q := qs[int(qi)%len(qs)]
+		payload := raw
+		if len(raw) == 0 {
+			c := queryCursor{F: q.fingerprint(), Start: start, Pos: pos, Chunk: chunk, ID: ID(id)}
+			_ = json.Unmarshal([]byte(after), &c.After)
+			if len(scan) > 0 {
+				c.Scan = sealCursor(s, scanKind(q), scan)
+			}
+			payload, _ = json.Marshal(c)
+		}
+		runWithCursor(t, s, qs, qi, sealCursor(s, kindOf[queryCursor](), payload))
+	})
+}
+
+// FuzzCursorSearch hands search cursors to a few searches: as a client
+// could (cursor), sealed under the store's key (payload, when set), or
+// built from fuzzed fields for the search they belong to (sealed).
+func FuzzCursorSearch(f *testing.F) {
+	s := cursorStore(f)
+	texts := []string{"service", "postgres", "pay", "a"}
+	for i, text := range texts {
+		q := SearchQuery{Text: text, Limit: 2}
+		for range 3 {
+			res, err := Search(f.Context(), s, q, cursorLimits)
+			if err != nil {
+				f.Fatal(err)
+			}
+			if res.Cursor == "" {
+				break
+			}
+			payload, err := openCursor(s, kindOf[searchCursor](), res.Cursor)
+			if err != nil {
+				f.Fatal(err)
+			}
+			var sc searchCursor
+			if err := json.Unmarshal(payload, &sc); err != nil {
+				f.Fatal(err)
+			}
+			f.Add(uint8(i), res.Cursor, []byte(nil), false, 0.0, 0, "")
+			f.Add(uint8(i), "", payload, false, 0.0, 0, "")
+			f.Add(uint8(i), "", []byte(nil), true, sc.Score, sc.Len, string(sc.ID))
+			q.Cursor = res.Cursor
+		}
+	}
+	f.Fuzz(func(t *testing.T, ti uint8, cursor string, payload []byte, sealed bool, score float64, length int, id string) {
+		text := texts[int(ti)%len(texts)]
+		switch {
+		case len(payload) > 0:
+			cursor = sealCursor(s, kindOf[searchCursor](), payload)
+		case sealed:
+			cursor = encodeCursor(s, searchCursor{Q: "\x00" + strings.Join(queryTerms(text), " "), Score: score, Len: length, ID: ID(id)})
+		}
+		res, err := Search(t.Context(), s, SearchQuery{Text: text, Limit: 2, Cursor: cursor}, cursorLimits)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("cursor %q: %v is not ErrInvalid", cursor, err)
+			}
+			return
+		}
+		if len(res.Hits) > 2 {
+			t.Fatalf("cursor %q: %d hits on a page of 2", cursor, len(res.Hits))
+		}
+	})
+}
+
+// storePages are the store listings whose page cursors are fuzzed: each
+// reads the page after a cursor and returns its size and next cursor.
+var storePages = []func(t testing.TB, s *Bolt, after string) (int, string, error){
+	func(t testing.TB, s *Bolt, after string) (int, string, error) {
+		p, err := s.Edges(t.Context(), EdgeQuery{Nodes: []ID{"service/checkout", "service/payments", "team/payments"}, Direction: Both, Page: Page{After: after, Limit: 2}})
+		if err != nil {
+			return 0, "", err
+		}
+		return len(p.Edges), p.Next, nil
+	},
+	func(t testing.TB, s *Bolt, after string) (int, string, error) {
+		p, err := s.Edges(t.Context(), EdgeQuery{Nodes: []ID{"service/postgres-cluster"}, Labels: []string{"dependsOn"}, Direction: In, KeysOnly: true, Page: Page{After: after, Limit: 2}})
+		if err != nil {
+			return 0, "", err
+		}
+		return len(p.Edges), p.Next, nil
+	},
+	func(t testing.TB, s *Bolt, after string) (int, string, error) {
+		p, err := s.NodesByType(t.Context(), "Service", Page{After: after, Limit: 2})
+		if err != nil {
+			return 0, "", err
+		}
+		return len(p.Nodes), p.Next, nil
+	},
+	func(t testing.TB, s *Bolt, after string) (int, string, error) {
+		p, err := s.Lookup(t.Context(), IndexQuery{Type: "Service", Property: "tier", Min: 0, Max: 2, Page: Page{After: after, Limit: 2}})
+		if err != nil {
+			return 0, "", err
+		}
+		return len(p.IDs), p.Next, nil
+	},
+	func(t testing.TB, s *Bolt, after string) (int, string, error) {
+		p, err := s.ScanNodes(t.Context(), Page{After: after, Limit: 2})
+		if err != nil {
+			return 0, "", err
+		}
+		return len(p.Nodes), p.Next, nil
+	},
+	func(t testing.TB, s *Bolt, after string) (int, string, error) {
+		p, err := s.ScanEdges(t.Context(), Page{After: after, Limit: 2})
+		if err != nil {
+			return 0, "", err
+		}
+		return len(p.Edges), p.Next, nil
+	},
+	func(t testing.TB, s *Bolt, after string) (int, string, error) {
+		p, err := s.Postings(t.Context(), PostingQuery{Prefix: "s", Page: Page{After: after, Limit: 2}})
+		if err != nil {
+			return 0, "", err
+		}
+		return len(p.Postings), p.Next, nil
+	},
+}
+
+// FuzzCursorStorePage passes arbitrary page cursors to the store's
+// listings (Edges, NodesByType, Lookup, ScanNodes, ScanEdges, Postings).
+// They are store API, but they travel inside query and search cursors.
+func FuzzCursorStorePage(f *testing.F) {
+	s := cursorStore(f)
+	for i, page := range storePages {
+		after := ""
+		for range 3 {
+			_, next, err := page(f, s, after)
+			if err != nil {
+				f.Fatal(err)
+			}
+			if next == "" {
+				break
+			}
+			f.Add(uint8(i), next)
+			f.Add(uint8(i+1), next) // another listing's cursor
+			after = next
+		}
+	}
+	f.Fuzz(func(t *testing.T, pi uint8, after string) {
+		n, _, err := storePages[int(pi)%len(storePages)](t, s, after)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("listing %d after %q: %v is not ErrInvalid", pi, after, err)
+			}
+			return
+		}
+		if n > 2 {
+			t.Fatalf("listing %d after %q: %d items on a page of 2", pi, after, n)
+		}
+	})
+}
+
+// TestCursorKeyCreatedOnUpgrade: a store made before stores kept a cursor
+// key gets one when it is opened, and keeps it.
+func TestCursorKeyCreatedOnUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Config{})
+	s.Close()
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(metaCursorKey) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s = openTest(t, dir, Config{})
+	key := bytes.Clone(s.CursorKey())
+	s.Close()
+	if len(key) != cursorKeySize {
+		t.Fatalf("no cursor key after the upgrade: %x", key)
+	}
+	if s = openTest(t, dir, Config{}); !bytes.Equal(s.CursorKey(), key) {
+		t.Fatal("the key created on upgrade was not kept")
+	}
+}

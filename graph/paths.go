@@ -1,0 +1,327 @@
+package graph
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A PathsQuery asks for the K shortest simple paths between two nodes.
+type PathsQuery struct {
+	From, To ID
+	// Labels restricts the edges followed to these labels; empty means every label.
+	Labels []string
+	// Direction Out follows edges from source to target, In against them,
+	// Both either way (the default).
+	Direction Direction
+	// MaxHops bounds the length of each path, in edges; 0 means the hop ceiling.
+	MaxHops int
+	// K is how many paths are wanted; 0 means 1. It is capped at the
+	// results ceiling.
+	K      int
+	Limits Limits
+}
+
+// A PathsResult lists up to K shortest simple paths (no node twice), in
+// order: fewer edges first; paths of equal length compare step by step,
+// by the ID of the next node, then by the ID of the edge taken to it, so
+// paths through the same nodes over parallel edges are told apart.
+//
+// The list is always the start of the complete answer: when a bound stops
+// the search (Truncated, with the Reason), the paths returned are the first
+// ones of the answer an unbounded search would give, perhaps fewer than K.
+// With fewer than K paths and no bound hit, there are no more simple paths
+// within MaxHops, unless Reason is "hops": longer ones may exist.
+type PathsResult struct {
+	Paths []Path `json:"paths"`
+	// Length is the length in edges of the shortest path, Paths[0]; -1
+	// when Paths is empty. Each path's own length is len(Path.Edges).
+	Length    int       `json:"length"`
+	Truncated bool      `json:"truncated"`
+	Reason    string    `json:"reason,omitempty"`
+	Limits    Limits    `json:"limits"`
+	Capped    []string  `json:"capped,omitempty"`
+	Stats     ReadStats `json:"stats"`
+}
+
+// Paths finds the K shortest simple paths from q.From to q.To by Yen's
+// algorithm. The first path comes from a bidirectional breadth-first search
+// that grows the smaller of the two frontiers one level at a time and stops
+// at the first level where they meet; each further path comes from the same
+// search run from every node of the previous one (a spur) with the nodes
+// before it and the edges already used there removed. Every search draws on
+// one budget, so the whole call stays within the limits.
+func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsResult, error) {
+	start := time.Now()
+	lim, capped := ceilings.Clamp(q.Limits)
+	res := &PathsResult{Paths: []Path{}, Length: -1, Limits: lim, Capped: capped}
+	if q.Direction == "" {
+		q.Direction = Both
+	}
+	dir, err := ParseDirection(string(q.Direction))
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLabels(s, q.Labels); err != nil {
+		return nil, err
+	}
+	maxHops := q.MaxHops
+	switch {
+	case maxHops <= 0:
+		maxHops = lim.MaxHops
+	case maxHops > lim.MaxHops:
+		maxHops = lim.MaxHops
+		res.Capped = appendOnce(res.Capped, "maxHops")
+	}
+	k := max(q.K, 1)
+	if k > lim.MaxResults {
+		k = lim.MaxResults
+		res.Capped = appendOnce(res.Capped, "maxResults")
+	}
+	for _, id := range []ID{q.From, q.To} {
+		if _, err := s.Node(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	b := newBudget(ctx, lim)
+	defer b.cancel()
+	ps := &pathSearch{s: s, b: b, labels: q.Labels, dir: dir}
+	found, beyond, err := ps.kShortest(q.From, q.To, k, maxHops)
+	if err != nil {
+		return nil, err
+	}
+	if len(found) > 0 {
+		res.Paths, res.Length = found, len(found[0].Edges)
+	}
+	switch {
+	case b.reason != "":
+		res.Truncated, res.Reason = true, b.reason
+	case len(found) < k && beyond:
+		res.Truncated, res.Reason = true, ReasonHops
+	case len(found) == k && q.K > k:
+		res.Truncated, res.Reason = true, ReasonResults
+	}
+	res.Stats = ReadStats{Visited: b.visited, ElapsedMs: float64(time.Since(start).Microseconds()) / 1000}
+	return res, nil
+}
+
+// A pathSearch runs shortest-path searches over one budget, skipping the
+// nodes and edges a spur search must avoid.
+type pathSearch struct {
+	s      Store
+	b      *budget
+	labels []string
+	dir    Direction
+	noNode map[ID]bool
+	noEdge map[string]bool
+}
+
+// The outcomes of one search.
+type pathOutcome int
+
+const (
+	pathFound  pathOutcome = iota
+	pathNone               // no path, whatever the hop bound
+	pathBeyond             // none within the hop bound; longer ones may exist
+	pathCut                // a bound of the budget stopped the search
+)
+
+// kShortest returns the first k paths of the answer (fewer when there are
+// no more, or when the budget runs out) and whether a search stopped at the
+// hop bound. It accepts a candidate only once every spur search of the
+// previous path has finished, so a budget that runs out never lets a later
+// path in ahead of an earlier one.
+func (ps *pathSearch) kShortest(from, to ID, k, maxHops int) ([]Path, bool, error) {
+	first, out, err := ps.shortest(from, to, maxHops)
+	if err != nil || out != pathFound {
+		return nil, out == pathBeyond, err
+	}
+	found := []Path{first}
+	seen := map[string]bool{pathKey(first): true}
+	var cands []Path
+	beyond := false
+	for len(found) < k {
+		prev := found[len(found)-1]
+		for i := range prev.Edges {
+			// The spur path leaves prev.Nodes[i]: it avoids the nodes before
+			// it and every edge that a path found so far takes from this
+			// same root.
+			ps.noNode = make(map[ID]bool, i)
+			for _, id := range prev.Nodes[:i] {
+				ps.noNode[id] = true
+			}
+			ps.noEdge = map[string]bool{}
+			for _, p := range found {
+				if len(p.Edges) > i && slices.Equal(p.Edges[:i], prev.Edges[:i]) {
+					ps.noEdge[p.Edges[i]] = true
+				}
+			}
+			spur, out, err := ps.shortest(prev.Nodes[i], to, maxHops-i)
+			switch {
+			case err != nil:
+				return nil, false, err
+			case out == pathCut:
+				return found, beyond, nil
+			case out == pathBeyond:
+				beyond = true
+			case out == pathFound:
+				c := Path{Nodes: append(slices.Clone(prev.Nodes[:i]), spur.Nodes...), Edges: append(slices.Clone(prev.Edges[:i]), spur.Edges...)}
+				if key := pathKey(c); !seen[key] {
+					seen[key] = true
+					cands = append(cands, c)
+				}
+			}
+		}
+		if len(cands) == 0 {
+			break
+		}
+		best := 0
+		for i := range cands {
+			if comparePaths(cands[i], cands[best]) < 0 {
+				best = i
+			}
+		}
+		found = append(found, cands[best])
+		cands = slices.Delete(cands, best, best+1)
+	}
+	return found, beyond, nil
+}
+
+// pathKey identifies a path: from a given start, its edges determine it.
+func pathKey(p Path) string { return strings.Join(p.Edges, "\x00") }
+
+// comparePaths orders paths from one start node: fewer edges first, then
+// step by step, the next node's ID, then the ID of the edge taken to it.
+func comparePaths(a, b Path) int {
+	if c := cmp.Compare(len(a.Edges), len(b.Edges)); c != 0 {
+		return c
+	}
+	for i := range a.Edges {
+		if c := cmp.Compare(a.Nodes[i+1], b.Nodes[i+1]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Edges[i], b.Edges[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// A pathSide is one end of a bidirectional search: how far each node it
+// reached is from its end, and every way it was reached at that distance.
+type pathSide struct {
+	dir      Direction
+	depth    map[ID]int
+	parents  map[ID][]hop
+	frontier []ID
+	level    int
+}
+
+// shortest finds the first path from one node to another of at most maxLen
+// edges in the order of comparePaths: the shortest, and among those the
+// least. It searches from both ends, one whole level at a time, and stops
+// at the first level where the two meet; it then knows every shortest path
+// and walks the least one. A search that a bound cuts returns pathCut.
+func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, error) {
+	if from == to {
+		return Path{Nodes: []ID{from}, Edges: []string{}}, pathFound, nil
+	}
+	b := ps.b
+	back := map[Direction]Direction{Out: In, In: Out, Both: Both}[ps.dir]
+	fwd := &pathSide{dir: ps.dir, depth: map[ID]int{from: 0}, parents: map[ID][]hop{}, frontier: []ID{from}}
+	bwd := &pathSide{dir: back, depth: map[ID]int{to: 0}, parents: map[ID][]hop{}, frontier: []ID{to}}
+	var meet []ID
+	for fwd.level+bwd.level < maxLen && len(fwd.frontier) > 0 && len(bwd.frontier) > 0 && b.ok() {
+		sd, other := fwd, bwd
+		if len(bwd.frontier) < len(fwd.frontier) {
+			sd, other = bwd, fwd
+		}
+		sd.level++
+		var next []ID
+		err := expandLevel(ps.s, b, sd.frontier, ps.labels, sd.dir, func(self, nb ID, e *Edge) {
+			if ps.noNode[nb] || ps.noEdge[e.ID] {
+				return
+			}
+			d, seen := sd.depth[nb]
+			switch {
+			case !seen:
+				if !b.spend(1) {
+					return
+				}
+				sd.depth[nb] = sd.level
+				next = append(next, nb)
+			case d != sd.level:
+				return // reached earlier by a shorter way
+			}
+			sd.parents[nb] = append(sd.parents[nb], hop{prev: self, edge: e.ID})
+		})
+		if err != nil {
+			return Path{}, pathCut, err
+		}
+		if b.reason != "" {
+			return Path{}, pathCut, nil // the level is incomplete
+		}
+		sd.frontier = next
+		for _, id := range next {
+			if _, ok := other.depth[id]; ok {
+				meet = append(meet, id)
+			}
+		}
+		if len(meet) > 0 {
+			break
+		}
+	}
+	if !b.ok() {
+		return Path{}, pathCut, nil
+	}
+	if len(meet) == 0 {
+		if len(fwd.frontier) > 0 && len(bwd.frontier) > 0 {
+			return Path{}, pathBeyond, nil
+		}
+		return Path{}, pathNone, nil
+	}
+	// Every meeting node is fwd.level steps from the start and bwd.level
+	// from the end (the levels before found none). The shortest paths are
+	// the chains of forward parents into a meeting node followed by the
+	// chains of backward parents out of it: mark the nodes on the forward
+	// chains, then walk from the start taking the least step each time.
+	onPath := map[ID]bool{}
+	stack := slices.Clone(meet)
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if onPath[id] {
+			continue
+		}
+		onPath[id] = true
+		for _, h := range fwd.parents[id] {
+			stack = append(stack, h.prev)
+		}
+	}
+	ahead := map[ID][]hop{} // from a node on a forward chain, the steps towards a meeting node
+	for id := range onPath {
+		for _, h := range fwd.parents[id] {
+			ahead[h.prev] = append(ahead[h.prev], hop{prev: id, edge: h.edge})
+		}
+	}
+	p := Path{Nodes: []ID{from}, Edges: []string{}}
+	cur := from
+	for range fwd.level {
+		h := leastHop(ahead[cur])
+		p.Nodes, p.Edges, cur = append(p.Nodes, h.prev), append(p.Edges, h.edge), h.prev
+	}
+	for range bwd.level {
+		h := leastHop(bwd.parents[cur])
+		p.Nodes, p.Edges, cur = append(p.Nodes, h.prev), append(p.Edges, h.edge), h.prev
+	}
+	return p, pathFound, nil
+}
+
+// leastHop returns the step to the least node ID, by the least edge ID.
+func leastHop(hs []hop) hop {
+	return slices.MinFunc(hs, func(a, b hop) int {
+		return cmp.Or(cmp.Compare(a.prev, b.prev), cmp.Compare(a.edge, b.edge))
+	})
+}
