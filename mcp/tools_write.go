@@ -28,7 +28,7 @@ const (
 func writeTool(name, title, desc, in, out string) Tool {
 	return Tool{Name: name, Title: title, Description: desc, Input: json.RawMessage(in),
 		Output: json.RawMessage(`{` + draft + `,"type":"object","required":["seq"],"properties":{"seq":{"type":"integer"},"truncated":{"type":"boolean"},` + out + `}}`),
-		Write: true, Icon: iconWrite}
+		Write:  true, Icon: iconWrite}
 }
 
 // countSchema is the schema of a list's count in a write result.
