@@ -168,7 +168,9 @@ func TestCommittedWriteFitsTheCap(t *testing.T) {
 		{"upsert_nodes", `{"nodes":[` + strings.Join(nodes, ",") + `]}`,
 			func(r result) bool { return r.NodeCount == 400 && len(r.Nodes) > 0 && len(r.Nodes) < 400 }},
 		{"delete_nodes", `{"confirm":true,"nodes":[` + strings.Join(refs, ",") + `]}`,
-			func(r result) bool { return r.DeletedNodeCount == 400 && len(r.DeletedNodes) > 0 && len(r.DeletedNodes) < 400 }},
+			func(r result) bool {
+				return r.DeletedNodeCount == 400 && len(r.DeletedNodes) > 0 && len(r.DeletedNodes) < 400
+			}},
 	} {
 		res := f.call(t, cs, tc.tool, tc.args)
 		if res.IsError {
