@@ -444,7 +444,7 @@ const maxCursor = 1<<53 - 1
 
 func changesSince() *Tool {
 	return define(readTool("changes_since", "Changes since a cursor",
-		"What each write changed, after a cursor (0: from the start). Pass the returned cursor next time. A truncated entry goes on with offset: its part.next.",
+		"What each write changed, after a cursor (0: from the start). Pass the returned cursor next time. A truncated entry goes on with cursor seq-1, offset part.next.",
 		`{`+draft+`,"type":"object","properties":{"cursor":{"type":"integer","minimum":0,"maximum":`+strconv.Itoa(maxCursor)+`,"default":0},`+
 			`"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0}},"additionalProperties":false}`,
 		`{`+draft+`,"type":"object","required":["changes","cursor","more"],"properties":{"changes":{"type":"array","items":{"type":"object","required":["seq","op"]}},"cursor":{"type":"integer"},"more":{"type":"boolean"}}}`),
