@@ -425,10 +425,10 @@ func (o *changesOut) text() string {
 	b.WriteString("\n")
 	for _, ch := range o.Changes {
 		if p := ch.Part; p != nil {
-			fmt.Fprintf(&b, "#%d %s %s: %d node(s), %d edge(s); listed from element %d, %d and %d", ch.Seq, ch.Time.Format("2006-01-02T15:04:05Z"), ch.Op,
-				p.NodeCount, p.EdgeCount, p.Offset, len(ch.Nodes), len(ch.Edges))
+			fmt.Fprintf(&b, "#%d %s %s: %d node(s), %d edge(s); listed: %d node(s), %d edge(s) from element %d", ch.Seq, ch.Time.Format("2006-01-02T15:04:05Z"), ch.Op,
+				p.NodeCount, p.EdgeCount, len(ch.Nodes), len(ch.Edges), p.Offset)
 			if ch.Truncated {
-				fmt.Fprintf(&b, "; the rest: cursor %d, offset %d", ch.Seq-1, p.Next)
+				fmt.Fprintf(&b, "; read on with cursor %d, offset %d", ch.Seq-1, p.Next)
 			}
 			b.WriteString("\n")
 			continue
@@ -538,7 +538,7 @@ func fitChange(e *graph.LogEntry, offset, room int, first bool) (ch *graph.Chang
 		return nil, 0, nil
 	}
 	return nil, 0, &Error{Code: CodeInvalid, Message: fmt.Sprintf(
-		"even a summary of change %d does not fit in the server's cap of %d bytes; the server's --max-bytes must be raised", e.Seq, room)}
+		"even a summary of change %d does not fit in %d bytes; the server's --max-bytes must be raised", e.Seq, room)}
 }
 
 // fitLive cuts a decoded change (from graph.Subscribe) as fitChange would
