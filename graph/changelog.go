@@ -262,10 +262,10 @@ func ReadLogNewest(ctx context.Context, s Store, fn func(*LogEntry) (bool, error
 	return readLog(ctx, s, math.MaxUint64, true, fn)
 }
 
-// A rawLog reads stored change-log entries without decoding them: from
+// A logReader reads stored change-log entries without decoding them: from
 // the first after seq on, or (newest) from the newest at or before seq
 // back, up to limit stored bytes, at least one entry.
-type rawLog interface {
+type logReader interface {
 	rawLog(ctx context.Context, seq uint64, newest bool, limit int) ([]LogEntry, error)
 }
 
@@ -276,7 +276,7 @@ func readLog(ctx context.Context, s Store, seq uint64, newest bool, fn func(*Log
 		}
 		var batch []LogEntry
 		var err error
-		if r, ok := s.(rawLog); ok {
+		if r, ok := s.(logReader); ok {
 			batch, err = r.rawLog(ctx, seq, newest, readLimit)
 		} else {
 			batch, err = sinceRaw(ctx, s, seq, newest)
@@ -307,7 +307,7 @@ func readLog(ctx context.Context, s Store, seq uint64, newest bool, fn func(*Log
 }
 
 // sinceRaw reads one entry through Store.Since, for stores that do not
-// implement rawLog.
+// implement logReader.
 func sinceRaw(ctx context.Context, s Store, seq uint64, newest bool) ([]LogEntry, error) {
 	if newest {
 		st, err := s.Stats(ctx)
@@ -455,7 +455,7 @@ func decodePart(data []byte, offset, budget int, whole bool) (*Change, error) {
 	k := cut{offset: offset, budget: budget}
 	corrupt := func(err error) (*Change, error) { return nil, fmt.Errorf("corrupt entry: %w", err) }
 	if t, err := d.ReadToken(); err != nil || t.Kind() != '{' {
-		return corrupt(cmpErr(err, "not an object"))
+		return corrupt(orErr(err, "not an object"))
 	}
 	nodes, edges := 0, 0
 	for d.PeekKind() == '"' {
@@ -470,7 +470,7 @@ func decodePart(data []byte, offset, budget int, whole bool) (*Change, error) {
 				continue
 			}
 			if t, err := d.ReadToken(); err != nil || t.Kind() != '[' {
-				return corrupt(cmpErr(err, list+" is not an array"))
+				return corrupt(orErr(err, list+" is not an array"))
 			}
 			for d.PeekKind() != ']' {
 				v, err := d.ReadValue()
@@ -525,7 +525,7 @@ func decodePart(data []byte, offset, budget int, whole bool) (*Change, error) {
 		}
 	}
 	if t, err := d.ReadToken(); err != nil || t.Kind() != '}' {
-		return corrupt(cmpErr(err, "unexpected data"))
+		return corrupt(orErr(err, "unexpected data"))
 	}
 	if whole && k.full() {
 		return nil, nil
@@ -536,8 +536,8 @@ func decodePart(data []byte, offset, budget int, whole bool) (*Change, error) {
 	return ch, nil
 }
 
-// cmpErr returns err, or an error saying what if err is nil.
-func cmpErr(err error, what string) error {
+// orErr returns err, or an error saying what if err is nil.
+func orErr(err error, what string) error {
 	if err != nil {
 		return err
 	}
