@@ -522,17 +522,17 @@ func fitChange(e *graph.LogEntry, offset, room int, first bool) (ch *graph.Chang
 		if err != nil || ch == nil {
 			return nil, 0, err
 		}
-		data, err := json.Marshal(ch)
+		size, err := jsonSize(ch)
 		if err != nil {
 			return nil, 0, err
 		}
-		if len(data) <= room {
-			return ch, len(data), nil
+		if size <= room {
+			return ch, size, nil
 		}
 		if !first || budget <= 0 {
 			break
 		}
-		budget -= len(data) - room // an envelope larger than the reserve
+		budget -= size - room // an envelope larger than the reserve
 	}
 	if !first {
 		return nil, 0, nil
@@ -550,12 +550,28 @@ func fitLive(c *graph.Change, room int) *graph.Change {
 		if err != nil {
 			break
 		}
-		data, _ := json.Marshal(ch)
-		if len(data) <= room || budget <= 0 {
+		size, _ := jsonSize(ch)
+		if size <= room || budget <= 0 {
 			return ch
 		}
-		budget -= len(data) - room
+		budget -= size - room
 	}
 	ch, _ := c.Cut(0, 0)
 	return ch
+}
+
+// jsonSize returns the length of v's JSON encoding, as json.Marshal makes
+// it, without keeping a copy of it.
+func jsonSize(v any) (int, error) {
+	var n counter
+	err := json.NewEncoder(&n).Encode(v) // HTML-escaped, as json.Marshal does
+	return int(n) - 1, err                // less Encode's newline
+}
+
+// A counter is an io.Writer that counts what it is given.
+type counter int
+
+func (c *counter) Write(p []byte) (int, error) {
+	*c += counter(len(p))
+	return len(p), nil
 }
