@@ -565,7 +565,7 @@ func fitLive(c *graph.Change, room int) *graph.Change {
 func jsonSize(v any) (int, error) {
 	var n counter
 	err := json.NewEncoder(&n).Encode(v) // HTML-escaped, as json.Marshal does
-	return int(n) - 1, err                // less Encode's newline
+	return int(n) - 1, err               // less Encode's newline
 }
 
 // A counter is an io.Writer that counts what it is given.
