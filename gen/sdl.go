@@ -140,7 +140,13 @@ const sharedDoc = `{"$defs":{
  "time":{"type":"string","format":"date-time"},
  "op":{"type":"string","description":"The tool that wrote, for example upsert_nodes."},
  "nodes":{"type":"array","items":{"$ref":"#/$defs/NodeChange"}},
- "edges":{"type":"array","items":{"$ref":"#/$defs/EdgeChange"}}}},
+ "edges":{"type":"array","items":{"$ref":"#/$defs/EdgeChange"}},
+ "truncated":{"type":"boolean","description":"Elements of the entry follow those listed: read them with changesSince(cursor: seq - 1, offset: part.next)."},
+ "part":{"$ref":"#/$defs/ChangePart"}}},
+"ChangePart":{"type":"object","description":"Which elements (nodes, then edges, numbered from 0) of an entry too large for one answer a change lists.","required":["nodeCount","edgeCount","offset"],"properties":{
+ "nodeCount":{"type":"integer","description":"The entry's nodes."},"edgeCount":{"type":"integer","description":"The entry's edges."},
+ "offset":{"type":"integer","description":"The number of the first element listed."},
+ "next":{"type":"integer","description":"The number of the first element after those listed, when there are more."}}},
 "NodeChange":{"type":"object","description":"What a write did to one node.","required":["id","type","action","revision"],"properties":{
  "id":{"type":"string","x-graphql-type":"ID"},"type":{"type":"string"},
  "action":{"type":"string","description":"created, updated, unchanged or deleted."},"revision":{"type":"integer"}}},

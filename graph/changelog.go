@@ -4,11 +4,18 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	bolt "go.etcd.io/bbolt"
 )
 
 // A Change is one change-log entry: everything one committed batch did.
@@ -20,6 +27,27 @@ type Change struct {
 	Op    string       `json:"op"`
 	Nodes []NodeChange `json:"nodes,omitempty"`
 	Edges []EdgeChange `json:"edges,omitempty"`
+	// Truncated is set on an entry read in part (Part) when elements
+	// follow those listed: read on from Part.Next.
+	Truncated bool `json:"truncated,omitempty"`
+	// Part is set on an entry read in part, when its lists hold fewer than
+	// all of its elements. Stored entries never have it.
+	Part *ChangePart `json:"part,omitempty"`
+}
+
+// A ChangePart says which elements of an entry a Change lists when it lists
+// only some of them: an entry too large for a reader's byte cap is
+// delivered in part, never skipped. An entry's elements are its nodes, then
+// its edges, numbered from 0.
+type ChangePart struct {
+	// NodeCount and EdgeCount count the entry's nodes and edges.
+	NodeCount int `json:"nodeCount"`
+	EdgeCount int `json:"edgeCount"`
+	// Offset is the number of the first element listed.
+	Offset int `json:"offset"`
+	// Next is the number of the first element after those listed, where
+	// reading goes on; 0 when the listed elements end the entry.
+	Next int `json:"next,omitempty"`
 }
 
 // A NodeChange is what a batch did to one node.
@@ -69,7 +97,8 @@ const subscribeBatch = 256
 // log, so it resumes across restarts and a slow subscriber never loses an
 // entry; it wakes on each commit instead of polling. The channel is closed
 // when delivery stops; the returned function then reports why (nil after
-// ctx was cancelled).
+// ctx was cancelled). Entries are decoded one at a time as they are sent,
+// so a subscriber behind a run of huge entries holds one of them at a time.
 func Subscribe(ctx context.Context, s Store, seq uint64) (<-chan Change, func() error) {
 	ch := make(chan Change)
 	var (
@@ -80,24 +109,30 @@ func Subscribe(ctx context.Context, s Store, seq uint64) (<-chan Change, func() 
 		defer close(ch)
 		for {
 			wake := s.Changed() // before reading, so no commit goes unnoticed
-			entries, e := s.Since(ctx, seq, subscribeBatch)
-			if e != nil {
-				if ctx.Err() == nil {
+			n := 0
+			e := ReadLog(ctx, s, seq, func(le *LogEntry) (bool, error) {
+				c, err := le.Decode(0, -1)
+				if err != nil {
+					return false, err
+				}
+				select {
+				case ch <- *c:
+					seq = c.Seq
+				case <-ctx.Done():
+					return false, nil
+				}
+				n++
+				return n < subscribeBatch, nil
+			})
+			if e != nil || ctx.Err() != nil {
+				if e != nil && ctx.Err() == nil {
 					mu.Lock()
 					err = e
 					mu.Unlock()
 				}
 				return
 			}
-			for _, c := range entries {
-				select {
-				case ch <- c:
-					seq = c.Seq
-				case <-ctx.Done():
-					return
-				}
-			}
-			if len(entries) == subscribeBatch {
+			if n == subscribeBatch {
 				continue
 			}
 			select {
@@ -162,4 +197,349 @@ func decodeChange(data []byte, c *Change) error {
 		data = raw
 	}
 	return json.Unmarshal(data, c)
+}
+
+// A LogEntry is one change-log entry as stored, not yet decoded: Decode
+// reads as much of it as a reader can take.
+type LogEntry struct {
+	Seq  uint64
+	data []byte
+}
+
+// Size returns the entry's stored size in bytes (compressed if large).
+func (e *LogEntry) Size() int { return len(e.data) }
+
+// Decode decodes the entry, keeping its elements (nodes, then edges) from
+// offset on for as long as their JSON encodings, each with one byte for a
+// separating comma, fit in budget bytes; a negative budget keeps every
+// element. Elements are kept in order with no gap: after the first element
+// that does not fit, none is kept. The elements not kept are counted, not
+// held, so decoding a huge entry costs memory in proportion to what is
+// kept. When fewer than all elements are kept the Change has Part (and
+// Truncated when elements follow those kept). An offset past the entry's
+// last element is ErrInvalid.
+func (e *LogEntry) Decode(offset, budget int) (*Change, error) {
+	if offset == 0 && budget < 0 {
+		var c Change
+		if err := decodeChange(e.data, &c); err != nil {
+			return nil, fmt.Errorf("change %d: corrupt entry: %w", e.Seq, err)
+		}
+		return &c, nil
+	}
+	c, err := decodePart(e.data, offset, budget, false)
+	if err != nil {
+		return nil, fmt.Errorf("change %d: %w", e.Seq, err)
+	}
+	return c, nil
+}
+
+// DecodeWhole decodes the entry if all its elements fit in budget bytes, as
+// Decode counts them, and returns nil if they do not. It stops reading at
+// the first element that does not fit.
+func (e *LogEntry) DecodeWhole(budget int) (*Change, error) {
+	c, err := decodePart(e.data, 0, budget, true)
+	if err != nil {
+		return nil, fmt.Errorf("change %d: %w", e.Seq, err)
+	}
+	return c, nil
+}
+
+// readLimit bounds the stored bytes ReadLog copies out of one read
+// transaction (at least one entry is copied, whatever its size).
+const readLimit = 256 << 10
+
+// ReadLog calls fn with each change-log entry after seq, oldest first,
+// until fn returns false or an error, or the log ends. Entries reach fn
+// undecoded; fn runs outside the store's transactions and may read the
+// store.
+func ReadLog(ctx context.Context, s Store, seq uint64, fn func(*LogEntry) (bool, error)) error {
+	return readLog(ctx, s, seq, false, fn)
+}
+
+// ReadLogNewest calls fn with each change-log entry, newest first, until fn
+// returns false or an error, or the log's start.
+func ReadLogNewest(ctx context.Context, s Store, fn func(*LogEntry) (bool, error)) error {
+	return readLog(ctx, s, math.MaxUint64, true, fn)
+}
+
+// A logReader reads stored change-log entries without decoding them: from
+// the first after seq on, or (newest) from the newest at or before seq
+// back, up to limit stored bytes, at least one entry.
+type logReader interface {
+	rawLog(ctx context.Context, seq uint64, newest bool, limit int) ([]LogEntry, error)
+}
+
+func readLog(ctx context.Context, s Store, seq uint64, newest bool, fn func(*LogEntry) (bool, error)) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var batch []LogEntry
+		var err error
+		if r, ok := s.(logReader); ok {
+			batch, err = r.rawLog(ctx, seq, newest, readLimit)
+		} else {
+			batch, err = sinceRaw(ctx, s, seq, newest)
+		}
+		if err != nil || len(batch) == 0 {
+			return err
+		}
+		for i := range batch {
+			more, err := fn(&batch[i])
+			if err != nil || !more {
+				return err
+			}
+			batch[i].data = nil // let it go while the rest is read
+		}
+		last := batch[len(batch)-1].Seq
+		if newest {
+			if last <= 1 {
+				return nil
+			}
+			seq = last - 1
+		} else {
+			if last == math.MaxUint64 {
+				return nil
+			}
+			seq = last
+		}
+	}
+}
+
+// sinceRaw reads one entry through Store.Since, for stores that do not
+// implement logReader.
+func sinceRaw(ctx context.Context, s Store, seq uint64, newest bool) ([]LogEntry, error) {
+	if newest {
+		st, err := s.Stats(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if seq > st.LastSeq {
+			seq = st.LastSeq
+		}
+		if seq == 0 {
+			return nil, nil
+		}
+		seq-- // Since reads after seq
+	} else if seq == math.MaxUint64 {
+		return nil, nil
+	}
+	chs, err := s.Since(ctx, seq, 1)
+	if err != nil || len(chs) == 0 {
+		return nil, err
+	}
+	data, err := json.Marshal(&chs[0])
+	return []LogEntry{{Seq: chs[0].Seq, data: data}}, err
+}
+
+// rawLog copies stored entries out of one read transaction.
+func (s *Bolt) rawLog(ctx context.Context, seq uint64, newest bool, limit int) ([]LogEntry, error) {
+	var out []LogEntry
+	size := 0
+	err := s.read(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bLog).Cursor()
+		var k, v []byte
+		switch {
+		case newest:
+			if k, v = c.Seek(u64(seq)); k == nil {
+				k, v = c.Last()
+			} else if binary.BigEndian.Uint64(k) > seq {
+				k, v = c.Prev()
+			}
+		case seq == math.MaxUint64:
+			return nil // nothing follows the last sequence number
+		default:
+			k, v = c.Seek(u64(seq + 1))
+		}
+		for k != nil && (len(out) == 0 || size+len(v) <= limit) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			out = append(out, LogEntry{Seq: binary.BigEndian.Uint64(k), data: bytes.Clone(v)})
+			size += len(v)
+			if newest {
+				k, v = c.Prev()
+			} else {
+				k, v = c.Next()
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// A cut chooses the elements of an entry to keep: from offset on, in
+// order, while their encodings fit in budget bytes (no limit if negative).
+type cut struct {
+	offset, budget int
+	n              int  // elements seen
+	used           int  // bytes kept
+	stopped        bool // an element did not fit, so none after it is kept
+	next           int  // that element
+}
+
+// keep reports whether to keep the next element, whose JSON encoding
+// takes size bytes.
+func (c *cut) keep(size int) bool {
+	i := c.n
+	c.n++
+	if i < c.offset || c.stopped {
+		return false
+	}
+	if c.budget >= 0 && c.used+size+1 > c.budget {
+		c.stopped, c.next = true, i
+		return false
+	}
+	c.used += size + 1
+	return true
+}
+
+// full reports whether an element did not fit, so none after it is kept:
+// the rest need only be counted.
+func (c *cut) full() bool { return c.stopped }
+
+// finish sets the change's Part and Truncated once every element was seen.
+func (c *cut) finish(ch *Change, nodes, edges int) error {
+	if c.offset > 0 && c.offset >= nodes+edges {
+		return fmt.Errorf("offset %d is past the entry's last element (it has %d nodes and %d edges): %w", c.offset, nodes, edges, ErrInvalid)
+	}
+	if c.offset == 0 && !c.stopped {
+		return nil
+	}
+	ch.Part = &ChangePart{NodeCount: nodes, EdgeCount: edges, Offset: c.offset, Next: c.next}
+	ch.Truncated = c.stopped
+	return nil
+}
+
+// Cut returns the part of c a reader with budget bytes for its elements
+// gets, as LogEntry.Decode would decode it from the log: the elements
+// (nodes, then edges) from offset on while their encodings fit, with Part
+// and Truncated when fewer than all are kept. c is not changed; the result
+// shares nothing with it but strings.
+func (c *Change) Cut(offset, budget int) (*Change, error) {
+	out := &Change{Seq: c.Seq, Time: c.Time, Op: c.Op}
+	k := cut{offset: offset, budget: budget}
+	size := func(v any) int {
+		if k.full() || k.n < offset {
+			return 0 // not kept whatever its size
+		}
+		data, _ := json.Marshal(v)
+		return len(data)
+	}
+	for i := range c.Nodes {
+		if k.keep(size(&c.Nodes[i])) {
+			out.Nodes = append(out.Nodes, c.Nodes[i])
+		}
+	}
+	for i := range c.Edges {
+		if k.keep(size(&c.Edges[i])) {
+			out.Edges = append(out.Edges, c.Edges[i])
+		}
+	}
+	if err := k.finish(out, len(c.Nodes), len(c.Edges)); err != nil {
+		return nil, fmt.Errorf("change %d: %w", c.Seq, err)
+	}
+	return out, nil
+}
+
+// decodePart decodes a stored entry as Decode describes, streaming: an
+// element not kept is scanned and counted, never decoded. With whole, it
+// returns nil as soon as an element does not fit.
+func decodePart(data []byte, offset, budget int, whole bool) (*Change, error) {
+	var r io.Reader = bytes.NewReader(data)
+	if len(data) > 0 && data[0] == 'z' {
+		r = flate.NewReader(bytes.NewReader(data[1:]))
+	}
+	d := jsontext.NewDecoder(r)
+	ch := &Change{}
+	k := cut{offset: offset, budget: budget}
+	corrupt := func(err error) (*Change, error) { return nil, fmt.Errorf("corrupt entry: %w", err) }
+	if t, err := d.ReadToken(); err != nil || t.Kind() != '{' {
+		return corrupt(orErr(err, "not an object"))
+	}
+	nodes, edges := 0, 0
+	for d.PeekKind() == '"' {
+		name, err := d.ReadToken()
+		if err != nil {
+			return corrupt(err)
+		}
+		switch list := name.String(); list {
+		case "nodes", "edges":
+			if d.PeekKind() == 'n' {
+				d.ReadToken() // null: none
+				continue
+			}
+			if t, err := d.ReadToken(); err != nil || t.Kind() != '[' {
+				return corrupt(orErr(err, list+" is not an array"))
+			}
+			for d.PeekKind() != ']' {
+				v, err := d.ReadValue()
+				if err != nil {
+					return corrupt(err)
+				}
+				if whole && k.full() {
+					return nil, nil
+				}
+				if list == "nodes" {
+					nodes++
+					if k.keep(len(v)) {
+						var n NodeChange
+						if err := json.Unmarshal(v, &n); err != nil {
+							return corrupt(err)
+						}
+						ch.Nodes = append(ch.Nodes, n)
+					}
+				} else {
+					edges++
+					if k.keep(len(v)) {
+						var e EdgeChange
+						if err := json.Unmarshal(v, &e); err != nil {
+							return corrupt(err)
+						}
+						ch.Edges = append(ch.Edges, e)
+					}
+				}
+			}
+			if _, err := d.ReadToken(); err != nil {
+				return corrupt(err)
+			}
+		default:
+			v, err := d.ReadValue()
+			if err != nil {
+				return corrupt(err)
+			}
+			var dst any
+			switch list {
+			case "seq":
+				dst = &ch.Seq
+			case "time":
+				dst = &ch.Time
+			case "op":
+				dst = &ch.Op
+			default:
+				continue
+			}
+			if err := json.Unmarshal(v, dst); err != nil {
+				return corrupt(err)
+			}
+		}
+	}
+	if t, err := d.ReadToken(); err != nil || t.Kind() != '}' {
+		return corrupt(orErr(err, "unexpected data"))
+	}
+	if whole && k.full() {
+		return nil, nil
+	}
+	if err := k.finish(ch, nodes, edges); err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// orErr returns err, or an error saying what if err is nil.
+func orErr(err error, what string) error {
+	if err != nil {
+		return err
+	}
+	return errors.New(what)
 }

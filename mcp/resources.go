@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lore-dev/lore/graph"
@@ -45,14 +45,14 @@ func Resources() []ResourceSpec {
 	return []ResourceSpec{
 		{URI: ModelURI, Name: "model", Title: "The model", MIMEType: "application/schema+json",
 			Description: "The JSON Schema 2020-12 document that defines every node type and edge label.",
-			read:        func(c *Catalog, _ context.Context, _ string) (string, error) { return string(c.model.JSON()), nil }},
+			read:        (*Catalog).readModel},
 		{URI: ChangesURI, Name: "changes", Title: "Recent changes", MIMEType: jsonMIME,
-			Description: "The newest entries of the change log. Subscribe to hear of every commit; read changes_since for the rest.",
+			Description: "The newest entries of the change log (up to 20, as many as fit; truncated if fewer). Subscribe to hear of every commit; read changes_since for the rest.",
 			read:        (*Catalog).readChanges},
 		{Template: nodeTemplate, Name: "node", Title: "A node", MIMEType: jsonMIME,
 			Description: "One node with its properties and edge counts, as get_node returns it.", read: (*Catalog).readNode},
 		{Template: typeTemplate, Name: "type", Title: "Nodes of a type", MIMEType: jsonMIME,
-			Description: "The IDs and names of a node type's nodes (the first 1,000).", read: (*Catalog).readType},
+			Description: "The IDs and names of a node type's nodes (the first 1,000, as many as fit; more if there are others).", read: (*Catalog).readType},
 	}
 }
 
@@ -64,8 +64,11 @@ type Resource struct {
 }
 
 // ReadResource reads a resource by URI. A URI that names nothing is
-// graph.ErrNotFound. A panic while reading is logged with its stack and
-// returned as an internal *Error.
+// graph.ErrNotFound. Every resource honours the byte cap (the catalog's
+// Ceilings().MaxBytes) on its text: a list is shortened and says so, and
+// a resource that cannot be shortened is an *Error saying how to read it
+// instead. A panic while reading is logged with its stack and returned as
+// an internal *Error.
 func (c *Catalog) ReadResource(ctx context.Context, uri string) (res *Resource, err error) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -81,7 +84,19 @@ func (c *Catalog) ReadResource(ctx context.Context, uri string) (res *Resource, 
 	if err != nil {
 		return nil, err
 	}
+	if len(text) > c.ceilings.MaxBytes { // each reader keeps to the cap; this is the backstop
+		return nil, tooLarge(uri, len(text), c.ceilings.MaxBytes, "")
+	}
 	return &Resource{URI: uri, MIMEType: r.MIMEType, Text: text}, nil
+}
+
+// tooLarge is the error for a resource over the byte cap.
+func tooLarge(uri string, size, max int, instead string) error {
+	msg := fmt.Sprintf("%s is %d bytes, over the server's cap of %d bytes", uri, size, max)
+	if instead != "" {
+		msg += "; " + instead
+	}
+	return &Error{Code: CodeInvalid, Message: msg}
 }
 
 // MatchResource returns the resource or template a URI belongs to. A
@@ -111,11 +126,14 @@ func (s *Server) resourceHandler(ctx context.Context, req *mcpsdk.ReadResourceRe
 	uri := req.Params.URI
 	r, err := s.cat.ReadResource(ctx, uri)
 	var te *Error
-	if errors.Is(err, graph.ErrNotFound) || errors.Is(err, graph.ErrInvalid) {
-		return nil, mcpsdk.ResourceNotFoundError(uri)
-	} else if errors.As(err, &te) && te.Code == CodeInternal {
+	switch {
+	case errors.As(err, &te) && te.Code == CodeInternal:
 		return nil, internalRPCError()
-	} else if err != nil {
+	case errors.As(err, &te):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: te.Message}
+	case errors.Is(err, graph.ErrNotFound) || errors.Is(err, graph.ErrInvalid):
+		return nil, mcpsdk.ResourceNotFoundError(uri)
+	case err != nil:
 		return nil, err
 	}
 	return &mcpsdk.ReadResourceResult{Contents: []*mcpsdk.ResourceContents{{URI: uri, MIMEType: r.MIMEType, Text: r.Text}}}, nil
@@ -149,6 +167,14 @@ func contents(v any) (string, error) {
 	return string(data), err
 }
 
+func (c *Catalog) readModel(_ context.Context, uri string) (string, error) {
+	data := c.model.JSON()
+	if len(data) > c.ceilings.MaxBytes {
+		return "", tooLarge(uri, len(data), c.ceilings.MaxBytes, "describe_model lists the types, and describe_model {type} gives one type's schema")
+	}
+	return string(data), nil
+}
+
 func (c *Catalog) readNode(ctx context.Context, uri string) (string, error) {
 	id := graph.ID(strings.TrimPrefix(uri, nodePrefix))
 	if err := id.Check(); err != nil {
@@ -158,14 +184,21 @@ func (c *Catalog) readNode(ctx context.Context, uri string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return contents(&nodeOut{Node: n})
+	text, err := contents(&nodeOut{Node: n})
+	if err == nil && len(text) > c.ceilings.MaxBytes {
+		q, _ := json.Marshal(map[string]any{"from": map[string]any{"ids": []graph.ID{id}}, "return": map[string]any{"fields": []string{"id", "type", "name"}}})
+		return "", tooLarge(uri, len(text), c.ceilings.MaxBytes, "read some of its properties with query_graph "+string(q)+", naming the fields you need")
+	}
+	return text, err
 }
 
 type typeMembers struct {
 	Type  string       `json:"type"`
 	Count int64        `json:"count"`
 	Nodes []typeMember `json:"nodes"`
-	More  bool         `json:"more"`
+	// More says that the type has nodes not listed: past the first
+	// maxTypeMembers, or past what fits the byte cap.
+	More bool `json:"more"`
 }
 
 type typeMember struct {
@@ -173,51 +206,109 @@ type typeMember struct {
 	Name string   `json:"name,omitempty"`
 }
 
+// Type member lists: at most maxTypeMembers, read typePage at a time, with
+// names cut to maxNameRunes.
+const (
+	maxTypeMembers = 1000
+	typePage       = 100
+	maxNameRunes   = 200
+)
+
 func (c *Catalog) readType(ctx context.Context, uri string) (string, error) {
 	t := strings.TrimPrefix(uri, typePrefix)
 	nt, ok := c.model.Node(t)
 	if !ok {
 		return "", fmt.Errorf("resource %q: no node type %q: %w", uri, t, graph.ErrNotFound)
 	}
-	page, err := c.store.NodesByType(ctx, t, graph.Page{Limit: 1000})
-	if err != nil {
-		return "", err
-	}
 	st, err := c.store.Stats(ctx)
 	if err != nil {
 		return "", err
 	}
-	out := typeMembers{Type: t, Count: st.NodeTypes[t], Nodes: []typeMember{}, More: page.Next != ""}
-	for _, n := range page.Nodes {
-		name, _ := n.Properties[nt.Display].(string)
-		out.Nodes = append(out.Nodes, typeMember{ID: n.ID, Name: name})
+	out := typeMembers{Type: t, Count: st.NodeTypes[t], Nodes: []typeMember{}}
+	empty, _ := json.Marshal(out)
+	room := c.ceilings.MaxBytes - len(empty) - len(`true`) // more may turn true
+	// Pages are read until the list is full, so a type of large nodes
+	// costs a page of them in memory, not the whole list.
+	after := ""
+	for {
+		page, err := c.store.NodesByType(ctx, t, graph.Page{After: after, Limit: min(typePage, maxTypeMembers-len(out.Nodes))})
+		if err != nil {
+			return "", err
+		}
+		for _, n := range page.Nodes {
+			name, _ := n.Properties[nt.Display].(string)
+			m := typeMember{ID: n.ID, Name: clipName(name)}
+			data, _ := json.Marshal(m)
+			if len(data)+1 > room {
+				out.More = true
+				return contents(out)
+			}
+			room -= len(data) + 1
+			out.Nodes = append(out.Nodes, m)
+		}
+		if page.Next == "" {
+			return contents(out)
+		}
+		if len(out.Nodes) == maxTypeMembers {
+			out.More = true
+			return contents(out)
+		}
+		after = page.Next
 	}
-	return contents(out)
+}
+
+// clipName cuts a display name to maxNameRunes, ending it with "…".
+func clipName(s string) string {
+	if len(s) <= maxNameRunes {
+		return s
+	}
+	if r := []rune(s); len(r) > maxNameRunes {
+		return string(r[:maxNameRunes-1]) + "…"
+	}
+	return s
 }
 
 type recentChanges struct {
 	LastSeq uint64         `json:"lastSeq"`
 	Changes []graph.Change `json:"changes"`
+	// Truncated says that fewer than the newest recentChangeCount entries
+	// are listed, to fit the byte cap.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 const recentChangeCount = 20
 
+// readChanges lists the newest entries, newest first, as changes_since
+// pages the log: an entry is listed whole if it fits, the newest in part if
+// it does not fit whole, and the list stops at the first older entry that
+// does not fit. Entries are decoded one at a time, within the room left.
 func (c *Catalog) readChanges(ctx context.Context, _ string) (string, error) {
 	st, err := c.store.Stats(ctx)
 	if err != nil {
 		return "", err
 	}
-	from := uint64(0)
-	if st.LastSeq > recentChangeCount {
-		from = st.LastSeq - recentChangeCount
-	}
-	chs, err := c.store.Since(ctx, from, recentChangeCount)
+	out := recentChanges{LastSeq: st.LastSeq, Changes: []graph.Change{}}
+	envelope, _ := json.Marshal(recentChanges{LastSeq: st.LastSeq, Changes: []graph.Change{}, Truncated: true})
+	room := c.ceilings.MaxBytes - len(envelope)
+	err = graph.ReadLogNewest(ctx, c.store, func(e *graph.LogEntry) (bool, error) {
+		if e.Seq > st.LastSeq { // committed after Stats: the list ends at lastSeq
+			return true, nil
+		}
+		first := len(out.Changes) == 0
+		if !first {
+			room--
+		}
+		ch, size, err := fitChange(e, 0, room, first)
+		if err != nil || ch == nil {
+			out.Truncated = ch == nil && err == nil
+			return false, err
+		}
+		out.Changes = append(out.Changes, *ch)
+		room -= size
+		return len(out.Changes) < recentChangeCount, nil
+	})
 	if err != nil {
 		return "", err
 	}
-	slices.Reverse(chs) // newest first
-	if chs == nil {
-		chs = []graph.Change{}
-	}
-	return contents(recentChanges{LastSeq: st.LastSeq, Changes: chs})
+	return contents(out)
 }

@@ -3,12 +3,16 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/graphtest"
 	"github.com/lore-dev/lore/mcp"
 )
 
@@ -160,5 +164,91 @@ func TestLogging(t *testing.T) {
 	f.call(t, cs, "upsert_nodes", `{"nodes":[{"id":"topic/logs","type":"Topic","properties":{"name":"Logs"}}]}`)
 	if got := <-logs; !strings.Contains(got, "created topic/logs") {
 		t.Errorf("log: %q", got)
+	}
+}
+
+// TestResourcesHonourTheCap: every resource read keeps to the byte cap. A
+// node over the cap is an error saying how to read it instead (get_node
+// refuses it too); the change list and a type's member list are shortened
+// and say so; an entry too large for the cap is listed in part.
+func TestResourcesHonourTheCap(t *testing.T) {
+	const max = 8 << 10
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			f := newFixture(t, &mcp.Options{Ceilings: graph.Limits{MaxBytes: max}})
+			cs := f.connect(t, era, nil)
+			if _, err := f.store.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{{ID: "adr/9999-huge", Type: "Decision",
+				Properties: graph.Props{"title": "huge", "status": "accepted", "date": "2026-01-01", "context": strings.Repeat("x", 20000)}}}}); err != nil {
+				t.Fatal(err)
+			}
+			docAbout(t, f.store, "doc/a", 150)
+			docAbout(t, f.store, "doc/b", 150)
+
+			_, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: mcp.NodeURI("adr/9999-huge")})
+			if err == nil || !strings.Contains(err.Error(), "over the server's cap of 8192 bytes") || !strings.Contains(err.Error(), "query_graph") {
+				t.Errorf("a node over the cap: %v", err)
+			}
+			if res := f.call(t, cs, "get_node", `{"id":"adr/9999-huge"}`); !res.IsError {
+				t.Errorf("get_node served a node over the cap")
+			}
+
+			read := func(uri string) string {
+				t.Helper()
+				res, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: uri})
+				if err != nil {
+					t.Fatalf("%s: %v", uri, err)
+				}
+				if n := len(res.Contents[0].Text); n > max {
+					t.Fatalf("%s: %d bytes, over the cap", uri, n)
+				}
+				return res.Contents[0].Text
+			}
+			var recent struct {
+				LastSeq   uint64
+				Changes   []graph.Change
+				Truncated bool
+			}
+			if err := json.Unmarshal([]byte(read(mcp.ChangesURI)), &recent); err != nil {
+				t.Fatal(err)
+			}
+			if !recent.Truncated || len(recent.Changes) != 1 || recent.Changes[0].Seq != recent.LastSeq || !recent.Changes[0].Truncated ||
+				recent.Changes[0].Part.NodeCount != 151 || recent.Changes[0].Part.EdgeCount != 150 {
+				t.Errorf("recent changes: %+v", recent)
+			}
+			var members struct {
+				Count int
+				Nodes []struct{ ID string }
+				More  bool
+			}
+			if err := json.Unmarshal([]byte(read(mcp.TypeURI("Topic"))), &members); err != nil {
+				t.Fatal(err)
+			}
+			if !members.More || members.Count < 300 || len(members.Nodes) == 0 || len(members.Nodes) >= members.Count {
+				t.Errorf("type members: %d of %d listed, more %v", len(members.Nodes), members.Count, members.More)
+			}
+		})
+	}
+}
+
+// TestChangesResourceMemory: reading lore://changes costs memory in
+// proportion to the byte cap, not to the entries read: the entries are
+// decoded within the room left, never whole.
+func TestChangesResourceMemory(t *testing.T) {
+	s := graphtest.New(t) // no server: nothing else decodes the log meanwhile
+	cat := mcp.NewCatalog(s, &mcp.Options{Ceilings: graph.Limits{MaxBytes: 8 << 10}})
+	for i := range 6 {
+		docAbout(t, s, fmt.Sprintf("doc/%d", i), 1500)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err := cat.ReadResource(t.Context(), mcp.ChangesURI)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("lore://changes: %d bytes read with %d bytes allocated", len(res.Text), alloc)
+	if alloc > 1<<20 {
+		t.Errorf("reading lore://changes allocated %d bytes; the 6 entries of 3,001 elements should not be decoded whole", alloc)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -29,7 +30,14 @@ type ServerOptions struct {
 	// MaxMessageBytes caps one message (line) read on stdio; 0 or less
 	// means the SDK's default, 16 MiB.
 	MaxMessageBytes int
+	// MaxSubscriptions caps the resources one session may subscribe to;
+	// 0 means DefaultMaxSubscriptions, negative means no cap.
+	MaxSubscriptions int
 }
+
+// DefaultMaxSubscriptions is the default cap on one session's resource
+// subscriptions.
+const DefaultMaxSubscriptions = 1000
 
 // A Server is the catalog served over MCP: tools, resources, resource
 // templates, prompts and completions on one SDK server, with resource
@@ -74,7 +82,7 @@ func NewServer(cat *Catalog, opts *ServerOptions) *Server {
 	}
 	s := &Server{cat: cat, log: o.Logger, types: map[string]bool{}, maxDepth: o.MaxDepth, maxMessage: o.MaxMessageBytes,
 		confirm: newConfirmer()}
-	s.subs.count = map[string]int{}
+	s.subs.init(o.MaxSubscriptions)
 	impl := &mcpsdk.Implementation{Name: cmp.Or(o.Name, "lore"), Title: "Lore knowledge graph", Version: cmp.Or(o.Version, "dev"),
 		Icons: []mcpsdk.Icon{{Source: iconRead, MIMEType: "image/svg+xml"}}}
 	s.sdk = mcpsdk.NewServer(impl, &mcpsdk.ServerOptions{
@@ -189,27 +197,92 @@ func setCacheable(_ context.Context, req mcpsdk.Request, c *mcpsdk.Cacheable) {
 	c.CacheScope = "public" // the same data for every caller
 }
 
-// subscriptions counts subscribers per URI, so that a commit notifies only
-// the URIs someone listens to. The SDK keeps the sessions themselves.
+// subscriptions records which session subscribed to which URI, so that a
+// commit notifies only the URIs someone listens to, and caps each
+// session's subscriptions. The SDK keeps its own record, by session, of
+// whom to notify; this one only gates the calls into it. A session's
+// entries go when it unsubscribes or ends: on 2026-07-28 a
+// subscriptions/listen stream is a session of its own, which the SDK
+// unsubscribes when the stream ends.
 type subscriptions struct {
-	mu    sync.Mutex
-	count map[string]int
+	max int // per session; <= 0: no cap
+
+	mu        sync.Mutex
+	bySession map[*mcpsdk.ServerSession]map[string]bool
+	count     map[string]int // sessions per URI
+
+	// forgotten, if set, hears of each session forgotten once it ended (tests).
+	forgotten func(*mcpsdk.ServerSession)
+}
+
+func (s *subscriptions) init(max int) {
+	if max == 0 {
+		max = DefaultMaxSubscriptions
+	}
+	s.max = max
+	s.bySession = map[*mcpsdk.ServerSession]map[string]bool{}
+	s.count = map[string]int{}
 }
 
 func (s *subscriptions) subscribe(_ context.Context, req *mcpsdk.SubscribeRequest) error {
+	ss, uri := req.Session, req.Params.URI
 	s.mu.Lock()
-	s.count[req.Params.URI]++
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	uris, known := s.bySession[ss]
+	if uris[uri] {
+		return nil // again: the SDK keeps one subscription too
+	}
+	if s.max > 0 && len(uris) >= s.max {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+			"this session already has %d resource subscriptions, the server's cap; unsubscribe from some before subscribing to %s", len(uris), uri)}
+	}
+	if !known {
+		uris = map[string]bool{}
+		s.bySession[ss] = uris
+		if ss != nil {
+			go s.forget(ss)
+		}
+	}
+	uris[uri] = true
+	s.count[uri]++
 	return nil
 }
 
 func (s *subscriptions) unsubscribe(_ context.Context, req *mcpsdk.UnsubscribeRequest) error {
 	s.mu.Lock()
-	if s.count[req.Params.URI]--; s.count[req.Params.URI] <= 0 {
-		delete(s.count, req.Params.URI)
-	}
+	s.drop(req.Session, req.Params.URI)
 	s.mu.Unlock()
 	return nil
+}
+
+// drop removes one subscription of a session, if it has it. The caller
+// holds mu.
+func (s *subscriptions) drop(ss *mcpsdk.ServerSession, uri string) {
+	uris := s.bySession[ss]
+	if !uris[uri] {
+		return // another session's subscription is not this one's to end
+	}
+	delete(uris, uri)
+	if s.count[uri]--; s.count[uri] <= 0 {
+		delete(s.count, uri)
+	}
+}
+
+// forget waits for a session to end, then drops its subscriptions. A
+// subscription that arrives after it (a race with the end) starts another
+// forget, which returns at once.
+func (s *subscriptions) forget(ss *mcpsdk.ServerSession) {
+	_ = ss.Wait()
+	s.mu.Lock()
+	for uri := range s.bySession[ss] {
+		s.drop(ss, uri)
+	}
+	delete(s.bySession, ss)
+	hook := s.forgotten
+	s.mu.Unlock()
+	if hook != nil {
+		hook(ss)
+	}
 }
 
 func (s *subscriptions) watched(uri string) bool {
@@ -273,9 +346,16 @@ func TouchedURIs(c *graph.Change) []string {
 
 // An Update is one committed change and the resource URIs it touched.
 type Update struct {
+	// Change is the change as changes_since would list it first on a page:
+	// whole if it fits the byte cap, else in part (graph.Change.Part).
 	Change graph.Change
-	URIs   []string
+	// URIs are every resource the whole change touched.
+	URIs []string
 }
+
+// updateEnvelope is room kept beside an Update's change for the message
+// that carries it.
+const updateEnvelope = 512
 
 // Updates delivers every change committed after the call, in order, with
 // the URIs it touched, until ctx is done. It reads the persistent change
@@ -292,8 +372,9 @@ func (c *Catalog) Updates(ctx context.Context) (<-chan Update, error) {
 		defer close(out)
 		defer logRecovered(ctx, c.log, "change feed panicked")
 		for ch := range changes {
+			u := Update{Change: *fitLive(&ch, c.ceilings.MaxBytes-updateEnvelope), URIs: TouchedURIs(&ch)}
 			select {
-			case out <- Update{Change: ch, URIs: TouchedURIs(&ch)}:
+			case out <- u:
 			case <-ctx.Done():
 			}
 		}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +51,13 @@ func (f *fixture) touch(t testing.TB, ids ...graph.ID) {
 // to the sentinel, on the same stream, proves nothing else is on its way.
 func (f *fixture) expectUpdates(t *testing.T, next func() string) {
 	t.Helper()
+	f.expectUpdatesIn(t, next, true)
+}
+
+// expectUpdatesIn is expectUpdates, comparing the notifications in order or
+// (when each URI has a stream of its own) as a set.
+func (f *fixture) expectUpdatesIn(t *testing.T, next func() string, ordered bool) {
+	t.Helper()
 	f.touch(t, other)           // elsewhere: nothing
 	f.touch(t, watched)         // 1
 	f.touch(t, other, sentinel) // the sentinel is subscribed too: 1 for it
@@ -59,6 +68,10 @@ func (f *fixture) expectUpdates(t *testing.T, next func() string) {
 	var got []string
 	for range want {
 		got = append(got, next())
+	}
+	if !ordered {
+		slices.Sort(got)
+		slices.Sort(want)
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("notifications:\n got %v\nwant %v", got, want)
@@ -223,4 +236,144 @@ func TestTypeResourcesFollowData(t *testing.T) {
 	if !has(list(), entity) {
 		t.Fatal("Entity not listed after its first node")
 	}
+}
+
+// TestSubscriptionsPerSession: subscriptions belong to the session that
+// made them. Over the real HTTP handler, session B unsubscribing from URIs
+// it never subscribed to, or ending after subscribing to them, does not
+// silence session A.
+func TestSubscriptionsPerSession(t *testing.T) {
+	t.Run("legacy", func(t *testing.T) {
+		f := newFixture(t, nil)
+		hs := httptest.NewServer(f.srv.HTTPHandler(nil))
+		t.Cleanup(hs.Close)
+		endpoint := &mcpsdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}
+		opts, next := receiver(t)
+		a := dial(t, endpoint, legacy, opts)
+		b := dial(t, &mcpsdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, legacy, nil)
+		c := dial(t, &mcpsdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, legacy, nil)
+		for _, id := range []graph.ID{watched, sentinel} {
+			uri := mcp.NodeURI(id)
+			if err := a.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: uri}); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Unsubscribe(t.Context(), &mcpsdk.UnsubscribeParams{URI: uri}); err != nil { // never subscribed
+				t.Fatal(err)
+			}
+			if err := c.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: uri}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Close(); err != nil { // C's session ends: its subscriptions go, not A's
+			t.Fatal(err)
+		}
+		f.expectUpdates(t, next)
+	})
+	t.Run("modern", func(t *testing.T) {
+		f := newFixture(t, nil)
+		hs := httptest.NewServer(f.srv.HTTPHandler(nil))
+		t.Cleanup(hs.Close)
+		opts, next := receiver(t)
+		a := dial(t, &mcpsdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, modern, opts)
+		b := dial(t, &mcpsdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, modern, nil)
+		for _, cs := range []*mcpsdk.ClientSession{a, b} {
+			for _, id := range []graph.ID{watched, sentinel} {
+				if err := cs.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: mcp.NodeURI(id)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// B's listen streams end; A's stay.
+		for _, id := range []graph.ID{watched, sentinel} {
+			if err := b.Unsubscribe(t.Context(), &mcpsdk.UnsubscribeParams{URI: mcp.NodeURI(id)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.expectUpdatesIn(t, next, false) // a listen stream per URI: no order across them
+	})
+}
+
+// listen opens a 2026-07-28 subscriptions/listen stream on the wire and
+// returns its first message.
+func listen(t *testing.T, url string, uris ...string) map[string]any {
+	t.Helper()
+	list, _ := json.Marshal(uris)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"_meta":{%q:%q,%q:{}},"notifications":{"resourceSubscriptions":%s}}}`,
+		"io.modelcontextprotocol/protocolVersion", modern, "io.modelcontextprotocol/clientCapabilities", list)
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", modern)
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	var m map[string]any
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") { // an error comes as one JSON response
+		data, _ := io.ReadAll(resp.Body)
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("status %d: %v: %s", resp.StatusCode, err, data)
+		}
+		return m
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			if err := json.Unmarshal([]byte(data), &m); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+	}
+	t.Fatalf("status %d, no message: %v", resp.StatusCode, sc.Err())
+	return nil
+}
+
+// TestSubscriptionCap: a session may hold ServerOptions.MaxSubscriptions
+// subscriptions; one more is a JSON-RPC error saying so, on a legacy
+// session and in a 2026-07-28 listen request.
+func TestSubscriptionCap(t *testing.T) {
+	f := newFixture(t, nil)
+	srv := mcp.NewServer(f.cat, &mcp.ServerOptions{MaxSubscriptions: 3})
+	hs := httptest.NewServer(srv.HTTPHandler(nil))
+	t.Cleanup(hs.Close)
+	uris := []string{mcp.NodeURI(watched), mcp.NodeURI(sentinel), mcp.NodeURI(other), mcp.ChangesURI}
+
+	t.Run("legacy", func(t *testing.T) {
+		cs := dial(t, &mcpsdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, legacy, nil)
+		for _, u := range append(uris[:3:3], uris[0]) { // the same URI again is still one subscription
+			if err := cs.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: u}); err != nil {
+				t.Fatalf("%s: %v", u, err)
+			}
+		}
+		err := cs.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: uris[3]})
+		if err == nil || !strings.Contains(err.Error(), "already has 3 resource subscriptions, the server's cap") {
+			t.Fatalf("the fourth subscription: %v", err)
+		}
+		// Another session has its own allowance; an unsubscription makes room.
+		other := dial(t, &mcpsdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, legacy, nil)
+		if err := other.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: uris[3]}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.Unsubscribe(t.Context(), &mcpsdk.UnsubscribeParams{URI: uris[0]}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: uris[3]}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("modern", func(t *testing.T) {
+		m := listen(t, hs.URL+"/mcp", uris...)
+		e, _ := m["error"].(map[string]any)
+		if msg, _ := e["message"].(string); !strings.Contains(msg, "already has 3 resource subscriptions") {
+			t.Fatalf("a listen request for 4 URIs: %v", m)
+		}
+		if m := listen(t, hs.URL+"/mcp", uris[:3]...); m["method"] != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("a listen request for 3 URIs: %v", m)
+		}
+	})
 }

@@ -427,6 +427,7 @@ func queryGraph() *Tool {
 type changesIn struct {
 	Cursor uint64 `json:"cursor"`
 	Limit  int    `json:"limit"`
+	Offset int    `json:"offset"`
 }
 
 type changesOut struct {
@@ -434,14 +435,6 @@ type changesOut struct {
 	// Cursor is the sequence number to pass next time.
 	Cursor uint64 `json:"cursor"`
 	More   bool   `json:"more"`
-}
-
-func (o *changesOut) items() int { return len(o.Changes) }
-func (o *changesOut) keep(n int) {
-	o.Changes, o.More = o.Changes[:n], true
-	if n > 0 {
-		o.Cursor = o.Changes[n-1].Seq
-	}
 }
 
 func (o *changesOut) text() string {
@@ -453,32 +446,155 @@ func (o *changesOut) text() string {
 	b.WriteString("\n")
 	var d strings.Builder
 	for _, ch := range o.Changes {
+		if p := ch.Part; p != nil {
+			fmt.Fprintf(&d, "#%d %s %s: %d node(s), %d edge(s); listed: %d node(s), %d edge(s) from element %d", ch.Seq, ch.Time.Format("2006-01-02T15:04:05Z"), ch.Op,
+				p.NodeCount, p.EdgeCount, len(ch.Nodes), len(ch.Edges), p.Offset)
+			if ch.Truncated {
+				fmt.Fprintf(&d, "; read on with cursor %d, offset %d", ch.Seq-1, p.Next)
+			}
+			d.WriteString("\n")
+			continue
+		}
 		fmt.Fprintf(&d, "#%d %s %s: %d node(s), %d edge(s)\n", ch.Seq, ch.Time.Format("2006-01-02T15:04:05Z"), ch.Op, len(ch.Nodes), len(ch.Edges))
 	}
 	b.WriteString(fence(d.String()))
 	return b.String()
 }
 
+// maxCursor is the largest cursor changes_since takes: 2^53-1, the largest
+// integer every JSON client keeps exactly.
+const maxCursor = 1<<53 - 1
+
 func changesSince() *Tool {
 	return define(readTool("changes_since", "Changes since a cursor",
-		"What each write changed, after a cursor (0: from the start). Pass the returned cursor next time.",
-		`{`+draft+`,"type":"object","properties":{"cursor":{"type":"integer","minimum":0,"default":0},"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100}},"additionalProperties":false}`,
+		"What each write changed, after a cursor (0: from the start). Pass the returned cursor next time. A truncated entry goes on with cursor seq-1, offset part.next.",
+		`{`+draft+`,"type":"object","properties":{"cursor":{"type":"integer","minimum":0,"maximum":`+strconv.Itoa(maxCursor)+`,"default":0},`+
+			`"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0}},"additionalProperties":false}`,
 		`{`+draft+`,"type":"object","required":["changes","cursor","more"],"properties":{"changes":{"type":"array","items":{"type":"object","required":["seq","op"]}},"cursor":{"type":"integer"},"more":{"type":"boolean"}}}`),
 		func(ctx context.Context, c *Catalog, in *changesIn) (output, error) {
-			chs, err := c.store.Since(ctx, in.Cursor, in.Limit+1)
-			if err != nil {
-				return nil, err
-			}
-			out := &changesOut{Changes: chs, Cursor: in.Cursor}
-			if len(chs) > in.Limit {
-				out.Changes, out.More = chs[:in.Limit], true
-			}
-			if len(out.Changes) > 0 {
-				out.Cursor = out.Changes[len(out.Changes)-1].Seq
-			}
-			if out.Changes == nil {
-				out.Changes = []graph.Change{}
-			}
-			return out, nil
+			return c.changes(ctx, in)
 		})
+}
+
+// changes reads a page of the change log that fits the byte cap. An entry
+// is listed whole if it fits; one that does not fit the rest of a page
+// waits for the next page, where it comes first; the first entry of a page
+// that does not fit whole is listed in part (graph.LogEntry.Decode), so
+// the cursor never passes an entry that was not delivered. With an offset,
+// the page is entry cursor+1 alone, from that element.
+func (c *Catalog) changes(ctx context.Context, in *changesIn) (*changesOut, error) {
+	out := &changesOut{Changes: []graph.Change{}, Cursor: in.Cursor}
+	limit := in.Limit
+	if in.Offset > 0 {
+		limit = 1
+	}
+	// The page's envelope, with room for the largest cursor.
+	room := c.ceilings.MaxBytes - len(`{"changes":[],"cursor":18446744073709551615,"more":false}`)
+	err := graph.ReadLog(ctx, c.store, in.Cursor, func(e *graph.LogEntry) (bool, error) {
+		if len(out.Changes) == limit {
+			out.More = true
+			return false, nil
+		}
+		first := len(out.Changes) == 0
+		if first && in.Offset > 0 && e.Seq != in.Cursor+1 {
+			return false, &Error{Code: CodeNotFound, Message: fmt.Sprintf("there is no change %d to read from offset %d; the log goes on at %d", in.Cursor+1, in.Offset, e.Seq)}
+		}
+		if !first {
+			room-- // the comma
+		}
+		ch, size, err := fitChange(e, in.Offset, room, first)
+		if err != nil || ch == nil {
+			out.More = ch == nil && err == nil
+			return false, err
+		}
+		if in.Offset > 0 && len(ch.Nodes)+len(ch.Edges) == 0 {
+			return false, &Error{Code: CodeInvalid, Message: fmt.Sprintf(
+				"element %d of change %d does not fit in the server's cap of %d bytes; the server's --max-bytes must be raised to read it", in.Offset, e.Seq, c.ceilings.MaxBytes)}
+		}
+		out.Changes = append(out.Changes, *ch)
+		out.Cursor = ch.Seq
+		room -= size
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if in.Offset > 0 && len(out.Changes) == 0 {
+		return nil, &Error{Code: CodeNotFound, Message: fmt.Sprintf("there is no change %d to read from offset %d", in.Cursor+1, in.Offset)}
+	}
+	return out, nil
+}
+
+// changeReserve is room kept for a change's envelope (seq, time, op,
+// truncated and part) beside its elements.
+const changeReserve = 320
+
+// fitChange decodes a log entry to take at most room bytes encoded. A
+// first entry (of a page or a message) that does not fit whole is decoded
+// in part, from offset; any other is decoded only if it fits whole (nil
+// if not). size is the entry's encoded size. An entry that cannot fit even
+// in part is an error saying so.
+func fitChange(e *graph.LogEntry, offset, room int, first bool) (ch *graph.Change, size int, err error) {
+	budget := room - changeReserve
+	for range 3 {
+		if first {
+			ch, err = e.Decode(offset, max(budget, 0))
+		} else {
+			ch, err = e.DecodeWhole(max(budget, 0))
+		}
+		if err != nil || ch == nil {
+			return nil, 0, err
+		}
+		size, err := jsonSize(ch)
+		if err != nil {
+			return nil, 0, err
+		}
+		if size <= room {
+			return ch, size, nil
+		}
+		if !first || budget <= 0 {
+			break
+		}
+		budget -= size - room // an envelope larger than the reserve
+	}
+	if !first {
+		return nil, 0, nil
+	}
+	return nil, 0, &Error{Code: CodeInvalid, Message: fmt.Sprintf(
+		"even a summary of change %d does not fit in %d bytes; the server's --max-bytes must be raised", e.Seq, room)}
+}
+
+// fitLive cuts a decoded change (from graph.Subscribe) as fitChange would
+// decode it from the log, for the live feeds of other surfaces.
+func fitLive(c *graph.Change, room int) *graph.Change {
+	budget := room - changeReserve
+	for range 3 {
+		ch, err := c.Cut(0, max(budget, 0))
+		if err != nil {
+			break
+		}
+		size, _ := jsonSize(ch)
+		if size <= room || budget <= 0 {
+			return ch
+		}
+		budget -= size - room
+	}
+	ch, _ := c.Cut(0, 0)
+	return ch
+}
+
+// jsonSize returns the length of v's JSON encoding, as json.Marshal makes
+// it, without keeping a copy of it.
+func jsonSize(v any) (int, error) {
+	var n counter
+	err := json.NewEncoder(&n).Encode(v) // HTML-escaped, as json.Marshal does
+	return int(n) - 1, err               // less Encode's newline
+}
+
+// A counter is an io.Writer that counts what it is given.
+type counter int
+
+func (c *counter) Write(p []byte) (int, error) {
+	*c += counter(len(p))
+	return len(p), nil
 }

@@ -24,16 +24,59 @@ const (
 )
 
 // writeTool declares a write tool; its output is the batch result, of
-// which out names the lists the tool fills.
+// which out names the lists the tool fills and their counts.
 func writeTool(name, title, desc, in, out string) Tool {
 	return Tool{Name: name, Title: title, Description: desc, Input: json.RawMessage(in),
-		Output: json.RawMessage(`{` + draft + `,"type":"object","required":["seq"],"properties":{"seq":{"type":"integer"},` + out + `}}`),
+		Output: json.RawMessage(`{` + draft + `,"type":"object","required":["seq"],"properties":{"seq":{"type":"integer"},"truncated":{"type":"boolean"},` + out + `}}`),
 		Write:  true, Icon: iconWrite}
 }
 
-type writeOut struct{ *graph.Result }
+// countSchema is the schema of a list's count in a write result.
+const countSchema = `{"type":"integer"}`
 
-func (o writeOut) text() string {
+// A writeOut is a committed (or replayed) batch's result. It fits the byte
+// cap by construction: the lists are cut to their first items when they do
+// not fit (Truncated), the counts stay whole, and the answer always says
+// the batch was committed. The change-log entry Seq lists every element
+// the batch changed (changes_since).
+type writeOut struct {
+	*graph.Result
+	Truncated        bool `json:"truncated"`
+	NodeCount        int  `json:"nodeCount,omitempty"`
+	EdgeCount        int  `json:"edgeCount,omitempty"`
+	DeletedNodeCount int  `json:"deletedNodeCount,omitempty"`
+	DeletedEdgeCount int  `json:"deletedEdgeCount,omitempty"`
+}
+
+func newWriteOut(r *graph.Result) *writeOut {
+	return &writeOut{Result: r, NodeCount: len(r.Nodes), EdgeCount: len(r.Edges),
+		DeletedNodeCount: len(r.DeletedNodes), DeletedEdgeCount: len(r.DeletedEdges)}
+}
+
+func (o *writeOut) items() int {
+	return o.NodeCount + o.EdgeCount + o.DeletedNodeCount + o.DeletedEdgeCount
+}
+
+// keep keeps the first n items of the lists taken in order (nodes, edges,
+// deleted nodes, deleted edges). It reslices within the lists' capacity, so
+// a later call may keep more again.
+func (o *writeOut) keep(n int) {
+	take := func(total int) int {
+		k := min(n, total)
+		n -= k
+		return k
+	}
+	o.Nodes = o.Nodes[:take(o.NodeCount)]
+	o.Edges = o.Edges[:take(o.EdgeCount)]
+	o.DeletedNodes = o.DeletedNodes[:take(o.DeletedNodeCount)]
+	o.DeletedEdges = o.DeletedEdges[:take(o.DeletedEdgeCount)]
+	o.Truncated = len(o.Nodes)+len(o.Edges)+len(o.DeletedNodes)+len(o.DeletedEdges) < o.items()
+}
+
+// committed marks a write's output: render never answers it with an error.
+func (o *writeOut) committed() {}
+
+func (o *writeOut) text() string {
 	var b strings.Builder
 	if o.Seq == 0 {
 		b.WriteString("nothing changed")
@@ -42,6 +85,21 @@ func (o writeOut) text() string {
 	}
 	if o.Replayed {
 		b.WriteString(" (replayed: this idempotency key was already applied)")
+	}
+	if o.Truncated {
+		var counts []string
+		for _, c := range []struct {
+			n    int
+			what string
+		}{{o.NodeCount, "node(s) written"}, {o.EdgeCount, "edge(s) written"}, {o.DeletedNodeCount, "node(s) deleted"}, {o.DeletedEdgeCount, "edge(s) deleted"}} {
+			if c.n > 0 {
+				counts = append(counts, fmt.Sprintf("%d %s", c.n, c.what))
+			}
+		}
+		fmt.Fprintf(&b, ": %s; only the first are listed, to fit the server's byte cap", strings.Join(counts, ", "))
+		if o.Seq > 0 {
+			fmt.Fprintf(&b, " (changes_since with cursor %d lists every change)", o.Seq-1)
+		}
 	}
 	b.WriteString("\n")
 	var d strings.Builder
@@ -71,7 +129,7 @@ func apply(ctx context.Context, c *Catalog, b *graph.Batch) (output, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writeOut{r}, nil
+	return newWriteOut(r), nil
 }
 
 // ---- upsert_nodes
@@ -87,7 +145,7 @@ func upsertNodes() *Tool {
 		`{`+draft+`,"type":"object","required":["nodes"],"properties":{"nodes":{"type":"array","items":{"type":"object","required":["id","type","properties"],`+
 			`"properties":{"id":{"type":"string"},"type":{"type":"string"},"properties":{"type":"object"},"merge":{"type":"boolean"},"expectedRevision":`+revSchema+`}}},`+
 			`"idempotencyKey":`+idemSchema+`},"additionalProperties":false}`,
-		`"nodes":`+statusList)
+		`"nodes":`+statusList+`,"nodeCount":`+countSchema)
 	t.Idempotent = true
 	return define(t, func(ctx context.Context, c *Catalog, in *upsertNodesIn) (output, error) {
 		return apply(ctx, c, &graph.Batch{Nodes: in.Nodes, IdempotencyKey: in.IdempotencyKey, Op: "upsert_nodes"})
@@ -113,7 +171,7 @@ func upsertEdges() *Tool {
 		`{`+draft+`,"type":"object","required":["edges"],"properties":{"edges":{"type":"array","items":{"type":"object","required":["from","label","to"],`+
 			`"properties":{`+edgeKeyProps+`,"properties":{"type":"object"},"expectedRevision":`+revSchema+`}}},`+
 			`"idempotencyKey":`+idemSchema+`},"additionalProperties":false}`,
-		`"edges":`+statusList)
+		`"edges":`+statusList+`,"edgeCount":`+countSchema)
 	t.Idempotent = true
 	return define(t, func(ctx context.Context, c *Catalog, in *upsertEdgesIn) (output, error) {
 		b := &graph.Batch{IdempotencyKey: in.IdempotencyKey, Op: "upsert_edges"}
@@ -147,7 +205,7 @@ func deleteNodes() *Tool {
 		"Delete nodes and every edge at them. Destructive: asks the user to confirm.",
 		`{`+draft+`,"type":"object","required":["nodes"],"properties":{"nodes":{"type":"array","items":{"type":"object","required":["id"],`+
 			`"properties":{"id":{"type":"string"},"expectedRevision":{"type":"integer"}}}},"idempotencyKey":`+idemSchema+`,"confirm":`+confirmSchema+`},"additionalProperties":false}`,
-		`"deletedNodes":`+idList+`,"deletedEdges":`+idList),
+		`"deletedNodes":`+idList+`,"deletedEdges":`+idList+`,"deletedNodeCount":`+countSchema+`,"deletedEdgeCount":`+countSchema),
 		func(ctx context.Context, c *Catalog, in *deleteNodesIn) (output, error) {
 			if !in.Confirm {
 				var ids []string
@@ -173,7 +231,7 @@ func deleteEdges() *Tool {
 		"Delete edges (from, label, to, key); nodes stay. Destructive: asks the user to confirm.",
 		`{`+draft+`,"type":"object","required":["edges"],"properties":{"edges":{"type":"array","items":{"type":"object","required":["from","label","to"],`+
 			`"properties":{`+edgeKeyProps+`,"expectedRevision":{"type":"integer"}}}},"idempotencyKey":`+idemSchema+`,"confirm":`+confirmSchema+`},"additionalProperties":false}`,
-		`"deletedEdges":`+idList),
+		`"deletedEdges":`+idList+`,"deletedEdgeCount":`+countSchema),
 		func(ctx context.Context, c *Catalog, in *deleteEdgesIn) (output, error) {
 			if !in.Confirm {
 				var ids []string

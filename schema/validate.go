@@ -3,7 +3,9 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -91,12 +93,27 @@ func Flatten(ve *jsonschema.ValidationError) []Violation {
 				out = append(out, Violation{Pointer: ptr + "/" + escape(p), Rule: rule, Message: "is not an allowed property"})
 			}
 			return
+		case *kind.Maximum: // exact numbers: the library's message rounds them to floats
+			out = append(out, Violation{Pointer: ptr, Rule: rule, Message: "is " + exact(k.Got) + ", above the maximum of " + exact(k.Want)})
+			return
+		case *kind.Minimum:
+			out = append(out, Violation{Pointer: ptr, Rule: rule, Message: "is " + exact(k.Got) + ", below the minimum of " + exact(k.Want)})
+			return
 		}
 		out = append(out, Violation{Pointer: ptr, Rule: rule, Message: e.ErrorKind.LocalizedString(printer)})
 	}
 	walk(ve)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
 	return out
+}
+
+// exact prints a number as JSON would: an integer whole, else a decimal.
+func exact(r *big.Rat) string {
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 func pointer(tokens []string) string {

@@ -41,11 +41,20 @@ type DirectiveRoot struct {
 
 type ComplexityRoot struct {
 	Change struct {
-		Edges func(childComplexity int) int
-		Nodes func(childComplexity int) int
-		Op    func(childComplexity int) int
-		Seq   func(childComplexity int) int
-		Time  func(childComplexity int) int
+		Edges     func(childComplexity int) int
+		Nodes     func(childComplexity int) int
+		Op        func(childComplexity int) int
+		Part      func(childComplexity int) int
+		Seq       func(childComplexity int) int
+		Time      func(childComplexity int) int
+		Truncated func(childComplexity int) int
+	}
+
+	ChangePart struct {
+		EdgeCount func(childComplexity int) int
+		Next      func(childComplexity int) int
+		NodeCount func(childComplexity int) int
+		Offset    func(childComplexity int) int
 	}
 
 	ChangesSinceResult struct {
@@ -55,14 +64,19 @@ type ComplexityRoot struct {
 	}
 
 	DeleteEdgesResult struct {
-		DeletedEdges func(childComplexity int) int
-		Seq          func(childComplexity int) int
+		DeletedEdgeCount func(childComplexity int) int
+		DeletedEdges     func(childComplexity int) int
+		Seq              func(childComplexity int) int
+		Truncated        func(childComplexity int) int
 	}
 
 	DeleteNodesResult struct {
-		DeletedEdges func(childComplexity int) int
-		DeletedNodes func(childComplexity int) int
-		Seq          func(childComplexity int) int
+		DeletedEdgeCount func(childComplexity int) int
+		DeletedEdges     func(childComplexity int) int
+		DeletedNodeCount func(childComplexity int) int
+		DeletedNodes     func(childComplexity int) int
+		Seq              func(childComplexity int) int
+		Truncated        func(childComplexity int) int
 	}
 
 	DescribeModelResult struct {
@@ -148,7 +162,7 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		ChangesSince  func(childComplexity int, cursor *int, limit *int) int
+		ChangesSince  func(childComplexity int, cursor *int, limit *int, offset *int) int
 		DescribeModel func(childComplexity int, typeArg *string) int
 		FindPaths     func(childComplexity int, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int) int
 		GetNode       func(childComplexity int, id string) int
@@ -197,8 +211,10 @@ type ComplexityRoot struct {
 	}
 
 	UpsertEdgesResult struct {
-		Edges func(childComplexity int) int
-		Seq   func(childComplexity int) int
+		EdgeCount func(childComplexity int) int
+		Edges     func(childComplexity int) int
+		Seq       func(childComplexity int) int
+		Truncated func(childComplexity int) int
 	}
 
 	UpsertNodesNode struct {
@@ -208,8 +224,10 @@ type ComplexityRoot struct {
 	}
 
 	UpsertNodesResult struct {
-		Nodes func(childComplexity int) int
-		Seq   func(childComplexity int) int
+		NodeCount func(childComplexity int) int
+		Nodes     func(childComplexity int) int
+		Seq       func(childComplexity int) int
+		Truncated func(childComplexity int) int
 	}
 }
 
@@ -235,7 +253,7 @@ type QueryResolver interface {
 	Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int) (*model.NeighborsResult, error)
 	FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int) (*model.FindPathsResult, error)
 	QueryGraph(ctx context.Context, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, limit *int, cursor *string, limits any) (*model.QueryGraphResult, error)
-	ChangesSince(ctx context.Context, cursor *int, limit *int) (*model.ChangesSinceResult, error)
+	ChangesSince(ctx context.Context, cursor *int, limit *int, offset *int) (*model.ChangesSinceResult, error)
 	Resource(ctx context.Context, uri string) (*model.Resource, error)
 }
 type ResourceResolver interface {
@@ -288,6 +306,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Change.Op(childComplexity), true
+	case "Change.part":
+		if e.ComplexityRoot.Change.Part == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Change.Part(childComplexity), true
 	case "Change.seq":
 		if e.ComplexityRoot.Change.Seq == nil {
 			break
@@ -300,6 +324,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Change.Time(childComplexity), true
+	case "Change.truncated":
+		if e.ComplexityRoot.Change.Truncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Change.Truncated(childComplexity), true
+
+	case "ChangePart.edgeCount":
+		if e.ComplexityRoot.ChangePart.EdgeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChangePart.EdgeCount(childComplexity), true
+	case "ChangePart.next":
+		if e.ComplexityRoot.ChangePart.Next == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChangePart.Next(childComplexity), true
+	case "ChangePart.nodeCount":
+		if e.ComplexityRoot.ChangePart.NodeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChangePart.NodeCount(childComplexity), true
+	case "ChangePart.offset":
+		if e.ComplexityRoot.ChangePart.Offset == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChangePart.Offset(childComplexity), true
 
 	case "ChangesSinceResult.changes":
 		if e.ComplexityRoot.ChangesSinceResult.Changes == nil {
@@ -320,6 +375,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ChangesSinceResult.More(childComplexity), true
 
+	case "DeleteEdgesResult.deletedEdgeCount":
+		if e.ComplexityRoot.DeleteEdgesResult.DeletedEdgeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteEdgesResult.DeletedEdgeCount(childComplexity), true
 	case "DeleteEdgesResult.deletedEdges":
 		if e.ComplexityRoot.DeleteEdgesResult.DeletedEdges == nil {
 			break
@@ -332,13 +393,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DeleteEdgesResult.Seq(childComplexity), true
+	case "DeleteEdgesResult.truncated":
+		if e.ComplexityRoot.DeleteEdgesResult.Truncated == nil {
+			break
+		}
 
+		return e.ComplexityRoot.DeleteEdgesResult.Truncated(childComplexity), true
+
+	case "DeleteNodesResult.deletedEdgeCount":
+		if e.ComplexityRoot.DeleteNodesResult.DeletedEdgeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNodesResult.DeletedEdgeCount(childComplexity), true
 	case "DeleteNodesResult.deletedEdges":
 		if e.ComplexityRoot.DeleteNodesResult.DeletedEdges == nil {
 			break
 		}
 
 		return e.ComplexityRoot.DeleteNodesResult.DeletedEdges(childComplexity), true
+	case "DeleteNodesResult.deletedNodeCount":
+		if e.ComplexityRoot.DeleteNodesResult.DeletedNodeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNodesResult.DeletedNodeCount(childComplexity), true
 	case "DeleteNodesResult.deletedNodes":
 		if e.ComplexityRoot.DeleteNodesResult.DeletedNodes == nil {
 			break
@@ -351,6 +430,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DeleteNodesResult.Seq(childComplexity), true
+	case "DeleteNodesResult.truncated":
+		if e.ComplexityRoot.DeleteNodesResult.Truncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNodesResult.Truncated(childComplexity), true
 
 	case "DescribeModelResult.edges":
 		if e.ComplexityRoot.DescribeModelResult.Edges == nil {
@@ -680,7 +765,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.ChangesSince(childComplexity, args["cursor"].(*int), args["limit"].(*int)), true
+		return e.ComplexityRoot.Query.ChangesSince(childComplexity, args["cursor"].(*int), args["limit"].(*int), args["offset"].(*int)), true
 	case "Query.describeModel":
 		if e.ComplexityRoot.Query.DescribeModel == nil {
 			break
@@ -906,6 +991,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Subscription.TypeChanged(childComplexity, args["type"].(string), args["since"].(*int)), true
 
+	case "UpsertEdgesResult.edgeCount":
+		if e.ComplexityRoot.UpsertEdgesResult.EdgeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertEdgesResult.EdgeCount(childComplexity), true
 	case "UpsertEdgesResult.edges":
 		if e.ComplexityRoot.UpsertEdgesResult.Edges == nil {
 			break
@@ -918,6 +1009,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UpsertEdgesResult.Seq(childComplexity), true
+	case "UpsertEdgesResult.truncated":
+		if e.ComplexityRoot.UpsertEdgesResult.Truncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertEdgesResult.Truncated(childComplexity), true
 
 	case "UpsertNodesNode.id":
 		if e.ComplexityRoot.UpsertNodesNode.ID == nil {
@@ -938,6 +1035,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.UpsertNodesNode.Status(childComplexity), true
 
+	case "UpsertNodesResult.nodeCount":
+		if e.ComplexityRoot.UpsertNodesResult.NodeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesResult.NodeCount(childComplexity), true
 	case "UpsertNodesResult.nodes":
 		if e.ComplexityRoot.UpsertNodesResult.Nodes == nil {
 			break
@@ -950,6 +1053,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UpsertNodesResult.Seq(childComplexity), true
+	case "UpsertNodesResult.truncated":
+		if e.ComplexityRoot.UpsertNodesResult.Truncated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesResult.Truncated(childComplexity), true
 
 	}
 	return 0, false
@@ -1092,8 +1201,26 @@ func (ec *executionContext) childFields_Change(ctx context.Context, field graphq
 		return ec.fieldContext_Change_nodes(ctx, field)
 	case "edges":
 		return ec.fieldContext_Change_edges(ctx, field)
+	case "truncated":
+		return ec.fieldContext_Change_truncated(ctx, field)
+	case "part":
+		return ec.fieldContext_Change_part(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Change", field.Name)
+}
+
+func (ec *executionContext) childFields_ChangePart(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "nodeCount":
+		return ec.fieldContext_ChangePart_nodeCount(ctx, field)
+	case "edgeCount":
+		return ec.fieldContext_ChangePart_edgeCount(ctx, field)
+	case "offset":
+		return ec.fieldContext_ChangePart_offset(ctx, field)
+	case "next":
+		return ec.fieldContext_ChangePart_next(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ChangePart", field.Name)
 }
 
 func (ec *executionContext) childFields_ChangesSinceResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1112,8 +1239,12 @@ func (ec *executionContext) childFields_DeleteEdgesResult(ctx context.Context, f
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_DeleteEdgesResult_seq(ctx, field)
+	case "truncated":
+		return ec.fieldContext_DeleteEdgesResult_truncated(ctx, field)
 	case "deletedEdges":
 		return ec.fieldContext_DeleteEdgesResult_deletedEdges(ctx, field)
+	case "deletedEdgeCount":
+		return ec.fieldContext_DeleteEdgesResult_deletedEdgeCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DeleteEdgesResult", field.Name)
 }
@@ -1122,10 +1253,16 @@ func (ec *executionContext) childFields_DeleteNodesResult(ctx context.Context, f
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_DeleteNodesResult_seq(ctx, field)
+	case "truncated":
+		return ec.fieldContext_DeleteNodesResult_truncated(ctx, field)
 	case "deletedNodes":
 		return ec.fieldContext_DeleteNodesResult_deletedNodes(ctx, field)
 	case "deletedEdges":
 		return ec.fieldContext_DeleteNodesResult_deletedEdges(ctx, field)
+	case "deletedNodeCount":
+		return ec.fieldContext_DeleteNodesResult_deletedNodeCount(ctx, field)
+	case "deletedEdgeCount":
+		return ec.fieldContext_DeleteNodesResult_deletedEdgeCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DeleteNodesResult", field.Name)
 }
@@ -1346,8 +1483,12 @@ func (ec *executionContext) childFields_UpsertEdgesResult(ctx context.Context, f
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_UpsertEdgesResult_seq(ctx, field)
+	case "truncated":
+		return ec.fieldContext_UpsertEdgesResult_truncated(ctx, field)
 	case "edges":
 		return ec.fieldContext_UpsertEdgesResult_edges(ctx, field)
+	case "edgeCount":
+		return ec.fieldContext_UpsertEdgesResult_edgeCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UpsertEdgesResult", field.Name)
 }
@@ -1368,8 +1509,12 @@ func (ec *executionContext) childFields_UpsertNodesResult(ctx context.Context, f
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_UpsertNodesResult_seq(ctx, field)
+	case "truncated":
+		return ec.fieldContext_UpsertNodesResult_truncated(ctx, field)
 	case "nodes":
 		return ec.fieldContext_UpsertNodesResult_nodes(ctx, field)
+	case "nodeCount":
+		return ec.fieldContext_UpsertNodesResult_nodeCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UpsertNodesResult", field.Name)
 }
@@ -1695,6 +1840,14 @@ func (ec *executionContext) field_Query_changesSince_args(ctx context.Context, r
 		return nil, err
 	}
 	args["limit"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "offset",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["offset"] = arg2
 	return args, nil
 }
 
@@ -2235,6 +2388,153 @@ func (ec *executionContext) fieldContext_Change_edges(_ context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _Change_truncated(ctx context.Context, field graphql.CollectedField, obj *model.Change) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Change_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Change_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Change", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _Change_part(ctx context.Context, field graphql.CollectedField, obj *model.Change) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Change_part(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Part, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ChangePart) graphql.Marshaler {
+			return ec.marshalOChangePart2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐChangePart(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Change_part(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Change",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ChangePart(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ChangePart_nodeCount(ctx context.Context, field graphql.CollectedField, obj *model.ChangePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChangePart_nodeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NodeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChangePart_nodeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChangePart", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ChangePart_edgeCount(ctx context.Context, field graphql.CollectedField, obj *model.ChangePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChangePart_edgeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChangePart_edgeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChangePart", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ChangePart_offset(ctx context.Context, field graphql.CollectedField, obj *model.ChangePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChangePart_offset(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Offset, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChangePart_offset(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChangePart", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ChangePart_next(ctx context.Context, field graphql.CollectedField, obj *model.ChangePart) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChangePart_next(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Next, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ChangePart_next(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChangePart", field, false, false, "Int")
+}
+
 func (ec *executionContext) _ChangesSinceResult_changes(ctx context.Context, field graphql.CollectedField, obj *model.ChangesSinceResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2336,6 +2636,29 @@ func (ec *executionContext) fieldContext_DeleteEdgesResult_seq(_ context.Context
 	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "Int")
 }
 
+func (ec *executionContext) _DeleteEdgesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteEdgesResult_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteEdgesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _DeleteEdgesResult_deletedEdges(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2359,6 +2682,29 @@ func (ec *executionContext) fieldContext_DeleteEdgesResult_deletedEdges(_ contex
 	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "String")
 }
 
+func (ec *executionContext) _DeleteEdgesResult_deletedEdgeCount(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteEdgesResult_deletedEdgeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedEdgeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteEdgesResult_deletedEdgeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "Int")
+}
+
 func (ec *executionContext) _DeleteNodesResult_seq(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2380,6 +2726,29 @@ func (ec *executionContext) _DeleteNodesResult_seq(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_DeleteNodesResult_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DeleteNodesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNodesResult_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNodesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _DeleteNodesResult_deletedNodes(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
@@ -2426,6 +2795,52 @@ func (ec *executionContext) _DeleteNodesResult_deletedEdges(ctx context.Context,
 }
 func (ec *executionContext) fieldContext_DeleteNodesResult_deletedEdges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _DeleteNodesResult_deletedNodeCount(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNodesResult_deletedNodeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedNodeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNodesResult_deletedNodeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DeleteNodesResult_deletedEdgeCount(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNodesResult_deletedEdgeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedEdgeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNodesResult_deletedEdgeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _DescribeModelResult_nodeTypes(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelResult) (ret graphql.Marshaler) {
@@ -3943,7 +4358,7 @@ func (ec *executionContext) _Query_changesSince(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().ChangesSince(ctx, fc.Args["cursor"].(*int), fc.Args["limit"].(*int))
+			return ec.Resolvers.Query().ChangesSince(ctx, fc.Args["cursor"].(*int), fc.Args["limit"].(*int), fc.Args["offset"].(*int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.ChangesSinceResult) graphql.Marshaler {
@@ -4709,6 +5124,29 @@ func (ec *executionContext) fieldContext_UpsertEdgesResult_seq(_ context.Context
 	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Int")
 }
 
+func (ec *executionContext) _UpsertEdgesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertEdgesResult_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertEdgesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _UpsertEdgesResult_edges(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4739,6 +5177,29 @@ func (ec *executionContext) fieldContext_UpsertEdgesResult_edges(_ context.Conte
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _UpsertEdgesResult_edgeCount(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertEdgesResult_edgeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertEdgesResult_edgeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _UpsertNodesNode_id(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesNode) (ret graphql.Marshaler) {
@@ -4833,6 +5294,29 @@ func (ec *executionContext) fieldContext_UpsertNodesResult_seq(_ context.Context
 	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Int")
 }
 
+func (ec *executionContext) _UpsertNodesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesResult_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _UpsertNodesResult_nodes(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4863,6 +5347,29 @@ func (ec *executionContext) fieldContext_UpsertNodesResult_nodes(_ context.Conte
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _UpsertNodesResult_nodeCount(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesResult_nodeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NodeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesResult_nodeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -6486,6 +6993,64 @@ func (ec *executionContext) _Change(ctx context.Context, sel ast.SelectionSet, o
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "truncated":
+			out.Values[i] = ec._Change_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "part":
+			out.Values[i] = ec._Change_part(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var changePartImplementors = []string{"ChangePart"}
+
+func (ec *executionContext) _ChangePart(ctx context.Context, sel ast.SelectionSet, obj *model.ChangePart) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, changePartImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ChangePart")
+		case "nodeCount":
+			out.Values[i] = ec._ChangePart_nodeCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "edgeCount":
+			out.Values[i] = ec._ChangePart_edgeCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "offset":
+			out.Values[i] = ec._ChangePart_offset(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "next":
+			out.Values[i] = ec._ChangePart_next(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -6562,8 +7127,18 @@ func (ec *executionContext) _DeleteEdgesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "truncated":
+			out.Values[i] = ec._DeleteEdgesResult_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "deletedEdges":
 			out.Values[i] = ec._DeleteEdgesResult_deletedEdges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedEdgeCount":
+			out.Values[i] = ec._DeleteEdgesResult_deletedEdgeCount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -6600,6 +7175,11 @@ func (ec *executionContext) _DeleteNodesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "truncated":
+			out.Values[i] = ec._DeleteNodesResult_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "deletedNodes":
 			out.Values[i] = ec._DeleteNodesResult_deletedNodes(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -6607,6 +7187,16 @@ func (ec *executionContext) _DeleteNodesResult(ctx context.Context, sel ast.Sele
 			}
 		case "deletedEdges":
 			out.Values[i] = ec._DeleteNodesResult_deletedEdges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedNodeCount":
+			out.Values[i] = ec._DeleteNodesResult_deletedNodeCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedEdgeCount":
+			out.Values[i] = ec._DeleteNodesResult_deletedEdgeCount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -7575,8 +8165,18 @@ func (ec *executionContext) _UpsertEdgesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "truncated":
+			out.Values[i] = ec._UpsertEdgesResult_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "edges":
 			out.Values[i] = ec._UpsertEdgesResult_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "edgeCount":
+			out.Values[i] = ec._UpsertEdgesResult_edgeCount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -7656,8 +8256,18 @@ func (ec *executionContext) _UpsertNodesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "truncated":
+			out.Values[i] = ec._UpsertNodesResult_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "nodes":
 			out.Values[i] = ec._UpsertNodesResult_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "nodeCount":
+			out.Values[i] = ec._UpsertNodesResult_nodeCount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -8664,6 +9274,13 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOChangePart2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐChangePart(ctx context.Context, sel ast.SelectionSet, v *model.ChangePart) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ChangePart(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOChangesSinceResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐChangesSinceResult(ctx context.Context, sel ast.SelectionSet, v *model.ChangesSinceResult) graphql.Marshaler {

@@ -77,7 +77,7 @@ func (r *queryResolver) QueryGraph(ctx context.Context, from model.QueryGraphFro
 }
 
 // ChangesSince is the resolver for the changesSince field.
-func (r *queryResolver) ChangesSince(ctx context.Context, cursor *int, limit *int) (*model.ChangesSinceResult, error) {
+func (r *queryResolver) ChangesSince(ctx context.Context, cursor *int, limit *int, offset *int) (*model.ChangesSinceResult, error) {
 	return invoke[*model.ChangesSinceResult](ctx, r.Cat, "changes_since", arguments(ctx))
 }
 

@@ -42,11 +42,17 @@ type fixture struct {
 
 func newFixture(t *testing.T, guard *mcp.HTTPOptions) *fixture {
 	t.Helper()
+	return newFixtureWith(t, guard, nil)
+}
+
+// newFixtureWith is newFixture with a catalog made with opts.
+func newFixtureWith(t *testing.T, guard *mcp.HTTPOptions, opts *mcp.Options) *fixture {
+	t.Helper()
 	s := graphtest.New(t)
 	if _, err := graph.Import(t.Context(), s, bytes.NewReader(schema.ExampleData()), graph.ImportOptions{Format: graph.NDJSON}); err != nil {
 		t.Fatal(err)
 	}
-	cat := mcp.NewCatalog(s, nil)
+	cat := mcp.NewCatalog(s, opts)
 	if guard == nil {
 		guard = &mcp.HTTPOptions{RateLimit: -1}
 	}

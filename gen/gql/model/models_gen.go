@@ -18,6 +18,21 @@ type Change struct {
 	Op    string        `json:"op"`
 	Nodes []*NodeChange `json:"nodes,omitempty"`
 	Edges []*EdgeChange `json:"edges,omitempty"`
+	// Elements of the entry follow those listed: read them with changesSince(cursor: seq - 1, offset: part.next).
+	Truncated *bool       `json:"truncated,omitempty"`
+	Part      *ChangePart `json:"part,omitempty"`
+}
+
+// Which elements (nodes, then edges, numbered from 0) of an entry too large for one answer a change lists.
+type ChangePart struct {
+	// The entry's nodes.
+	NodeCount int `json:"nodeCount"`
+	// The entry's edges.
+	EdgeCount int `json:"edgeCount"`
+	// The number of the first element listed.
+	Offset int `json:"offset"`
+	// The number of the first element after those listed, when there are more.
+	Next *int `json:"next,omitempty"`
 }
 
 type ChangesSinceResult struct {
@@ -35,8 +50,10 @@ type DeleteEdgesEdgeInput struct {
 }
 
 type DeleteEdgesResult struct {
-	Seq          int      `json:"seq"`
-	DeletedEdges []string `json:"deletedEdges,omitempty"`
+	Seq              int      `json:"seq"`
+	Truncated        *bool    `json:"truncated,omitempty"`
+	DeletedEdges     []string `json:"deletedEdges,omitempty"`
+	DeletedEdgeCount *int     `json:"deletedEdgeCount,omitempty"`
 }
 
 type DeleteNodesNodeInput struct {
@@ -45,9 +62,12 @@ type DeleteNodesNodeInput struct {
 }
 
 type DeleteNodesResult struct {
-	Seq          int      `json:"seq"`
-	DeletedNodes []string `json:"deletedNodes,omitempty"`
-	DeletedEdges []string `json:"deletedEdges,omitempty"`
+	Seq              int      `json:"seq"`
+	Truncated        *bool    `json:"truncated,omitempty"`
+	DeletedNodes     []string `json:"deletedNodes,omitempty"`
+	DeletedEdges     []string `json:"deletedEdges,omitempty"`
+	DeletedNodeCount *int     `json:"deletedNodeCount,omitempty"`
+	DeletedEdgeCount *int     `json:"deletedEdgeCount,omitempty"`
 }
 
 type DescribeModelResult struct {
@@ -209,8 +229,10 @@ type UpsertEdgesEdgeInput struct {
 }
 
 type UpsertEdgesResult struct {
-	Seq   int                `json:"seq"`
-	Edges []*UpsertNodesNode `json:"edges,omitempty"`
+	Seq       int                `json:"seq"`
+	Truncated *bool              `json:"truncated,omitempty"`
+	Edges     []*UpsertNodesNode `json:"edges,omitempty"`
+	EdgeCount *int               `json:"edgeCount,omitempty"`
 }
 
 type UpsertNodesNode struct {
@@ -229,8 +251,10 @@ type UpsertNodesNodeInput struct {
 }
 
 type UpsertNodesResult struct {
-	Seq   int                `json:"seq"`
-	Nodes []*UpsertNodesNode `json:"nodes,omitempty"`
+	Seq       int                `json:"seq"`
+	Truncated *bool              `json:"truncated,omitempty"`
+	Nodes     []*UpsertNodesNode `json:"nodes,omitempty"`
+	NodeCount *int               `json:"nodeCount,omitempty"`
 }
 
 type Direction string
