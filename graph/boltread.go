@@ -599,13 +599,21 @@ func (s *Bolt) Stats(ctx context.Context) (*Stats, error) {
 	return st, err
 }
 
-// Since returns up to limit change-log entries after seq.
+// Since returns up to limit change-log entries after seq. A seq past the
+// last entry is refused (it would skip the entries still to come), and
+// never wraps around.
 func (s *Bolt) Since(ctx context.Context, seq uint64, limit int) ([]Change, error) {
 	if limit <= 0 || limit > MaxPageSize {
 		limit = DefaultPageSize
 	}
 	var out []Change
 	err := s.read(func(tx *bolt.Tx) error {
+		if seq > s.lastSeq {
+			return fmt.Errorf("cursor %d is past the last change, %d; pass a cursor this store returned, or 0: %w", seq, s.lastSeq, ErrInvalid)
+		}
+		if seq == s.lastSeq {
+			return nil // nothing after it (seq+1 could wrap)
+		}
 		c := tx.Bucket(bLog).Cursor()
 		for k, v := c.Seek(u64(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			var ch Change
