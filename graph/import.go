@@ -589,12 +589,12 @@ func (st *ImportStats) count(res *Result) {
 // An importBatch is one batch read from the input, prepared for Apply.
 type importBatch struct {
 	b                    *Batch
-	nodeLines, edgeLines []int64 // input line of each element of b
-	lines                int64   // lines read so far
+	nodeLines, edgeLines []int64      // input line of each element of b
+	lines                int64        // lines read so far
 	parseErrs            []*LineError // the first MaxProblems
 	parseMore            int          // parse errors beyond them
 	fatal                bool         // a parse error ends the import
-	last                 bool // the input ends after this batch
+	last                 bool         // the input ends after this batch
 }
 
 // readBatches decodes the input into prepared batches. A batch ends at the

@@ -159,8 +159,8 @@ func exportNQuads(ctx context.Context, s Store, w io.Writer, st *ExportStats) er
 type nquadsDecoder struct {
 	lr       *lineReader
 	maxDepth int // of a lore:json literal; 0 means schema.DefaultMaxDepth
-	pending *element
-	subject string // the subject the pending element collects
+	pending  *element
+	subject  string // the subject the pending element collects
 }
 
 func (d *nquadsDecoder) lines() int64 { return d.lr.n }
