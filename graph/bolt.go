@@ -109,6 +109,7 @@ type Bolt struct {
 	closed   bool
 	changed  *notifier
 	deferred *deferredIndexes // during a bulk load: derived index entries not yet written
+	hubs     hubCache         // sorted in-edges of hubs, for the next page (see Edges)
 }
 
 // metaDeferred marks a store whose derived indexes are stale: a bulk load

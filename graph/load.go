@@ -119,6 +119,7 @@ func (s *Bolt) empty() error {
 		return err
 	}
 	s.base = s.lastSeq
+	s.hubs.clear()
 	if err := s.createBuckets(); err != nil {
 		return err
 	}
