@@ -245,8 +245,9 @@ type ImportError struct {
 	// Stats.Batches batches before the problems. Otherwise the import
 	// wrote nothing.
 	Partial bool
-	// Stopped: the import stopped at the first rejected batch (a dry run
-	// checks every line); StoppedAt is the last line read.
+	// Stopped: the import stopped at the first rejected batch or
+	// unreadable line (a dry run checks every line); StoppedAt is the
+	// last line read.
 	Stopped   bool
 	StoppedAt int64
 }
@@ -270,7 +271,7 @@ func (e *ImportError) Error() string {
 		fmt.Fprintf(&b, "\n  … and %d more (the first %d by line are listed)", more, len(e.Lines))
 	}
 	if e.Stopped {
-		fmt.Fprintf(&b, "\nthe import stopped at the first rejected batch, having read %s; a dry run checks every line", plural(e.StoppedAt, "line"))
+		fmt.Fprintf(&b, "\nthe import stopped there, having read %s; a dry run checks every line", plural(e.StoppedAt, "line"))
 	}
 	return b.String()
 }
