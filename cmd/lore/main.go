@@ -202,16 +202,12 @@ func loadModel(path string) (*schema.Model, error) {
 	return m, nil
 }
 
-// open opens the store the flags name, to write.
-func (sf *storeFlags) open(ctx context.Context, e *env) (*graph.Bolt, error) {
-	return sf.openStore(ctx, e, false)
-}
-
 // openRead opens the store the flags name, which must exist, to read.
 func (sf *storeFlags) openRead(ctx context.Context, e *env) (*graph.Bolt, error) {
 	return sf.openStore(ctx, e, true)
 }
 
+// openStore opens the store the flags name, to read only or to write.
 func (sf *storeFlags) openStore(ctx context.Context, e *env, read bool) (*graph.Bolt, error) {
 	cfg, err := sf.config(e, read)
 	if err != nil {
