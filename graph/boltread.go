@@ -646,15 +646,19 @@ func (s *Bolt) sortedInEdges(ctx context.Context, in *inEdges, label string) ([]
 }
 
 // hubEdges is the fewest in-edges of one label whose sorted list is kept
-// for the next page.
-const hubEdges = 1000
+// for the next page, and hubCacheKeys the most keys the cache holds in
+// all (about 90 bytes each: some 20 MB).
+const (
+	hubEdges     = 1000
+	hubCacheKeys = 1 << 18
+)
 
 // A hubCache keeps the sorted in-edges of the hubs paged last, so that
 // paging through a hub sorts its in-edges once, not at every page. An
 // entry holds for one sequence number: any commit makes it stale.
 type hubCache struct {
 	mu      sync.Mutex
-	entries [4]hubEntry
+	entries [4]hubEntry // a ring: next is the oldest
 	next    int
 }
 
@@ -677,10 +681,25 @@ func (c *hubCache) get(node ID, label string, seq uint64) ([]EdgeKey, bool) {
 }
 
 func (c *hubCache) put(node ID, label string, seq uint64, keys []EdgeKey) {
+	if len(keys) > hubCacheKeys {
+		return // sorted again at every page, until the adjacency index comes
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries[c.next] = hubEntry{node, label, seq, keys}
-	c.next = (c.next + 1) % len(c.entries)
+	i := c.next
+	c.entries[i] = hubEntry{node, label, seq, keys}
+	c.next = (i + 1) % len(c.entries)
+	total := 0
+	for _, e := range c.entries {
+		total += len(e.keys)
+	}
+	// Drop the oldest entries until the cache is within its bound.
+	for j := c.next; total > hubCacheKeys; j = (j + 1) % len(c.entries) {
+		if j != i {
+			total -= len(c.entries[j].keys)
+			c.entries[j] = hubEntry{}
+		}
+	}
 }
 
 // clear drops every entry: the store was emptied without a new sequence
