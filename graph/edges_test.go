@@ -298,3 +298,29 @@ func BenchmarkEdgesHub(b *testing.B) {
 		}
 	}
 }
+
+// The hub cache stays within its bound, dropping its oldest entries.
+func TestHubCacheBound(t *testing.T) {
+	var c hubCache
+	keys := make([]EdgeKey, hubCacheKeys/3+1)
+	for i, n := range []ID{"a", "b", "c", "d"} {
+		c.put(n, "l", uint64(i), keys)
+	}
+	total := 0
+	for _, e := range c.entries {
+		total += len(e.keys)
+	}
+	if total > hubCacheKeys {
+		t.Errorf("the cache holds %d keys, over %d", total, hubCacheKeys)
+	}
+	if _, ok := c.get("d", "l", 3); !ok {
+		t.Error("the newest entry was dropped")
+	}
+	if _, ok := c.get("a", "l", 0); ok {
+		t.Error("the oldest entry was kept")
+	}
+	c.put("e", "l", 9, make([]EdgeKey, hubCacheKeys+1))
+	if _, ok := c.get("e", "l", 9); ok {
+		t.Error("a list over the bound was kept")
+	}
+}
