@@ -106,6 +106,7 @@ type Bolt struct {
 	lastSeq  uint64
 	base     uint64 // the change log starts after it (see metaBase)
 	readOnly bool
+	loading  bool // an all-or-nothing load is under way: other writes wait for it (see beginLoad)
 	closed   bool
 	changed  *notifier
 	deferred *deferredIndexes // during a bulk load: derived index entries not yet written
@@ -441,13 +442,19 @@ type bulk struct {
 func (s *Bolt) startBulk() (*bulk, bool) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.closed || s.lastSeq != s.base || s.deferred != nil || s.loading {
+		return nil, false
+	}
+	if err := s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(metaDeferred, []byte{1}) }); err != nil {
+		return nil, false
+	}
+	return s.bulkLocked(), true
+}
+
+// bulkLocked sets the store up for a bulk load, once it is marked
+// deferred. The caller holds wmu.
+func (s *Bolt) bulkLocked() *bulk {
 	db := s.db.DB()
-	if s.closed || s.lastSeq != s.base || s.deferred != nil {
-		return nil, false
-	}
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(metaDeferred, []byte{1}) }); err != nil {
-		return nil, false
-	}
 	b := &bulk{s: s, synced: !db.NoSync, growSynced: !db.NoGrowSync}
 	db.NoSync = true
 	// Nor does growing the file sync it (bbolt's truncate and fsync at
@@ -455,7 +462,7 @@ func (s *Bolt) startBulk() (*bulk, bool) {
 	db.NoGrowSync = true
 	s.deferred = newDeferred()
 	s.kv.filterAbsent(true)
-	return b, true
+	return b
 }
 
 // finish writes the deferred entries and restores durable commits.

@@ -46,6 +46,9 @@ func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.loading && !b.DryRun {
+		return nil, fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", ErrConflict)
+	}
 
 	var hash []byte
 	if b.IdempotencyKey != "" {

@@ -24,23 +24,31 @@ var (
 )
 
 // beginLoad starts an all-or-nothing load (see atomicLoader); fast makes
-// it a bulk load as well.
+// it a bulk load as well. Until done, Apply refuses other writes: undoing
+// the load would undo them too. (The load itself commits through
+// applyPipelined, not Apply.)
 func (s *Bolt) beginLoad(fast bool) (done func(ok bool) error, ok bool) {
 	s.wmu.Lock()
-	if s.closed || s.readOnly || s.lastSeq != s.base || s.deferred != nil {
-		s.wmu.Unlock()
+	defer s.wmu.Unlock()
+	if s.closed || s.readOnly || s.lastSeq != s.base || s.deferred != nil || s.loading {
 		return nil, false
 	}
-	err := s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(metaLoading, []byte{1}) })
-	s.wmu.Unlock()
+	err := s.db.DB().Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bMeta)
+		if fast {
+			if err := meta.Put(metaDeferred, []byte{1}); err != nil {
+				return err
+			}
+		}
+		return meta.Put(metaLoading, []byte{1})
+	})
 	if err != nil {
 		return nil, false
 	}
+	s.loading = true
 	var b *bulk
 	if fast {
-		if b, ok = s.startBulk(); !ok {
-			return nil, false // another load began meanwhile
-		}
+		b = s.bulkLocked()
 	}
 	return func(ok bool) error {
 		if !ok {
@@ -61,6 +69,7 @@ func (s *Bolt) beginLoad(fast bool) (done func(ok bool) error, ok bool) {
 		if s.closed {
 			return ErrClosed
 		}
+		s.loading = false
 		return s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) })
 	}, true
 }
@@ -74,6 +83,7 @@ func (s *Bolt) undoLoad() error {
 	if s.closed {
 		return ErrClosed
 	}
+	s.loading = false
 	if err := s.empty(); err != nil {
 		return fmt.Errorf("emptying the store of an import that failed: %w", err)
 	}

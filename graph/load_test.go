@@ -164,6 +164,11 @@ func TestInterruptedLoadIsUndoneAtOpen(t *testing.T) {
 		if _, ok := s.beginLoad(fast); !ok {
 			t.Fatal("an empty store did not start a load")
 		}
+		// Another writer waits for the load: undoing it would undo the write.
+		if _, err := s.Apply(t.Context(), &Batch{Nodes: []NodeInput{{ID: "topic/other", Type: "Topic", Properties: Props{"name": "o"}}}}); !errors.Is(err, ErrConflict) {
+			t.Fatalf("a write during a load: %v", err)
+		}
+		s.loading = false // Apply stands in for the load's own commits (applyPipelined)
 		for i := range 3 {
 			apply(t, s, &Batch{Op: "import", Nodes: []NodeInput{{ID: ID("topic/t" + string(rune('a'+i))), Type: "Topic", Properties: Props{"name": "t"}}}})
 		}
