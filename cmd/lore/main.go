@@ -33,8 +33,8 @@ Commands:
   serve      serve MCP over Streamable HTTP on 127.0.0.1:8931 (loading the example
              data into a new store); --addr, --tokens, --allow-origin, --read-only
   mcp        serve MCP over stdio (for .mcp.json); logs go to stderr
-  import     load a file into the store, all or nothing:
-                                         lore import [--format ndjson|nquads|memory] [--dry-run|--partial] FILE|-
+  import     load a file into the store, all or nothing (--partial keeps batches):
+             lore import [--format ndjson|nquads|memory] [--dry-run|--partial] FILE|-
   export     write the store to a file:    lore export [--format ndjson|nquads|memory] FILE|-
   validate   check a model file, and optionally a data file against it, without a store
   get        print a node or an edge:       lore get ID   (an edge ID reads label(from,to))
