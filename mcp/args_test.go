@@ -1,9 +1,12 @@
 package mcp_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lore-dev/lore/mcp"
 )
@@ -52,6 +55,28 @@ func TestArgumentDecodingNamesNoGoType(t *testing.T) {
 	for _, leak := range []string{"Go ", "int64", "mcp.", "In."} {
 		if strings.Contains(err.Error(), leak) {
 			t.Errorf("the error names %q: %v", leak, err)
+		}
+	}
+}
+
+// Through the SDK on both protocol eras, as an MCP client sends them: a
+// repeated key in the arguments is refused with its pointer.
+func TestArgumentsCheckedOverMCP(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, era := range eras {
+		cs := f.connect(t, era, nil)
+		res, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "search_nodes", Arguments: json.RawMessage(`{"query":"billing","query":"payments"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := ""
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcpsdk.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		if !res.IsError || !strings.Contains(text, "/query") || !strings.Contains(text, "the same key appears twice") {
+			t.Errorf("%s: a repeated key: error %v, %q", era, res.IsError, text)
 		}
 	}
 }
