@@ -10,6 +10,12 @@ import (
 // MaxBatch is the most elements (upserts and deletes together) one batch may hold.
 const MaxBatch = 10000
 
+// MaxRevision is the highest revision an element may reach: 2^53-1, the
+// largest integer every JSON client (JavaScript's numbers among them)
+// keeps exactly. A revision or expected revision outside 0 to MaxRevision
+// is refused, and so is a change to an element already at MaxRevision.
+const MaxRevision = 1<<53 - 1
+
 // A Batch is a set of writes applied atomically: all of it or none of it.
 // Each node and edge may appear at most once. Edges may join nodes that
 // exist or that the batch creates; deleting a node deletes its edges.
@@ -35,6 +41,10 @@ type Batch struct {
 
 	max   int    // the size limit if not MaxBatch (imports: MaxImportBatch)
 	yield func() // called between elements by long tasks over the batch (see turns)
+	// rank, if set, orders the batch's problems (an import's: by input
+	// line); the MaxProblems a BatchError lists are then the first in
+	// that order instead of the first found.
+	rank func(ptr string) int64
 }
 
 func (b *Batch) pause() {
@@ -152,27 +162,37 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s at %s: %s [%s]", p.Element, p.Pointer, p.Message, p.Rule)
 }
 
-// A BatchError lists every problem found in a rejected batch. It wraps
-// ErrInvalid if any problem is invalid input, else ErrConflict if any is a
-// conflict, else ErrNotFound.
+// A BatchError lists the problems found in a rejected batch: every one,
+// or the first MaxProblems and the number of the others (More). It wraps
+// ErrInvalid if any problem is invalid input, else ErrConflict if any is
+// a conflict, else ErrNotFound.
 type BatchError struct {
 	Problems []Problem
+	// More counts the problems found beyond those listed.
+	More int
 }
 
-// MaxProblems caps the problems one BatchError reports.
+// MaxProblems caps the problems one BatchError lists.
 const MaxProblems = 100
 
 func (e *BatchError) Error() string {
 	var b strings.Builder
-	if len(e.Problems) == 1 {
+	if len(e.Problems) == 1 && e.More == 0 {
 		b.WriteString("batch rejected: ")
 		b.WriteString(e.Problems[0].String())
 		return b.String()
 	}
-	fmt.Fprintf(&b, "batch rejected, %d problems:", len(e.Problems))
+	if e.More > 0 {
+		fmt.Fprintf(&b, "batch rejected, %d problems (the first %d listed):", len(e.Problems)+e.More, len(e.Problems))
+	} else {
+		fmt.Fprintf(&b, "batch rejected, %d problems:", len(e.Problems))
+	}
 	for _, p := range e.Problems {
 		b.WriteString("\n  ")
 		b.WriteString(p.String())
+	}
+	if e.More > 0 {
+		fmt.Fprintf(&b, "\n  … and %d more", e.More)
 	}
 	return b.String()
 }
@@ -191,23 +211,46 @@ func (e *BatchError) Unwrap() error {
 	return cat
 }
 
-// problems accumulates Problems, up to MaxProblems.
+// problems accumulates Problems: the first MaxProblems found (or, with
+// rank, the first MaxProblems in rank order), and a count of the others.
 type problems struct {
-	list []Problem
+	list  []Problem
+	more  int
+	rank  func(ptr string) int64
+	ranks []int64 // of list, with rank
 }
 
 func (ps *problems) add(err error, ptr, elem, rule, format string, args ...any) {
 	if len(ps.list) >= MaxProblems {
+		ps.more++
+		if ps.rank == nil {
+			return
+		}
+		// Keep the problem if it ranks before the last one kept.
+		r, worst := ps.rank(ptr), 0
+		for i, x := range ps.ranks {
+			if x > ps.ranks[worst] {
+				worst = i
+			}
+		}
+		if r >= ps.ranks[worst] {
+			return
+		}
+		ps.list[worst] = Problem{Pointer: ptr, Element: elem, Rule: rule, Message: fmt.Sprintf(format, args...), Err: err}
+		ps.ranks[worst] = r
 		return
 	}
 	ps.list = append(ps.list, Problem{Pointer: ptr, Element: elem, Rule: rule, Message: fmt.Sprintf(format, args...), Err: err})
+	if ps.rank != nil {
+		ps.ranks = append(ps.ranks, ps.rank(ptr))
+	}
 }
 
 func (ps *problems) err() error {
 	if len(ps.list) == 0 {
 		return nil
 	}
-	return &BatchError{Problems: ps.list}
+	return &BatchError{Problems: ps.list, More: ps.more}
 }
 
 func nodeElem(id ID) string { return fmt.Sprintf("node %q", id) }

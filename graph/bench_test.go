@@ -137,11 +137,24 @@ func runChild(job, file, dir string) error {
 		if err != nil {
 			return err
 		}
+		opt := ImportOptions{Format: NDJSON, BatchSize: benchBatch(), TuneGC: tuneGC, Partial: os.Getenv("LORE_BENCH_PARTIAL") == "1", SpoolDir: dir}
+		if os.Getenv("LORE_BENCH_PREFILL") == "1" {
+			// A store that holds data: an all-or-nothing import checks
+			// its whole input before it writes (two passes).
+			if _, err := s.Apply(ctx, &Batch{Nodes: []NodeInput{{ID: "topic/prefill", Type: "Topic", Properties: Props{"name": "x"}}}}); err != nil {
+				return err
+			}
+			start = time.Now()
+		}
 		f, err := os.Open(file)
 		if err != nil {
 			return err
 		}
-		st, err := Import(ctx, s, f, ImportOptions{Format: NDJSON, BatchSize: benchBatch(), TuneGC: tuneGC})
+		var in io.Reader = f
+		if os.Getenv("LORE_BENCH_PIPE") == "1" {
+			in = struct{ io.Reader }{f} // not seekable, as stdin: a two-pass import spools it
+		}
+		st, err := Import(ctx, s, in, opt)
 		if err != nil {
 			return err
 		}

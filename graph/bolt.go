@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,11 +53,31 @@ var (
 
 // Config configures Open.
 type Config struct {
-	// Path is the store directory; it is created if missing. Required.
+	// Path is the store directory; it is created if missing (unless
+	// ReadOnly). Required. A URL (postgres://…) is refused: this Lore
+	// keeps stores in local directories only.
 	Path string
 	// Model is the model to validate against. Nil means the model the store
 	// was last opened with, or the default model for a new store.
+	//
+	// A model other than the stored one is checked against the store: it
+	// must have every node type and edge label the store holds. If it
+	// changes what Lore derives from the records (a node type's indexed or
+	// search properties, or its display property), Open rebuilds the
+	// derived indexes before it returns (see Progress), so that no answer
+	// changes silently. The model is then saved in the store, unless
+	// ReadOnly.
 	Model *schema.Model
+	// ReadOnly opens a store for reading: Open fails with an error
+	// wrapping ErrNoStore if Path holds none, a Model other than the
+	// stored one is used by this process only and never saved (and
+	// refused if it would change the derived indexes, which only a writer
+	// rebuilds), and Apply refuses writes. Open may still finish work a
+	// writer left undone (an interrupted load or rebuild).
+	ReadOnly bool
+	// Progress, if set, is called as Open rebuilds derived indexes: after
+	// a model change, or an interrupted bulk load or rebuild.
+	Progress func(RebuildProgress)
 	// LockTimeout bounds the wait for another process's lock; 0 means 1s.
 	LockTimeout time.Duration
 	// MmapSize is the initial memory map size in bytes; 0 means 1 GiB.
@@ -83,24 +104,76 @@ type Bolt struct {
 
 	qs       cgraph.QuadStore // replaced after a failed commit (Cayley's state is then tainted)
 	lastSeq  uint64
+	base     uint64 // the change log starts after it (see metaBase)
+	readOnly bool
+	loading  bool // an all-or-nothing load is under way: other writes wait for it (see beginLoad)
 	closed   bool
 	changed  *notifier
 	deferred *deferredIndexes // during a bulk load: derived index entries not yet written
+	hubs     hubCache         // sorted in-edges of hubs, for the next page (see Edges)
 
 	cursorKey []byte // authenticates the cursors the engine hands out (cursor.go)
 }
 
-// metaDeferred marks a store whose derived indexes a bulk load deferred.
+// metaDeferred marks a store whose derived indexes are stale: a bulk load
+// deferred them, or a model change or an upgrade made them so. Its value
+// says which (deferReason); Open rebuilds them.
 var metaDeferred = []byte("deferred")
+
+// Why derived indexes are stale, as metaDeferred records it.
+var (
+	staleModel   = []byte("model")
+	staleUpgrade = []byte("upgrade")
+)
+
+func staleReason(v []byte) string {
+	switch {
+	case bytes.Equal(v, staleModel):
+		return "the model changed what is indexed"
+	case bytes.Equal(v, staleUpgrade):
+		return "the store's layout was upgraded"
+	}
+	return "a bulk load did not finish"
+}
+
+// A RebuildProgress reports Open's rebuilding of the derived indexes
+// (type, property and search indexes, counts, edge summaries) from the
+// node and edge records.
+type RebuildProgress struct {
+	// Reason says why they are rebuilt.
+	Reason string `json:"reason"`
+	// Done counts the records read, of Total (nodes and edges).
+	Done  int64 `json:"done"`
+	Total int64 `json:"total"`
+	// Writing is true once every record is read: the indexes are being
+	// written, in one transaction.
+	Writing bool `json:"writing,omitempty"`
+}
+
+// ErrNoStore is wrapped by the error of a read-only Open of a path that
+// holds no store.
+var ErrNoStore = errors.New("no store")
 
 var cayleyOpts = cgraph.Options{ckv.OptNoBloom: true} // open in milliseconds instead of rebuilding a 100M-entry bloom filter
 
 // Open opens (creating if needed) the store at cfg.Path. If another process
 // holds it, Open fails within cfg.LockTimeout with an error wrapping ErrLocked.
 func Open(ctx context.Context, cfg Config) (_ *Bolt, err error) {
-	defer wrap(&err, "open store %s", cfg.Path)
+	defer func() {
+		if !errors.Is(err, ErrNoStore) {
+			wrap(&err, "open store %s", cfg.Path)
+		}
+	}()
 	if cfg.Path == "" {
 		return nil, fmt.Errorf("no path given: %w", ErrInvalid)
+	}
+	if scheme, _, ok := strings.Cut(cfg.Path, "://"); ok {
+		return nil, fmt.Errorf("%q is a URL, and this Lore keeps a store in a local directory only: %s stores are not supported (PostgreSQL support is planned for a later release); give a directory: %w", cfg.Path, scheme, ErrInvalid)
+	}
+	if cfg.ReadOnly {
+		if fi, err := os.Stat(filepath.Join(cfg.Path, FileName)); err != nil || fi.Size() == 0 {
+			return nil, fmt.Errorf("%w at %s", ErrNoStore, cfg.Path)
+		}
 	}
 	if err := os.MkdirAll(cfg.Path, 0o755); err != nil {
 		return nil, err
@@ -131,18 +204,36 @@ func Open(ctx context.Context, cfg Config) (_ *Bolt, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Bolt{path: cfg.Path, db: db, kv: &hookKV{DB: db}, changed: newNotifier()}
+	s := &Bolt{path: cfg.Path, db: db, kv: &hookKV{DB: db}, changed: newNotifier(), readOnly: cfg.ReadOnly}
 	if err := s.init(cfg.Model); err != nil {
 		db.Close()
 		return nil, err
 	}
-	var deferred bool
-	_ = db.DB().View(func(tx *bolt.Tx) error { deferred = tx.Bucket(bMeta).Get(metaDeferred) != nil; return nil })
-	if deferred {
-		// A bulk load died before writing its deferred index entries.
-		if err := s.rebuildDerived(ctx); err != nil {
+	var loading bool
+	var stale []byte
+	_ = db.DB().View(func(tx *bolt.Tx) error {
+		loading = tx.Bucket(bMeta).Get(metaLoading) != nil
+		stale = bytes.Clone(tx.Bucket(bMeta).Get(metaDeferred))
+		return nil
+	})
+	if loading {
+		// An all-or-nothing load died: undo it.
+		if err := s.empty(); err != nil {
 			db.Close()
-			return nil, fmt.Errorf("rebuilding the indexes of an interrupted bulk load: %w", err)
+			return nil, fmt.Errorf("emptying the store of an import that did not finish: %w", err)
+		}
+		stale = nil
+	}
+	if stale != nil {
+		reason := staleReason(stale)
+		if err := s.rebuildDerived(ctx, func(p RebuildProgress) {
+			if cfg.Progress != nil {
+				p.Reason = reason
+				cfg.Progress(p)
+			}
+		}); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("rebuilding the derived indexes (%s): %w", reason, err)
 		}
 	}
 	_ = os.WriteFile(filepath.Join(cfg.Path, ownerFile), fmt.Appendf(nil, "pid %d (%s)\n", os.Getpid(), strings.Join(os.Args, " ")), 0o644)
@@ -186,7 +277,7 @@ func (s *Bolt) init(model *schema.Model) error {
 				// Mark the derived buckets stale in the same transaction
 				// that bumps the version: Open rebuilds them, and a crash
 				// before it finishes leaves the mark for the next Open.
-				if err := meta.Put(metaDeferred, []byte{1}); err != nil {
+				if err := meta.Put(metaDeferred, staleUpgrade); err != nil {
 					return err
 				}
 			default:
@@ -202,25 +293,113 @@ func (s *Bolt) init(model *schema.Model) error {
 		if v := meta.Get([]byte("seq")); v != nil {
 			s.lastSeq = binary.BigEndian.Uint64(v)
 		}
-		stored := meta.Get([]byte("model"))
-		switch {
-		case model != nil:
-			s.model = model
-		case stored != nil:
-			if s.model, err = schema.Load(stored); err != nil {
-				return fmt.Errorf("stored model: %w", err)
-			}
-		default:
-			s.model = schema.Default()
+		if v := meta.Get(metaBase); len(v) == 8 {
+			s.base = binary.BigEndian.Uint64(v)
 		}
-		if !bytes.Equal(stored, s.model.JSON()) {
-			if err := s.checkModelFits(tx); err != nil {
-				return err
-			}
-			return meta.Put([]byte("model"), s.model.JSON())
-		}
-		return nil
+		return s.adoptModel(tx, model)
 	})
+}
+
+// adoptModel sets the store's model: model, or the stored one if nil, or
+// the default one for a new store. A model other than the stored one must
+// fit the store (checkModelFits); if it changes what is derived from the
+// records of node types the store holds, the derived indexes are marked
+// stale in the same transaction that saves it, and Open rebuilds them. A
+// read-only store never saves a model, and refuses one that would need a
+// rebuild.
+func (s *Bolt) adoptModel(tx *bolt.Tx, model *schema.Model) error {
+	meta := tx.Bucket(bMeta)
+	stored := meta.Get([]byte("model"))
+	var old *schema.Model
+	if stored != nil {
+		var err error
+		if old, err = schema.Load(stored); err != nil {
+			return fmt.Errorf("stored model: %w", err)
+		}
+	}
+	switch {
+	case model != nil:
+		s.model = model
+	case old != nil:
+		s.model = old
+	default:
+		s.model = schema.Default()
+	}
+	if bytes.Equal(stored, s.model.JSON()) {
+		return nil
+	}
+	if err := s.checkModelFits(tx); err != nil {
+		return err
+	}
+	if old == nil {
+		old = schema.Default() // a store of a Lore that kept no model had the default one
+	}
+	changes := derivedChanges(tx, old, s.model)
+	if s.readOnly {
+		if len(changes) > 0 {
+			return fmt.Errorf("the model changes what Lore indexes in this store (%s), and a read does not rebuild indexes; "+
+				"open the store once with this model to write (for example lore check --repair --model FILE), which rebuilds them and keeps the model: %w",
+				strings.Join(changes, "; "), ErrInvalid)
+		}
+		return nil // used by this process, never saved
+	}
+	if len(changes) > 0 {
+		if err := meta.Put(metaDeferred, staleModel); err != nil {
+			return err
+		}
+	}
+	return meta.Put([]byte("model"), s.model.JSON())
+}
+
+// derivedChanges lists what a change of model from old to m changes in the
+// data derived from the records of node types the store holds: their
+// indexed, search and display properties.
+func derivedChanges(tx *bolt.Tx, old, m *schema.Model) []string {
+	var out []string
+	for _, nt := range m.NodeTypes() {
+		ot, ok := old.Node(nt.Name)
+		if !ok || tx.Bucket(bMeta).Get(countKey("node", nt.Name)) == nil {
+			continue // no node of the type: nothing derived from it
+		}
+		for _, f := range []struct {
+			name     string
+			was, now []string
+		}{{"indexed", ot.Indexed, nt.Indexed}, {"search", ot.Search, nt.Search}} {
+			if added, dropped := setDiff(f.was, f.now); len(added)+len(dropped) > 0 {
+				out = append(out, fmt.Sprintf("%s %s: %s", nt.Name, f.name, describeDiff(added, dropped)))
+			}
+		}
+		if ot.Display != nt.Display {
+			out = append(out, fmt.Sprintf("%s display: %q becomes %q", nt.Name, ot.Display, nt.Display))
+		}
+	}
+	return out
+}
+
+// setDiff returns the names in now and not in was, and those in was and not in now.
+func setDiff(was, now []string) (added, dropped []string) {
+	for _, n := range now {
+		if !slices.Contains(was, n) {
+			added = append(added, n)
+		}
+	}
+	for _, n := range was {
+		if !slices.Contains(now, n) {
+			dropped = append(dropped, n)
+		}
+	}
+	return added, dropped
+}
+
+func describeDiff(added, dropped []string) string {
+	var parts []string
+	if len(added) > 0 {
+		parts = append(parts, "adds "+strings.Join(added, ", "))
+	}
+	if len(dropped) > 0 {
+		parts = append(parts, "drops "+strings.Join(dropped, ", "))
+	}
+	return strings.Join(parts, " and ")
 }
 
 // checkModelFits refuses a model that lacks a node type or edge label the store holds.
@@ -252,50 +431,86 @@ func (s *Bolt) checkModelFits(tx *bolt.Tx) error {
 // beginBulk starts a bulk load into an empty store: derived index entries
 // are deferred (see deferredIndexes) and commits skip fsync until the end.
 func (s *Bolt) beginBulk() (func() error, bool) {
+	b, ok := s.startBulk()
+	if !ok {
+		return nil, false
+	}
+	return b.finish, true
+}
+
+// A bulk is a bulk load under way (see beginBulk).
+type bulk struct {
+	s                  *Bolt
+	synced, growSynced bool // the file's settings before the load
+}
+
+func (s *Bolt) startBulk() (*bulk, bool) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.closed || s.lastSeq != s.base || s.deferred != nil || s.loading {
+		return nil, false
+	}
+	if err := s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(metaDeferred, []byte{1}) }); err != nil {
+		return nil, false
+	}
+	return s.bulkLocked(), true
+}
+
+// bulkLocked sets the store up for a bulk load, once it is marked
+// deferred. The caller holds wmu.
+func (s *Bolt) bulkLocked() *bulk {
 	db := s.db.DB()
-	if s.closed || s.lastSeq != 0 || s.deferred != nil {
-		return nil, false
-	}
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Put(metaDeferred, []byte{1}) }); err != nil {
-		return nil, false
-	}
-	synced, growSynced := !db.NoSync, !db.NoGrowSync
+	b := &bulk{s: s, synced: !db.NoSync, growSynced: !db.NoGrowSync}
 	db.NoSync = true
 	// Nor does growing the file sync it (bbolt's truncate and fsync at
 	// each 16 MiB): at 10k nodes that fsync took 7 ms.
 	db.NoGrowSync = true
 	s.deferred = newDeferred()
 	s.kv.filterAbsent(true)
-	return func() error {
-		s.wmu.Lock()
-		if s.closed {
-			s.wmu.Unlock()
-			return nil
-		}
-		var err error
-		lost := s.deferred.lost
-		if !lost {
-			err = s.flushDeferred()
-			lost = err != nil
-		}
-		s.deferred = nil
-		s.kv.filterAbsent(false)
-		db.NoGrowSync = !growSynced
-		if synced {
-			db.NoSync = false
-			err = errors.Join(err, db.Sync())
-		}
+	return b
+}
+
+// finish writes the deferred entries and restores durable commits.
+func (b *bulk) finish() error {
+	s, db := b.s, b.s.db.DB()
+	s.wmu.Lock()
+	if s.closed {
 		s.wmu.Unlock()
-		if lost {
-			// A failed commit took deferred entries with it, or writing
-			// them failed: rebuild them all from the records now rather
-			// than at the next Open.
-			err = errors.Join(err, s.rebuildDerived(context.Background()))
-		}
-		return err
-	}, true
+		return nil
+	}
+	var err error
+	lost := s.deferred.lost
+	if !lost {
+		err = s.flushDeferred()
+		lost = err != nil
+	}
+	s.deferred = nil
+	s.kv.filterAbsent(false)
+	db.NoGrowSync = !b.growSynced
+	if b.synced {
+		db.NoSync = false
+		err = errors.Join(err, db.Sync())
+	}
+	s.wmu.Unlock()
+	if lost {
+		// A failed commit took deferred entries with it, or writing
+		// them failed: rebuild them all from the records now rather
+		// than at the next Open.
+		err = errors.Join(err, s.rebuildDerived(context.Background(), nil))
+	}
+	return err
+}
+
+// abort drops the deferred entries of a load about to be undone, and
+// restores durable commits; the store stays marked deferred.
+func (b *bulk) abort() {
+	s, db := b.s, b.s.db.DB()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.deferred = nil
+	s.kv.filterAbsent(false)
+	db.NoGrowSync = !b.growSynced
+	db.NoSync = !b.synced
 }
 
 // flushDeferred writes the deferred index entries and clears the mark.

@@ -7,8 +7,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cgraph "github.com/cayleygraph/cayley/graph"
@@ -325,62 +327,98 @@ func valueNames(ctx context.Context, qs cgraph.QuadStore, prims []*cproto.Primit
 	return out, nil
 }
 
-// edgeCursor is the position after which an edge listing continues.
+// edgeCursor is the last edge of an edge listing's page: the index in
+// EdgeQuery.Nodes of the node it was listed for, and its place in that
+// node's order. It holds nothing of Cayley's, so that a page continues
+// in the same place on every store.
 type edgeCursor struct {
-	node, dir int
-	pos       edgePos
+	set  bool // false: the first page
+	node int
+	pos  edgeOrder
 }
 
+// edgeOrder is an edge's place among the edges of one node, as Store.Edges
+// lists them: by label, then direction (out before in), then the node at
+// the other end, then key; strings compare bytewise.
+type edgeOrder struct {
+	label string
+	in    bool
+	other ID
+	key   string
+}
+
+func (a edgeOrder) compare(b edgeOrder) int {
+	if c := strings.Compare(a.label, b.label); c != 0 {
+		return c
+	}
+	if a.in != b.in {
+		if a.in {
+			return 1
+		}
+		return -1
+	}
+	if c := strings.Compare(string(a.other), string(b.other)); c != 0 {
+		return c
+	}
+	return strings.Compare(a.key, b.key)
+}
+
+// edgeCursorV is the version of the edge cursor's encoding.
+const edgeCursorV = "e2"
+
 func (c edgeCursor) String() string {
-	s := fmt.Sprintf("e1.%d.%d.%d.%d.%d", c.node, c.dir, c.pos[0], c.pos[1], c.pos[2])
-	return base64.RawURLEncoding.EncodeToString([]byte(s))
+	dir := "o"
+	if c.pos.in {
+		dir = "i"
+	}
+	raw := strings.Join([]string{edgeCursorV, strconv.Itoa(c.node), c.pos.label, dir, string(c.pos.other), c.pos.key}, "\x00")
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
 func parseEdgeCursor(s string) (edgeCursor, error) {
 	var c edgeCursor
 	if s == "" {
-		c.node = 0
 		return c, nil
 	}
+	bad := fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", s, ErrInvalid)
 	raw, err := base64.RawURLEncoding.DecodeString(s)
-	parts := strings.Split(string(raw), ".")
-	if err != nil || len(parts) != 6 || parts[0] != "e1" {
-		return c, fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", s, ErrInvalid)
+	if err != nil {
+		return c, bad
 	}
-	var nums [5]uint64
-	for i := range nums {
-		bits := 64
-		if i < 2 {
-			bits = 31 // a node's index and a direction's: they must fit an int
-		}
-		if nums[i], err = strconv.ParseUint(parts[i+1], 10, bits); err != nil {
-			return c, fmt.Errorf("cursor %q is malformed: %w", s, ErrInvalid)
-		}
+	parts := strings.SplitN(string(raw), "\x00", 6)
+	if len(parts) != 6 || parts[0] != edgeCursorV || (parts[3] != "o" && parts[3] != "i") {
+		return c, bad
 	}
-	c.node, c.dir, c.pos = int(nums[0]), int(nums[1]), edgePos{nums[2], nums[3], nums[4]}
+	n, err := strconv.ParseUint(parts[1], 10, 31)
+	if err != nil {
+		return c, bad
+	}
+	c = edgeCursor{set: true, node: int(n), pos: edgeOrder{label: parts[2], in: parts[3] == "i", other: ID(parts[4]), key: parts[5]}}
 	return c, nil
 }
 
-// Edges returns a page of the edges of q.Nodes, node by node, out-edges
-// before in-edges, each in Cayley's index order.
+// Edges returns a page of the edges of q.Nodes in the order Store.Edges
+// specifies. A node's out-edges are read from the edge records, whose
+// keys sort that way; its in-edges from Cayley's [O,P,S] index, which
+// sorts them by value IDs, so they are sorted here: a page that resumes
+// inside a node's in-edges of one label reads all of them (see nodeEdges).
 func (s *Bolt) Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error) {
 	dir, err := ParseDirection(string(q.Direction))
 	if err != nil {
 		return nil, err
 	}
-	dirs := []Direction{dir}
-	if dir == Both {
-		dirs = []Direction{Out, In}
-	}
-	var labels map[string]bool
+	var labels []string // sorted
 	if len(q.Labels) > 0 {
-		labels = map[string]bool{}
 		for _, l := range q.Labels {
 			if _, ok := s.model.Edge(l); !ok {
 				return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.model.EdgeLabels()), ErrInvalid)
 			}
-			labels[l] = true
+			labels = append(labels, l)
 		}
+		slices.Sort(labels)
+		labels = slices.Compact(labels)
+	} else {
+		labels = s.model.EdgeLabels()
 	}
 	for _, id := range q.Nodes {
 		if err := id.Check(); err != nil {
@@ -391,35 +429,34 @@ func (s *Bolt) Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cur.set && cur.node >= len(q.Nodes) {
+		return nil, fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", q.After, ErrInvalid)
+	}
 	limit := q.limit()
 	page := &EdgePage{Edges: []*Edge{}}
 	var keys []EdgeKey
 	err = s.read(func(tx *bolt.Tx) error {
-		for ni := cur.node; ni < len(q.Nodes) && page.Next == ""; ni++ {
-			for di := 0; di < len(dirs) && page.Next == ""; di++ {
-				if ni == cur.node && di < cur.dir {
-					continue
+		first := 0
+		if cur.set {
+			first = cur.node
+		}
+		for ni := first; ni < len(q.Nodes) && page.Next == ""; ni++ {
+			var after *edgeOrder
+			if cur.set && ni == cur.node {
+				after = &cur.pos
+			}
+			var last edgeOrder
+			err := s.nodeEdges(ctx, tx, q.Nodes[ni], dir, labels, after, func(pos edgeOrder, k EdgeKey) bool {
+				if len(keys) == limit {
+					page.Next = edgeCursor{set: true, node: ni, pos: last}.String()
+					return false
 				}
-				from := edgePos{}
-				if ni == cur.node && di == cur.dir {
-					from = cur.pos
-				}
-				var last edgePos
-				err := s.scanEdges(ctx, q.Nodes[ni], dirs[di], labels, from, func(pos edgePos, k EdgeKey) bool {
-					if dir == Both && dirs[di] == In && k.From == k.To {
-						return true // listed among the out-edges
-					}
-					if len(keys) == limit {
-						page.Next = edgeCursor{node: ni, dir: di, pos: last}.String()
-						return false
-					}
-					keys = append(keys, k)
-					last = pos
-					return true
-				})
-				if err != nil {
-					return err
-				}
+				keys = append(keys, k)
+				last = pos
+				return true
+			})
+			if err != nil {
+				return err
 			}
 		}
 		if q.KeysOnly {
@@ -448,6 +485,266 @@ func (s *Bolt) Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error) {
 		return nil, err
 	}
 	return page, nil
+}
+
+// nodeEdges calls f for the edges of node with the given labels (sorted)
+// in direction dir, in the order of Store.Edges, from the first after
+// after (nil: from the first), while f returns true. For Both, a
+// self-loop is listed once, as an out-edge. The caller holds the read
+// lock.
+//
+// Out-edges come from the edge records (keyed from, label, to, key: in
+// order already), found by a seek. In-edges come from Cayley's index,
+// ordered by value IDs: those of one label are read whole, their other
+// ends resolved, and sorted. A page that resumes inside a node's
+// in-edges of one label so costs all of that label's in-edges of the
+// node: at a hub, its in-degree.
+func (s *Bolt) nodeEdges(ctx context.Context, tx *bolt.Tx, node ID, dir Direction, labels []string, after *edgeOrder, f func(edgeOrder, EdgeKey) bool) error {
+	if after != nil {
+		i, _ := slices.BinarySearch(labels, after.label)
+		labels = labels[i:]
+	}
+	var ins *inEdges // read at the first label the hub cache does not hold
+	inOf := func(label string) ([]EdgeKey, error) {
+		if keys, ok := s.hubs.get(node, label, s.lastSeq); ok {
+			return keys, nil
+		}
+		if ins == nil {
+			var err error
+			if ins, err = s.readInEdges(ctx, node, labels); err != nil {
+				return nil, err
+			}
+		}
+		return s.sortedInEdges(ctx, ins, label)
+	}
+	c := tx.Bucket(bEdges).Cursor()
+	for _, label := range labels {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if dir != In {
+			prefix := EdgeKey{From: node, Label: label}.bytes()
+			prefix = prefix[:len(prefix)-1] // from NUL label NUL: every to and key
+			seek := prefix
+			if after != nil && after.label == label {
+				if after.in {
+					seek = append(bytes.Clone(prefix[:len(prefix)-1]), 1) // past every out-edge of the label
+				} else {
+					seek = EdgeKey{From: node, Label: label, To: after.other, Key: after.key}.bytes()
+				}
+			}
+			for k, _ := c.Seek(seek); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+				ek := edgeKeyFromBytes(k)
+				pos := edgeOrder{label: label, other: ek.To, key: ek.Key}
+				if after != nil && pos.compare(*after) <= 0 {
+					continue
+				}
+				if !f(pos, ek) {
+					return nil
+				}
+			}
+		}
+		if dir == Out {
+			continue
+		}
+		keys, err := inOf(label)
+		if err != nil {
+			return err
+		}
+		if after != nil && after.label == label && after.in {
+			i, _ := slices.BinarySearchFunc(keys, *after, func(k EdgeKey, a edgeOrder) int {
+				return edgeOrder{label: label, in: true, other: k.From, key: k.Key}.compare(a)
+			})
+			keys = keys[i:]
+		}
+		for _, ek := range keys {
+			if dir == Both && ek.From == node {
+				continue // listed among the out-edges
+			}
+			pos := edgeOrder{label: label, in: true, other: ek.From, key: ek.Key}
+			if after != nil && pos.compare(*after) <= 0 {
+				continue
+			}
+			if !f(pos, ek) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// inEdges are a node's in-edges as Cayley's index holds them, grouped by
+// label, their other ends resolved only when a label is listed.
+type inEdges struct {
+	s       *Bolt
+	node    ID
+	byLabel map[string][]*cproto.Primitive
+}
+
+// readInEdges reads the index entries of node's in-edges with the given
+// labels, and the names of their labels.
+func (s *Bolt) readInEdges(ctx context.Context, node ID, labels []string) (*inEdges, error) {
+	qs := s.qs
+	vals := []quad.Value{nodeIRI(node)}
+	if len(labels) == 1 {
+		vals = append(vals, labelIRI(labels[0]))
+	}
+	refs, err := cgraph.RefsOf(ctx, qs, vals)
+	if err != nil {
+		return nil, err
+	}
+	in := &inEdges{s: s, node: node, byLabel: map[string][]*cproto.Primitive{}}
+	prefix := make([]uint64, 0, 2)
+	for _, r := range refs {
+		v, _ := r.(ckv.Int64Value)
+		if v == 0 {
+			return in, nil // the node (or label) has no quad: no edges
+		}
+		prefix = append(prefix, uint64(v))
+	}
+	it := ckv.IndexScan{Index: ckv.DefaultQuadIndexes[1], Values: prefix}.BuildIterator(qs).Iterate() // [O,P,S]
+	defer it.Close()
+	byPred := map[uint64][]*cproto.Primitive{}
+	for it.Next(ctx) {
+		if p, ok := it.Result().(*cproto.Primitive); ok {
+			byPred[p.Predicate] = append(byPred[p.Predicate], p)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	preds := make([]cgraph.Ref, 0, len(byPred))
+	for id := range byPred {
+		preds = append(preds, ckv.Int64Value(id))
+	}
+	names, err := cgraph.ValuesOf(ctx, qs, preds)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range names {
+		iri, _ := v.(quad.IRI)
+		if label, ok := strings.CutPrefix(string(iri), "e:"); ok {
+			if _, want := slices.BinarySearch(labels, label); want {
+				in.byLabel[label] = byPred[uint64(preds[i].(ckv.Int64Value))]
+			}
+		}
+	}
+	return in, nil
+}
+
+// sortedInEdges returns in.sorted(label), and keeps a hub's in the hub
+// cache for the next page.
+func (s *Bolt) sortedInEdges(ctx context.Context, in *inEdges, label string) ([]EdgeKey, error) {
+	keys, err := in.sorted(ctx, label)
+	if err == nil && len(keys) >= hubEdges {
+		s.hubs.put(in.node, label, s.lastSeq, keys) // lastSeq is stable: the caller holds the read lock
+	}
+	return keys, err
+}
+
+// hubEdges is the fewest in-edges of one label whose sorted list is kept
+// for the next page, and hubCacheKeys the most keys the cache holds in
+// all (about 90 bytes each: some 20 MB).
+const (
+	hubEdges     = 1000
+	hubCacheKeys = 1 << 18
+)
+
+// A hubCache keeps the sorted in-edges of the hubs paged last, so that
+// paging through a hub sorts its in-edges once, not at every page. An
+// entry holds for one sequence number: any commit makes it stale.
+type hubCache struct {
+	mu      sync.Mutex
+	entries [4]hubEntry // a ring: next is the oldest
+	next    int
+}
+
+type hubEntry struct {
+	node  ID
+	label string
+	seq   uint64
+	keys  []EdgeKey
+}
+
+func (c *hubCache) get(node ID, label string, seq uint64) ([]EdgeKey, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		if e.keys != nil && e.node == node && e.label == label && e.seq == seq {
+			return e.keys, true
+		}
+	}
+	return nil, false
+}
+
+func (c *hubCache) put(node ID, label string, seq uint64, keys []EdgeKey) {
+	if len(keys) > hubCacheKeys {
+		return // sorted again at every page, until the adjacency index comes
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.next
+	c.entries[i] = hubEntry{node, label, seq, keys}
+	c.next = (i + 1) % len(c.entries)
+	total := 0
+	for _, e := range c.entries {
+		total += len(e.keys)
+	}
+	// Drop the oldest entries until the cache is within its bound.
+	for j := c.next; total > hubCacheKeys; j = (j + 1) % len(c.entries) {
+		if j != i {
+			total -= len(c.entries[j].keys)
+			c.entries[j] = hubEntry{}
+		}
+	}
+}
+
+// clear drops every entry: the store was emptied without a new sequence
+// number (see empty).
+func (c *hubCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries = [4]hubEntry{}
+}
+
+// sorted returns the keys of the in-edges of one label, sorted by the
+// node they come from, then key.
+func (in *inEdges) sorted(ctx context.Context, label string) ([]EdgeKey, error) {
+	prims := in.byLabel[label]
+	if len(prims) == 0 {
+		return nil, nil
+	}
+	keys := make([]EdgeKey, 0, len(prims))
+	const chunk = 1024
+	for i := 0; i < len(prims); i += chunk {
+		part := prims[i:min(i+chunk, len(prims))]
+		names, err := valueNames(ctx, in.s.qs, part)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range part {
+			k := EdgeKey{Label: label, To: in.node}
+			if from, ok := names[p.Subject].(quad.IRI); ok {
+				k.From = ID(strings.TrimPrefix(string(from), "n:"))
+			}
+			if p.Label != 0 {
+				if key, ok := names[p.Label].(quad.IRI); ok {
+					k.Key, _ = UnescapeSegment(strings.TrimPrefix(string(key), "k:"))
+				}
+			}
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b EdgeKey) int {
+		if c := strings.Compare(string(a.From), string(b.From)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return keys, nil
 }
 
 // NodesByType returns a page of the nodes of one type, ordered by ID.
@@ -603,13 +900,21 @@ func (s *Bolt) Stats(ctx context.Context) (*Stats, error) {
 	return st, err
 }
 
-// Since returns up to limit change-log entries after seq.
+// Since returns up to limit change-log entries after seq. A seq past the
+// last entry is refused (it would skip the entries still to come), and
+// never wraps around.
 func (s *Bolt) Since(ctx context.Context, seq uint64, limit int) ([]Change, error) {
 	if limit <= 0 || limit > MaxPageSize {
 		limit = DefaultPageSize
 	}
 	var out []Change
 	err := s.read(func(tx *bolt.Tx) error {
+		if seq > s.lastSeq {
+			return fmt.Errorf("cursor %d is past the last change, %d; pass a cursor this store returned, or 0: %w", seq, s.lastSeq, ErrInvalid)
+		}
+		if seq == s.lastSeq {
+			return nil // nothing after it (seq+1 could wrap)
+		}
 		c := tx.Bucket(bLog).Cursor()
 		for k, v := c.Seek(u64(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			var ch Change

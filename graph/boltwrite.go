@@ -41,8 +41,14 @@ func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if s.readOnly && !b.DryRun {
+		return nil, fmt.Errorf("the store is open for reading only: %w", ErrInvalid)
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.loading && !b.DryRun {
+		return nil, fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", ErrConflict)
+	}
 
 	var hash []byte
 	if b.IdempotencyKey != "" {
@@ -227,7 +233,10 @@ func (s *Bolt) applyPipelined(ctx context.Context, batches <-chan *importBatch, 
 		var ib *importBatch
 		var ok bool
 		if cur == nil {
-			ib, ok = <-batches
+			select {
+			case ib, ok = <-batches:
+			case <-ctx.Done(): // the reader may be blocked on its input
+			}
 		} else {
 			// Plan the next batch as soon as it arrives, and report the
 			// one in flight as soon as it commits, whichever comes first.
@@ -238,6 +247,7 @@ func (s *Bolt) applyPipelined(ctx context.Context, batches <-chan *importBatch, 
 					return
 				}
 				continue
+			case <-ctx.Done():
 			}
 		}
 		if !ok {

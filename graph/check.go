@@ -60,7 +60,7 @@ func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
 			r.add("bbolt: %v", err)
 		}
 		var err error
-		if d, err = s.checkRecords(ctx, tx, r); err != nil {
+		if d, err = s.checkRecords(ctx, tx, r, nil); err != nil {
 			return err
 		}
 		s.checkDerived(tx, d, r)
@@ -70,13 +70,22 @@ func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
 	return r, err
 }
 
-func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport) (*derived, error) {
+// checkRecords reads every record and what it implies for the derived
+// buckets; read, if set, is called with the records read so far, every
+// progressEvery records.
+func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport, read func(n int64)) (*derived, error) {
 	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, tokKeys: map[string]byte{}, counts: map[string]int64{}, deg: map[string]int64{}, summaries: map[ID][]byte{}}
+	tick := func() {
+		if n := r.Nodes + r.Edges; read != nil && n%progressEvery == 0 {
+			read(n)
+		}
+	}
 	err := tx.Bucket(bNodes).ForEach(func(k, v []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		r.Nodes++
+		tick()
 		id := ID(k)
 		rec, err := decodeNodeRec(v)
 		if err != nil {
@@ -115,7 +124,11 @@ func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport) (*
 	}
 	nodes := tx.Bucket(bNodes)
 	err = tx.Bucket(bEdges).ForEach(func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		r.Edges++
+		tick()
 		key := edgeKeyFromBytes(k)
 		rec, err := decodeEdgeRec(v)
 		if err != nil {
@@ -211,7 +224,7 @@ func (s *Bolt) checkDerived(tx *bolt.Tx, d *derived, r *CheckReport) {
 }
 
 func (s *Bolt) checkLog(tx *bolt.Tx, r *CheckReport) {
-	var want uint64 = 1
+	want := s.base + 1 // an undone load's entries are gone (see metaBase)
 	c := tx.Bucket(bLog).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		seq := binary.BigEndian.Uint64(k)
@@ -298,7 +311,7 @@ func (s *Bolt) checkCayley(ctx context.Context, tx *bolt.Tx, r *CheckReport) err
 // counts, edge summaries) from the node and edge records, then checks
 // again. It cannot repair Cayley's quads: Compact rebuilds those.
 func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
-	if err := s.rebuildDerived(ctx); err != nil {
+	if err := s.rebuildDerived(ctx, nil); err != nil {
 		return nil, err
 	}
 	r, err := s.Check(ctx)
@@ -308,19 +321,40 @@ func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
 	return r, err
 }
 
+// progressEvery is how many records a rebuild reads between reports.
+const progressEvery = 10000
+
 // rebuildDerived rewrites the derived buckets from the records in one
-// transaction, and clears the mark of a deferred bulk load.
-func (s *Bolt) rebuildDerived(ctx context.Context) error {
+// transaction, and clears the mark of stale derived data. progress, if
+// set, is called as it goes (its Reason is left for the caller).
+func (s *Bolt) rebuildDerived(ctx context.Context, progress func(RebuildProgress)) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	var d *derived
+	var total int64
 	err := s.read(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bMeta).Cursor()
+		for k, v := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, v = c.Next() {
+			if len(v) == 8 {
+				total += int64(binary.BigEndian.Uint64(v))
+			}
+		}
+		var read func(int64)
+		if progress != nil {
+			progress(RebuildProgress{Total: total})
+			read = func(n int64) { progress(RebuildProgress{Done: n, Total: max(total, n)}) }
+		}
 		var err error
-		d, err = s.checkRecords(ctx, tx, &CheckReport{})
+		r := &CheckReport{}
+		d, err = s.checkRecords(ctx, tx, r, read)
+		total = r.Nodes + r.Edges
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if progress != nil {
+		progress(RebuildProgress{Done: total, Total: total, Writing: true})
 	}
 	s.rw.Lock()
 	defer s.rw.Unlock()

@@ -1,8 +1,10 @@
 package graph_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/lore-dev/lore/graph"
@@ -73,4 +75,66 @@ func FuzzEdgeKey(f *testing.F) {
 			t.Fatalf("ParseEdgeKey(%q) = %+v, which formats to %q and parses to %+v, %v", s, k, k.String(), again, err)
 		}
 	})
+}
+
+// fuzzImport runs data through a dry-run import into the example store:
+// decoding, checking and planning. Nothing may panic, and any error is an
+// *ImportError whose text names no Go type.
+func fuzzImport(t *testing.T, s graph.Store, f graph.Format, data []byte) {
+	_, err := graph.Import(t.Context(), s, bytes.NewReader(data), graph.ImportOptions{Format: f, DryRun: true, BatchSize: 7, MaxDepth: 16})
+	if err == nil {
+		return
+	}
+	var ie *graph.ImportError
+	if !errors.As(err, &ie) {
+		t.Fatalf("Import(%q): %v is not an *ImportError", data, err)
+	}
+	if ie.Total < len(ie.Lines) || len(ie.Lines) > graph.MaxProblems {
+		t.Fatalf("Import(%q): %d problems counted, %d listed", data, ie.Total, len(ie.Lines))
+	}
+	if msg := err.Error(); strings.Contains(msg, "Go value") || strings.Contains(msg, "Go struct") || strings.Contains(msg, "graph.") {
+		t.Fatalf("Import(%q): the error names a Go type: %v", data, err)
+	}
+}
+
+// FuzzImportNDJSON: NDJSON import lines never panic the decoder or the planner.
+func FuzzImportNDJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"kind":"node","id":"person/ada","type":"Person","properties":{"name":"Ada"}}`,
+		`{"kind":"edge","from":"person/ada","label":"memberOf","to":"team/payments","properties":{"role":"lead"},"revision":3,"createdAt":"2024-01-02T03:04:05Z"}`,
+		`{"kind":"edge","from":"entity/a","label":"relation","to":"entity/b","key":"k"}`,
+		`{"kind":"node","id":"topic/t","type":"Topic","properties":{"name":"t"},"revision":9007199254740992}`,
+		`{"kind":"node","id":"a","kind":"edge"}`, "{\"kind\":\"node\",\"id\":\"\xff\"}", `[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]`,
+		"\n\n{}\n{\"kind\":\"node\"}\n", `{"kind":"node","id":"topic/t","type":"Topic","properties":{"name":1e400}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := example(f)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzImport(t, s, graph.NDJSON, data) })
+}
+
+// FuzzImportNQuads: N-Quads import lines never panic the decoder or the planner.
+func FuzzImportNQuads(f *testing.F) {
+	for _, seed := range []string{
+		"<n:topic/a> <pg:type> <t:Topic> .\n<n:topic/a> <p:name> \"a\" .\n<n:topic/a> <pg:revision> \"2\"^^<http://www.w3.org/2001/XMLSchema#integer> .\n",
+		"<n:doc/d> <pg:type> <t:Document> .\n<n:doc/d> <p:title> \"d\" .\n<n:doc/d> <e:about> <n:topic/a> .\n<x:about(doc/d,topic/a)> <pg:createdAt> \"2024-01-02T03:04:05Z\"^^<http://www.w3.org/2001/XMLSchema#dateTime> .\n",
+		"<n:entity/a> <e:relation> <n:entity/b> <k:works%20at> .\n",
+		"<n:topic/a> <p:x> \"{\\\"a\\\":[1,2]}\"^^<lore:json> .\n", "<n:topic/a> <p:x> \"\\uD800\" .\n", "# comment\n<a> <b> <c> .\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	s := example(f)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzImport(t, s, graph.NQuads, data) })
+}
+
+// FuzzImportMemory: memory-server JSONL lines never panic the decoder or the planner.
+func FuzzImportMemory(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"entity","name":"Ada","entityType":"person","observations":["likes tea"]}` + "\n" + `{"type":"relation","from":"Ada","to":"Acme","relationType":"works_at"}`,
+		`{"type":"entity","name":"a/b%c","entityType":"","observations":[]}`, `{"type":"relation","from":"","to":"x"}`, `{"type":"entity","observations":[1]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := example(f)
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzImport(t, s, graph.Memory, data) })
 }

@@ -16,8 +16,9 @@
 //	edge   <n:FROM> <e:LABEL>  <n:TO>            (unkeyed edge)
 //	edge   <n:FROM> <e:LABEL>  <n:TO>  <k:KEY>   (keyed edge: the key is the quad label)
 //
-// Every traversal (edges of a frontier, by label and direction) runs on
-// Cayley's [S,P] and [O,P,S] indexes. Properties, timestamps and revisions are
+// A traversal (edges of a frontier, by label and direction) reads in-edges
+// from Cayley's [O,P,S] index and out-edges from Lore's edge records, keyed
+// from, label, to, key (see Store.Edges). Properties, timestamps and revisions are
 // not quads: Cayley's KV never compacts a deleted quad, so every property
 // update would leave a tombstone that later reads must skip (measured: 3,000
 // updates of one property took a read from 94 µs to 4.5 ms), and a literal per

@@ -2,12 +2,15 @@ package graph
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -109,8 +112,14 @@ type ImportOptions struct {
 	// MaxImportBatch. 0 means DefaultImportBatch, reached by doubling from
 	// a 25th of it (see rampSteps).
 	BatchSize int
-	// DryRun validates the whole input and writes nothing.
+	// DryRun validates the whole input against the store and writes
+	// nothing. Every problem is counted; the first MaxProblems, by line,
+	// are listed.
 	DryRun bool
+	// Partial commits batch by batch and stops at the first rejected
+	// batch, keeping the batches before it. Without it an import is all
+	// or nothing (see Import).
+	Partial bool
 	// Progress, if set, is called after each batch.
 	Progress func(ImportStats)
 	// TuneGC has the import set the collector's percent as it grows
@@ -124,6 +133,13 @@ type ImportOptions struct {
 	// again, which held nothing before. A store that holds data is always
 	// written durably.
 	Durable bool
+	// MaxDepth is the deepest nesting a line's JSON (or an N-Quads
+	// lore:json literal) may have; 0 means schema.DefaultMaxDepth.
+	MaxDepth int
+	// SpoolDir is where an all-or-nothing import into a store that holds
+	// data keeps a copy of an input it cannot read twice (one that is not
+	// a seekable file, such as stdin); "" means os.TempDir().
+	SpoolDir string
 }
 
 // A pipeliner applies a stream of batches, planning each while the one
@@ -138,6 +154,15 @@ type bulkLoader interface {
 	beginBulk() (end func() error, ok bool)
 }
 
+// An atomicLoader can undo a load into a store that holds, and held,
+// nothing. beginLoad reports whether the store is such; done(true) ends
+// the load, done(false) empties the store again (and so does the next
+// Open, if the process dies first). fast makes the load a bulk load (see
+// bulkLoader).
+type atomicLoader interface {
+	beginLoad(fast bool) (done func(ok bool) error, ok bool)
+}
+
 // ImportStats reports an import.
 type ImportStats struct {
 	Lines     int64         `json:"lines"`
@@ -148,6 +173,10 @@ type ImportStats struct {
 	Unchanged int64         `json:"unchanged"`
 	Batches   int64         `json:"batches"`
 	Elapsed   time.Duration `json:"elapsed"`
+	// Checking is true while an all-or-nothing import into a store that
+	// holds data checks its whole input, before it writes anything: the
+	// counts are then of the elements checked, and nothing is committed.
+	Checking bool `json:"checking,omitempty"`
 }
 
 // Elements returns the number of nodes and edges read.
@@ -199,22 +228,50 @@ func (e *LineError) Unwrap() error {
 	return e.Err
 }
 
-// An ImportError lists the lines an import rejected. Batches before the
-// first rejected one were committed (see Stats); nothing after it was.
+// An ImportError reports the problems that stopped an import, or that a
+// dry run found, and what the import left in the store.
 type ImportError struct {
+	// Lines lists the first problems, by line: at most MaxProblems.
 	Lines []*LineError
+	// Total counts every problem found; it exceeds len(Lines) when the
+	// list was cut.
+	Total int
+	// Stats reports the lines read, and the batches a partial import
+	// committed.
 	Stats ImportStats
+	// DryRun: the problems of a dry run, which writes nothing.
+	DryRun bool
+	// Partial: a partial import (ImportOptions.Partial) committed the
+	// Stats.Batches batches before the problems. Otherwise the import
+	// wrote nothing.
+	Partial bool
+	// Stopped: the import stopped at the first rejected batch or
+	// unreadable line (a dry run checks every line); StoppedAt is the
+	// last line read.
+	Stopped   bool
+	StoppedAt int64
 }
 
 func (e *ImportError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "import stopped: %d problem(s)", len(e.Lines))
-	if e.Stats.Batches > 0 {
-		fmt.Fprintf(&b, " (the %d batches before them, %d elements, were committed)", e.Stats.Batches, e.Stats.Created+e.Stats.Updated+e.Stats.Unchanged)
+	switch {
+	case e.DryRun:
+		fmt.Fprintf(&b, "dry run: %s found; nothing was written", plural(int64(e.Total), "problem"))
+	case e.Partial && e.Stats.Batches > 0:
+		fmt.Fprintf(&b, "import stopped: %s; the %s before them (%d elements) were committed", plural(int64(e.Total), "problem"),
+			plural(e.Stats.Batches, "batch"), e.Stats.Created+e.Stats.Updated+e.Stats.Unchanged)
+	default:
+		fmt.Fprintf(&b, "import rejected: %s; nothing was written", plural(int64(e.Total), "problem"))
 	}
 	for _, l := range e.Lines {
 		b.WriteString("\n  ")
 		b.WriteString(l.Error())
+	}
+	if more := e.Total - len(e.Lines); more > 0 {
+		fmt.Fprintf(&b, "\n  … and %d more (the first %d by line are listed)", more, len(e.Lines))
+	}
+	if e.Stopped {
+		fmt.Fprintf(&b, "\nthe import stopped there, having read %s; a dry run checks every line", plural(e.StoppedAt, "line"))
 	}
 	return b.String()
 }
@@ -227,19 +284,149 @@ func (e *ImportError) Unwrap() []error {
 	return errs
 }
 
+func plural(n int64, word string) string {
+	switch {
+	case n == 1:
+		return "1 " + word
+	case strings.HasSuffix(word, "ch"):
+		return fmt.Sprintf("%d %ses", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// A WriteError reports an import that failed part-way through writing an
+// input it had checked whole (into a store that holds data): Stats says
+// which batches were committed. Each batch is atomic, and importing the
+// same input again completes it (what is already written comes out
+// unchanged).
+type WriteError struct {
+	Stats ImportStats
+	Err   error
+}
+
+func (e *WriteError) Error() string {
+	return fmt.Sprintf("import interrupted while writing, after checking the whole input: %s (%d elements, up to line %d) were committed, the rest were not; import the same input again to complete it: %v",
+		plural(e.Stats.Batches, "batch"), e.Stats.Created+e.Stats.Updated+e.Stats.Unchanged, e.Stats.Lines, e.Err)
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
 // Import reads r in the given format and applies it in batches, streaming
 // with memory bounded by the batch size. Each batch is validated whole and
-// committed atomically as one change-log entry; the first rejected batch
-// stops the import with an *ImportError naming every bad line in it.
-// Elements created by the import keep the timestamps and revisions the input
-// carries, so an export imports back exactly. A dry run validates every line
-// against the store and the nodes read so far, and writes nothing.
+// committed atomically as one change-log entry. Elements created by the
+// import keep the timestamps and revisions the input carries, so an
+// export imports back exactly.
+//
+// An import is all or nothing. Into a store that holds and held nothing,
+// batches commit as they are read (a bulk load, see bulkLoader), and a
+// rejected batch, a parse error, a cancelled ctx or a failed commit empty
+// the store again (the change log's sequence numbers keep growing); if
+// the process dies first, the next Open empties it. Into a store that
+// holds data, the whole input is checked first (a dry run; an input that
+// is not a seekable file is copied to ImportOptions.SpoolDir meanwhile),
+// and written only if it has no problem; should writing still fail (a
+// cancelled ctx, an I/O error), the error is a *WriteError saying which
+// batches were committed. A rejected import returns an *ImportError
+// listing its problems by line.
+//
+// With ImportOptions.Partial, batches are committed as they come and the
+// first rejected batch stops the import, keeping those before it. A dry
+// run validates every line against the store and the nodes read so far,
+// and writes nothing.
 //
 // Reading, decoding and schema validation of the next batch run on their
-// own goroutine while the store commits the current one.
-func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (_ *ImportStats, err error) {
+// own goroutine while the store commits the current one. Cancelling ctx
+// stops the import between lines and between batches; a read blocked on
+// r is left to return on its own.
+func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (*ImportStats, error) {
 	start := time.Now()
-	dec, err := newDecoder(opt.Format, r)
+	if _, err := newDecoder(opt.Format, nil, 0); err != nil {
+		return nil, err
+	}
+	switch {
+	case opt.DryRun:
+		return runPass(ctx, s, r, opt, passDry, start)
+	case opt.Partial:
+		return runPass(ctx, s, r, opt, passPartial, start)
+	}
+	if al, ok := s.(atomicLoader); ok {
+		if done, ok := al.beginLoad(!opt.Durable); ok {
+			st, err := runPass(ctx, s, r, opt, passLoad, start)
+			if err == nil {
+				err = done(true) // which empties the store if it fails
+			} else if derr := done(false); derr != nil {
+				err = errors.Join(err, fmt.Errorf("emptying the store again: %w", derr))
+			}
+			if err != nil && st != nil {
+				st.Created, st.Updated, st.Unchanged, st.Batches = 0, 0, 0, 0
+				var ie *ImportError
+				if errors.As(err, &ie) {
+					ie.Stats = *st
+				}
+			}
+			return st, err
+		}
+	}
+	in, rewind, cleanup, err := rereadable(r, opt.SpoolDir)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	if st, err := runPass(ctx, s, in, opt, passCheck, start); err != nil {
+		return st, err
+	}
+	if in, err = rewind(); err != nil {
+		return nil, err
+	}
+	return runPass(ctx, s, in, opt, passWrite, start)
+}
+
+// rereadable returns r, and a function that returns a reader of the same
+// input from the start once r has been read to its end: r itself, sought
+// back, if it is a seekable file, else a copy spooled to a temporary file
+// in dir as r is read.
+func rereadable(r io.Reader, dir string) (io.Reader, func() (io.Reader, error), func(), error) {
+	if rs, ok := r.(io.ReadSeeker); ok {
+		if pos, err := rs.Seek(0, io.SeekCurrent); err == nil {
+			return r, func() (io.Reader, error) {
+				_, err := rs.Seek(pos, io.SeekStart)
+				return rs, err
+			}, func() {}, nil
+		}
+	}
+	f, err := os.CreateTemp(dir, "lore-import-*.spool")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("a copy of the input to read it twice: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<16)
+	return io.TeeReader(r, w), func() (io.Reader, error) {
+			if err := w.Flush(); err != nil {
+				return nil, fmt.Errorf("a copy of the input to read it twice: %w", err)
+			}
+			_, err := f.Seek(0, io.SeekStart)
+			return f, err
+		}, func() {
+			f.Close()
+			os.Remove(f.Name())
+		}, nil
+}
+
+// An importPass is one way of reading an input through.
+type importPass int
+
+const (
+	passDry     importPass = iota // a dry run: check every line, write nothing
+	passPartial                   // commit batch by batch, stop at the first rejected batch
+	passLoad                      // commit batch by batch inside an atomic load (see atomicLoader)
+	passCheck                     // the first pass of an import into a store with data: a dry run
+	passWrite                     // its second pass: commit the input the first checked
+)
+
+func (p importPass) dry() bool { return p == passDry || p == passCheck }
+
+// runPass reads the input once, in the way pass says.
+func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass importPass, start time.Time) (_ *ImportStats, err error) {
+	dec, err := newDecoder(opt.Format, r, opt.MaxDepth)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +435,7 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (_ *Im
 		size = DefaultImportBatch
 	}
 	size = min(size, MaxImportBatch)
-	if bl, ok := s.(bulkLoader); ok && !opt.Durable && !opt.DryRun {
+	if bl, ok := s.(bulkLoader); ok && pass == passPartial && !opt.Durable {
 		if end, ok := bl.beginBulk(); ok {
 			defer func() {
 				if ferr := end(); ferr != nil && err == nil {
@@ -266,47 +453,47 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (_ *Im
 	defer cancel()
 	batches := make(chan *importBatch, 1)
 	pl, pipelined := s.(pipeliner)
-	pipelined = pipelined && !opt.DryRun
+	pipelined = pipelined && !pass.dry()
 	var tn *turns
 	if pipelined && useTurns {
 		tn = newTurns(runtime.GOMAXPROCS(0))
 	}
-	go readBatches(ctx, s.Model(), dec, size, ramp, opt.DryRun, batches, tn)
+	go readBatches(ctx, s.Model(), dec, size, ramp, pass.dry(), batches, tn)
 
-	st := &ImportStats{}
+	st := &ImportStats{Checking: pass == passCheck}
 	var (
 		assume  map[ID]string
-		rejects []*LineError
-		stopErr error // why the import stopped early
+		report  lineReport
+		stopped bool  // at a rejected batch
+		stopErr error // why the import stopped early, if not rejected
 	)
-	if opt.DryRun {
+	if pass.dry() {
 		assume = map[ID]string{}
 	}
 	// handle records one batch's outcome and says whether to go on.
 	handle := func(ib *importBatch, res *Result, err error) bool {
-		rejects = append(rejects, ib.parseErrs...)
 		st.Lines = ib.lines
-		if ib.fatal {
-			stopErr = &ImportError{Lines: rejects, Stats: *st}
-			return false
-		}
+		les := ib.parseErrs
+		more := ib.parseMore
 		var be *BatchError
 		switch {
 		case errors.As(err, &be):
 			for _, p := range be.Problems {
-				rejects = append(rejects, &LineError{Line: lineOf(p.Pointer, ib.nodeLines, ib.edgeLines), Problem: &p})
+				les = append(les, &LineError{Line: lineOf(p.Pointer, ib.nodeLines, ib.edgeLines), Problem: &p})
 			}
-			if !opt.DryRun {
-				stopErr = &ImportError{Lines: rejects, Stats: *st}
-				return false
-			}
+			more += be.More
 		case err != nil:
 			stopErr = err
 			return false
 		case res != nil:
 			st.count(res)
 		}
-		if opt.DryRun {
+		report.add(les, more)
+		if ib.fatal || be != nil && !pass.dry() {
+			stopped = true
+			return false
+		}
+		if pass.dry() {
 			for _, n := range ib.b.Nodes {
 				assume[n.ID] = n.Type
 			}
@@ -326,7 +513,18 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (_ *Im
 	if pipelined {
 		pl.applyPipelined(ctx, batches, handle, tn)
 	} else {
-		for ib := range batches {
+	loop:
+		for {
+			var ib *importBatch
+			select {
+			case b, ok := <-batches:
+				if !ok {
+					break loop
+				}
+				ib = b
+			case <-ctx.Done():
+				break loop
+			}
 			var res *Result
 			var err error
 			if !ib.fatal && ib.b.Len() > 0 {
@@ -338,17 +536,39 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (_ *Im
 			}
 		}
 	}
+	st.Elapsed = time.Since(start)
+	if stopErr == nil && !stopped {
+		stopErr = ctx.Err()
+	}
 	if stopErr != nil {
+		if pass == passWrite {
+			return st, &WriteError{Stats: *st, Err: stopErr}
+		}
 		return st, stopErr
 	}
-	if err := ctx.Err(); err != nil {
-		return st, err
-	}
-	st.Elapsed = time.Since(start)
-	if len(rejects) > 0 {
-		return st, &ImportError{Lines: rejects, Stats: *st}
+	if report.total > 0 {
+		return st, &ImportError{Lines: report.lines, Total: report.total, Stats: *st, DryRun: pass == passDry,
+			Partial: pass == passPartial || pass == passWrite, Stopped: stopped && !pass.dry(), StoppedAt: st.Lines}
 	}
 	return st, nil
+}
+
+// lineReport collects an import's problems: the first MaxProblems by
+// line, and the count of all.
+type lineReport struct {
+	lines []*LineError
+	total int
+}
+
+// add adds one batch's problems, all on lines after those of the batches
+// before it, and the count of more not listed.
+func (r *lineReport) add(les []*LineError, more int) {
+	r.total += len(les) + more
+	if len(r.lines) >= MaxProblems || len(les) == 0 {
+		return
+	}
+	slices.SortStableFunc(les, func(a, b *LineError) int { return cmp.Compare(a.Line, b.Line) })
+	r.lines = append(r.lines, les[:min(len(les), MaxProblems-len(r.lines))]...)
 }
 
 func (st *ImportStats) count(res *Result) {
@@ -370,11 +590,12 @@ func (st *ImportStats) count(res *Result) {
 // An importBatch is one batch read from the input, prepared for Apply.
 type importBatch struct {
 	b                    *Batch
-	nodeLines, edgeLines []int64 // input line of each element of b
-	lines                int64   // lines read so far
-	parseErrs            []*LineError
-	fatal                bool // a parse error ends the import
-	last                 bool // the input ends after this batch
+	nodeLines, edgeLines []int64      // input line of each element of b
+	lines                int64        // lines read so far
+	parseErrs            []*LineError // the first MaxProblems
+	parseMore            int          // parse errors beyond them
+	fatal                bool         // a parse error ends the import
+	last                 bool         // the input ends after this batch
 }
 
 // readBatches decodes the input into prepared batches. A batch ends at the
@@ -389,8 +610,10 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ra
 		limit = max(size/rampSteps, 1)
 	}
 	newBatch := func() *importBatch {
-		return &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun, max: MaxImportBatch,
+		ib := &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun, max: MaxImportBatch,
 			yield: func() { tn.yield(turnRead) }}}
+		ib.b.rank = func(ptr string) int64 { return lineOf(ptr, ib.nodeLines, ib.edgeLines) }
+		return ib
 	}
 	cur, inBatch := newBatch(), map[string]bool{}
 	send := func() bool {
@@ -411,7 +634,6 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ra
 		limit = min(2*limit, size)
 		return true
 	}
-	parseErrs := 0
 	for ctx.Err() == nil {
 		tn.yield(turnRead)
 		el, err := dec.next()
@@ -421,8 +643,12 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ra
 			return
 		}
 		if err != nil {
-			cur.parseErrs = append(cur.parseErrs, &LineError{Line: el.line, Err: err})
-			if parseErrs++; !dryRun || parseErrs >= MaxProblems {
+			if len(cur.parseErrs) < MaxProblems {
+				cur.parseErrs = append(cur.parseErrs, &LineError{Line: el.line, Err: err})
+			} else {
+				cur.parseMore++
+			}
+			if !dryRun || isReadError(err) {
 				cur.fatal = true
 				cur.b = &Batch{max: MaxImportBatch}
 				send()
@@ -472,15 +698,20 @@ func lineOf(ptr string, nodeLines, edgeLines []int64) int64 {
 	return lines[i]
 }
 
-func newDecoder(f Format, r io.Reader) (decoder, error) {
-	lr := &lineReader{r: bufio.NewReaderSize(r, 1<<16)}
+// newDecoder returns a decoder of format f reading r; maxDepth bounds
+// the nesting of JSON in the input (0: schema.DefaultMaxDepth).
+func newDecoder(f Format, r io.Reader, maxDepth int) (decoder, error) {
+	lr := &lineReader{}
+	if r != nil {
+		lr.r = bufio.NewReaderSize(r, 1<<16)
+	}
 	switch f {
 	case NDJSON, "":
-		return &ndjsonDecoder{lr: lr}, nil
+		return &ndjsonDecoder{lr: lr, maxDepth: maxDepth}, nil
 	case NQuads:
-		return &nquadsDecoder{lr: lr}, nil
+		return &nquadsDecoder{lr: lr, maxDepth: maxDepth}, nil
 	case Memory:
-		return &memoryDecoder{lr: lr}, nil
+		return &memoryDecoder{lr: lr, maxDepth: maxDepth}, nil
 	}
 	return nil, fmt.Errorf("format %q: %w (use ndjson, nquads or memory)", f, ErrInvalid)
 }
@@ -505,7 +736,7 @@ func (l *lineReader) next() ([]byte, int64, error) {
 			l.buf = append(l.buf, chunk...)
 			if len(l.buf) > MaxLine {
 				l.n++
-				return nil, l.n, fmt.Errorf("line longer than %d bytes", MaxLine)
+				return nil, l.n, &readError{fmt.Errorf("line longer than %d bytes; the rest of the input is not read", MaxLine)}
 			}
 			if err == bufio.ErrBufferFull {
 				continue
@@ -516,7 +747,7 @@ func (l *lineReader) next() ([]byte, int64, error) {
 					return nil, l.n, io.EOF
 				}
 			} else if err != nil {
-				return nil, l.n, err
+				return nil, l.n, &readError{err}
 			}
 			break
 		}
@@ -526,4 +757,16 @@ func (l *lineReader) next() ([]byte, int64, error) {
 			return []byte(line), l.n, nil
 		}
 	}
+}
+
+// A readError is a failure to read the input itself (not a line's
+// content): the rest of the input cannot be read either.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+func isReadError(err error) bool {
+	var re *readError
+	return errors.As(err, &re)
 }

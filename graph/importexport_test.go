@@ -171,8 +171,8 @@ func TestImportErrorsNameTheLine(t *testing.T) {
 	for _, tt := range []struct {
 		name, format, data, want string
 	}{
-		{"not json", "ndjson", `{"kind":"node","id":"topic/a","type":"Topic","properties":{"name":"a"}}` + "\n{oops\n", "line 2: not a valid line"},
-		{"unknown field", "ndjson", `{"kind":"node","id":"topic/a","type":"Topic","proprties":{}}`, `line 1: not a valid line: json: unknown field "proprties"`},
+		{"not json", "ndjson", `{"kind":"node","id":"topic/a","type":"Topic","properties":{"name":"a"}}` + "\n{oops\n", "line 2: invalid character 'o' at start of value at byte 1"},
+		{"unknown field", "ndjson", `{"kind":"node","id":"topic/a","type":"Topic","proprties":{}}`, `line 1: unknown field "proprties"; a line takes kind, id, type`},
 		{"schema", "ndjson", "\n" + `{"kind":"node","id":"topic/a","type":"Topic","properties":{"name":5}}`, `line 2: node "topic/a" at /properties/name: got number, want string [type]`},
 		{"dangling", "ndjson", `{"kind":"edge","from":"topic/a","label":"about","to":"topic/b"}`, "line 1: edge about(topic/a,topic/b) at /from"},
 		{"memory", "memory", `{"type":"entity","name":"a","entityType":"x","observations":[]}` + "\n" + `{"type":"relation","from":"a","to":"ghost","relationType":"knows"}`, "line 2: edge relation(entity/a,entity/ghost,knows) at /to"},

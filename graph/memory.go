@@ -51,7 +51,10 @@ type memoryRelation struct {
 	RelationType string `json:"relationType"`
 }
 
-type memoryDecoder struct{ lr *lineReader }
+type memoryDecoder struct {
+	lr       *lineReader
+	maxDepth int // of a line's JSON; 0 means schema.DefaultMaxDepth
+}
 
 func (d *memoryDecoder) lines() int64 { return d.lr.n }
 
@@ -62,7 +65,7 @@ func (d *memoryDecoder) next() (element, error) {
 		return el, err
 	}
 	var l memoryLine
-	if err := strictJSON(line, &l); err != nil {
+	if err := strictJSON(line, &l, d.maxDepth, "type, name, entityType, observations, from, to and relationType"); err != nil {
 		return el, err
 	}
 	switch l.Type {

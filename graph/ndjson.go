@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -32,7 +33,10 @@ type ndjsonLine struct {
 	Revision   int64     `json:"revision,omitempty"`
 }
 
-type ndjsonDecoder struct{ lr *lineReader }
+type ndjsonDecoder struct {
+	lr       *lineReader
+	maxDepth int // of a line's JSON; 0 means schema.DefaultMaxDepth
+}
 
 func (d *ndjsonDecoder) lines() int64 { return d.lr.n }
 
@@ -46,7 +50,7 @@ func (d *ndjsonDecoder) next() (element, error) {
 	if bytes.Contains(line, []byte(`"properties"`)) {
 		l.Properties = make(Props, 8) // or segmentio makes one of 64 slots
 	}
-	if err := strictJSON(line, &l); err != nil {
+	if err := strictJSON(line, &l, d.maxDepth, ndjsonFields); err != nil {
 		return el, err
 	}
 	switch l.Kind {
@@ -67,13 +71,27 @@ func (d *ndjsonDecoder) next() (element, error) {
 	return el, nil
 }
 
+// ndjsonFields lists the fields of an NDJSON line, for the error that
+// names an unknown one.
+const ndjsonFields = "kind, id, type, from, label, to, key, properties, createdAt, updatedAt and revision"
+
 // strictJSON decodes one JSON line with schema.DecodeStrict: numbers as
 // json.Number, unknown fields and trailing data refused. (It took a third
 // of the time of a json.Decoder per line at 10k nodes.) Decode objects
-// into maps made beforehand.
-func strictJSON(data []byte, v any) error {
+// into maps made beforehand. schema.CheckJSON scans the line first: what a
+// decoder would accept silently (invalid UTF-8, a key given twice) or
+// slowly (deep nesting) is refused, naming the place. fields lists the
+// fields a line takes, for an unknown one.
+func strictJSON(data []byte, v any, maxDepth int, fields string) error {
+	if err := schema.CheckJSON(data, maxDepth); err != nil {
+		return err
+	}
 	if err := schema.DecodeStrict(data, v); err != nil {
-		return fmt.Errorf("not a valid line: %v", err)
+		var de *schema.DecodeError
+		if errors.As(err, &de) && de.UnknownField != "" {
+			return fmt.Errorf("unknown field %q; a line takes %s", de.UnknownField, fields)
+		}
+		return err
 	}
 	return nil
 }

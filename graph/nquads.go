@@ -11,9 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cayleygraph/quad"
 	"github.com/cayleygraph/quad/nquads"
+
+	"github.com/lore-dev/lore/schema"
 )
 
 // N-Quads export writes the logical graph, properties included:
@@ -63,7 +66,7 @@ func literalOf(v any) (quad.Value, error) {
 	return quad.TypedString{Value: quad.String(bytes.TrimSpace(buf.Bytes())), Type: loreJSON}, nil
 }
 
-func valueOf(v quad.Value) (any, error) {
+func valueOf(v quad.Value, maxDepth int) (any, error) {
 	switch x := v.(type) {
 	case quad.String:
 		return string(x), nil
@@ -81,11 +84,12 @@ func valueOf(v quad.Value) (any, error) {
 		case xsdBoolean:
 			return strconv.ParseBool(s)
 		case loreJSON:
-			d := json.NewDecoder(strings.NewReader(s))
-			d.UseNumber()
+			if err := schema.CheckJSON([]byte(s), maxDepth); err != nil {
+				return nil, fmt.Errorf("lore:json literal: %w", err)
+			}
 			var out any
-			if err := d.Decode(&out); err != nil {
-				return nil, fmt.Errorf("lore:json literal: %v", err)
+			if err := schema.Decode([]byte(s), &out); err != nil {
+				return nil, fmt.Errorf("lore:json literal: %w", err)
 			}
 			return out, nil
 		}
@@ -153,9 +157,10 @@ func exportNQuads(ctx context.Context, s Store, w io.Writer, st *ExportStats) er
 
 // nquadsDecoder assembles elements from consecutive quads.
 type nquadsDecoder struct {
-	lr      *lineReader
-	pending *element
-	subject string // the subject the pending element collects
+	lr       *lineReader
+	maxDepth int // of a lore:json literal; 0 means schema.DefaultMaxDepth
+	pending  *element
+	subject  string // the subject the pending element collects
 }
 
 func (d *nquadsDecoder) lines() int64 { return d.lr.n }
@@ -171,6 +176,9 @@ func (d *nquadsDecoder) next() (element, error) {
 		}
 		if line[0] == '#' {
 			continue
+		}
+		if err := checkNQuadsText(line); err != nil {
+			return element{line: n}, err
 		}
 		q, err := nquads.ParseRaw(string(line))
 		if err != nil {
@@ -276,22 +284,67 @@ func (d *nquadsDecoder) add(q quad.Quad, pred quad.IRI) error {
 			*updated = t
 		}
 	case name == "pg:revision":
-		v, err := valueOf(q.Object)
+		v, err := valueOf(q.Object, d.maxDepth)
 		n, ok := v.(json.Number)
-		if err != nil || !ok {
-			return fmt.Errorf("pg:revision must be an xsd:integer")
+		if err == nil && ok {
+			*rev, err = n.Int64()
 		}
-		if *rev, err = n.Int64(); err != nil {
-			return fmt.Errorf("pg:revision: %v", err)
+		if err != nil || !ok || *rev < 1 || *rev > MaxRevision {
+			return fmt.Errorf("pg:revision must be an xsd:integer from 1 to %d", MaxRevision)
 		}
 	case strings.HasPrefix(name, "p:"):
-		v, err := valueOf(q.Object)
+		v, err := valueOf(q.Object, d.maxDepth)
 		if err != nil {
 			return err
 		}
 		p[name[2:]] = v
 	default:
 		return fmt.Errorf("unknown predicate <%s>; Lore reads pg:type, pg:createdAt, pg:updatedAt, pg:revision, p:NAME and e:LABEL", name)
+	}
+	return nil
+}
+
+// checkNQuadsText refuses a line the N-Quads parser would change
+// silently: invalid UTF-8, and \u or \U escapes of no Unicode scalar value
+// (a surrogate, or past U+10FFFF), which it replaces with U+FFFD.
+func checkNQuadsText(line []byte) error {
+	if !utf8.Valid(line) {
+		i := 0
+		for i < len(line) {
+			r, size := utf8.DecodeRune(line[i:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			i += size
+		}
+		return fmt.Errorf("invalid UTF-8 at byte %d; N-Quads are UTF-8 text", i+1)
+	}
+	for i := 0; i < len(line); i++ {
+		if line[i] != '\\' || i+1 == len(line) {
+			continue
+		}
+		n := 0
+		switch line[i+1] {
+		case 'u':
+			n = 4
+		case 'U':
+			n = 8
+		default:
+			i++ // an escaped character, perhaps a backslash
+			continue
+		}
+		if i+2+n > len(line) {
+			return fmt.Errorf("escape at byte %d is cut short", i+1)
+		}
+		hex := string(line[i+2 : i+2+n])
+		v, err := strconv.ParseUint(hex, 16, 32)
+		if err != nil {
+			return fmt.Errorf("escape \\%c%s at byte %d is not hexadecimal", line[i+1], hex, i+1)
+		}
+		if !utf8.ValidRune(rune(v)) {
+			return fmt.Errorf("escape \\%c%s at byte %d is not a Unicode character (a surrogate or past U+10FFFF); write the character itself", line[i+1], hex, i+1)
+		}
+		i += 1 + n
 	}
 	return nil
 }

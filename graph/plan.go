@@ -229,7 +229,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	if len(b.Assume) > 0 {
 		snap = assumeSnap{snap, b.Assume}
 	}
-	var ps problems
+	ps := problems{rank: b.rank}
 	if b.Len() == 0 {
 		ps.add(ErrInvalid, "", "batch", "empty", "the batch holds no element; give nodes, edges, deleteNodes or deleteEdges")
 		return nil, ps.err()
@@ -247,9 +247,12 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		ps.add(ErrInvalid, ptr, elem, "duplicate", "already appears at %s; each element may appear once per batch", first)
 	}
 
-	// Static checks, and the records to read.
+	// Static checks, and the records to read. An element that fails one
+	// is left out of the stateful checks; the others still go through
+	// them, so that one answer lists every problem to fix.
 	nodeIDs := make([]ID, 0, nn)
 	edgeKeys := make([]EdgeKey, 0, ne)
+	nodeOK := make([]bool, len(b.Nodes))
 	for i, n := range b.Nodes {
 		b.pause()
 		here := elemRef{"nodes", i}
@@ -262,11 +265,16 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			continue
 		}
 		seenNode[n.ID] = here
-		if _, ok := m.Node(n.Type); !ok {
-			ps.add(ErrInvalid, here.String()+"/type", nodeElem(n.ID), "unknown-type", "unknown node type %q; the model has %s", n.Type, list(m.NodeTypeNames()))
-		}
 		nodeIDs = append(nodeIDs, n.ID)
+		ok := revisionInRange(&ps, here, nodeElem(n.ID), n.Revision) &&
+			expectedInRange(&ps, here, nodeElem(n.ID), n.ExpectedRevision)
+		if _, known := m.Node(n.Type); !known {
+			ps.add(ErrInvalid, here.String()+"/type", nodeElem(n.ID), "unknown-type", "unknown node type %q; the model has %s", n.Type, list(m.NodeTypeNames()))
+			ok = false
+		}
+		nodeOK[i] = ok
 	}
+	delNodeOK := make([]bool, len(b.DeleteNodes))
 	for i, d := range b.DeleteNodes {
 		here := elemRef{"deleteNodes", i}
 		if err := d.ID.Check(); err != nil {
@@ -279,6 +287,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		}
 		seenNode[d.ID] = here
 		nodeIDs = append(nodeIDs, d.ID)
+		delNodeOK[i] = expectedInRange(&ps, here, nodeElem(d.ID), d.ExpectedRevision)
 	}
 	checkEdge := func(here elemRef, k EdgeKey) bool {
 		if err := k.Check(); err != nil {
@@ -310,7 +319,10 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	var endpoints []ID // nodes only edges name: their types are all planning needs
 	for i, e := range b.Edges {
 		b.pause()
-		edgeOK[i] = checkEdge(elemRef{"edges", i}, e.EdgeKey)
+		here := elemRef{"edges", i}
+		edgeOK[i] = checkEdge(here, e.EdgeKey) &&
+			revisionInRange(&ps, here, edgeElem(e.EdgeKey), e.Revision) &&
+			expectedInRange(&ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
 		if edgeOK[i] {
 			for _, id := range []ID{e.From, e.To} {
 				if _, ok := seenNode[id]; !ok {
@@ -321,30 +333,8 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	}
 	delEdgeOK := make([]bool, len(b.DeleteEdges))
 	for i, e := range b.DeleteEdges {
-		delEdgeOK[i] = checkEdge(elemRef{"deleteEdges", i}, e.EdgeKey)
-	}
-	if len(ps.list) > 0 {
-		// Rejected already: report the property problems of the other
-		// elements too, so one answer lists everything to fix.
-		for i, n := range b.Nodes {
-			if nt, ok := m.Node(n.Type); ok && !n.Merge && n.ID.Check() == nil {
-				prep := n.prep
-				if prep == nil {
-					prep = prepareProps(nt.Validate, n.Properties)
-				}
-				propsOK(&ps, elemRef{"nodes", i}, func() string { return nodeElem(n.ID) }, prep)
-			}
-		}
-		for i, e := range b.Edges {
-			if et, ok := m.Edge(e.Label); ok && edgeOK[i] {
-				prep := e.prep
-				if prep == nil {
-					prep = prepareProps(et.Validate, e.Properties)
-				}
-				propsOK(&ps, elemRef{"edges", i}, func() string { return edgeElem(e.EdgeKey) }, prep)
-			}
-		}
-		return nil, ps.err()
+		here := elemRef{"deleteEdges", i}
+		delEdgeOK[i] = checkEdge(here, e.EdgeKey) && expectedInRange(&ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
 	}
 
 	// Stateful checks.
@@ -397,9 +387,14 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		b.pause()
 		here := elemRef{"nodes", i}
 		name := func() string { return nodeElem(n.ID) } // for the problems only
+		if n.ID.Check() == nil && seenNode[n.ID] == here {
+			badNode[n.ID] = true // its edges are not reported again
+		}
+		if !nodeOK[i] {
+			continue
+		}
 		nt, _ := m.Node(n.Type)
 		old := oldNode[n.ID]
-		badNode[n.ID] = true
 		if old != nil && old.Type != n.Type {
 			ps.add(ErrInvalid, here.String()+"/type", name(), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
 			continue
@@ -435,6 +430,9 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			p.result.Nodes = append(p.result.Nodes, ElementResult{ID: string(n.ID), Status: Unchanged, Revision: old.Rev})
 			continue
 		default:
+			if !revisionLeft(&ps, here, name, old.Rev) {
+				continue
+			}
 			st = Updated
 			rec.Created, rec.Updated, rec.Rev = old.Created, us, old.Rev+1
 		}
@@ -447,6 +445,9 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	cascade := map[EdgeKey]bool{}
 	var cascadeOrder []EdgeKey
 	for i, d := range b.DeleteNodes {
+		if !delNodeOK[i] {
+			continue
+		}
 		here := elemRef{"deleteNodes", i}
 		name := func() string { return nodeElem(d.ID) }
 		old := oldNode[d.ID]
@@ -549,6 +550,9 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			p.result.Edges = append(p.result.Edges, ElementResult{ID: e.String(), Status: Unchanged, Revision: old.Rev})
 			continue
 		default:
+			if !revisionLeft(&ps, here, name, old.Rev) {
+				continue
+			}
 			st = Updated
 			rec.Created, rec.Updated, rec.Rev = old.Created, us, old.Rev+1
 		}
@@ -625,6 +629,35 @@ func (r *edgeRec) rev() int64 {
 		return 0
 	}
 	return r.Rev
+}
+
+// revisionInRange checks a revision an input carries (0: none).
+func revisionInRange(ps *problems, here elemRef, elem string, rev int64) bool {
+	if rev >= 0 && rev <= MaxRevision {
+		return true
+	}
+	ps.add(ErrInvalid, here.String()+"/revision", elem, "revision", "revision %d is out of range; a revision is from 1 to %d", rev, int64(MaxRevision))
+	return false
+}
+
+// expectedInRange checks an expected revision: 0 (the element must not
+// exist) to MaxRevision.
+func expectedInRange(ps *problems, here elemRef, elem string, want *int64) bool {
+	if want == nil || *want >= 0 && *want <= MaxRevision {
+		return true
+	}
+	ps.add(ErrInvalid, here.String()+"/expectedRevision", elem, "revision", "expected revision %d is out of range; give 0 (the element must not exist yet) to %d", *want, int64(MaxRevision))
+	return false
+}
+
+// revisionLeft reports whether an element at revision rev may change
+// again: its next revision must not pass MaxRevision.
+func revisionLeft(ps *problems, here elemRef, elem func() string, rev int64) bool {
+	if rev < MaxRevision {
+		return true
+	}
+	ps.add(ErrInvalid, here.String(), elem(), "revision-limit", "the element is at revision %d, the highest a revision may reach (2^53-1, what every JSON client keeps exactly); it cannot change again: delete it and create it anew", rev)
+	return false
 }
 
 // revisionOK checks an element's expected revision; the element's pointer

@@ -18,7 +18,9 @@ type Store interface {
 
 	// Apply validates a batch whole and, if it is valid, commits it in one
 	// transaction with one change-log entry. A rejected batch changes nothing;
-	// its error is a *BatchError listing every problem.
+	// its error is a *BatchError listing its problems (the first
+	// MaxProblems, and the count of the others). Revisions stay within
+	// MaxRevision.
 	Apply(ctx context.Context, b *Batch) (*Result, error)
 
 	// Node returns one node with its per-label edge counts, or ErrNotFound.
@@ -28,7 +30,24 @@ type Store interface {
 	Nodes(ctx context.Context, ids []ID) ([]*Node, error)
 	// Edge returns one edge, or ErrNotFound.
 	Edge(ctx context.Context, k EdgeKey) (*Edge, error)
-	// Edges returns a page of the edges of a set of nodes, by label and direction.
+	// Edges returns a page of the edges of a set of nodes, by label and
+	// direction, in this order, the same on every store:
+	//
+	//   - node by node, in the order of q.Nodes (a node given twice is
+	//     listed twice);
+	//   - a node's edges by label, comparing labels bytewise;
+	//   - then by direction: out-edges before in-edges (for Both);
+	//   - then by the node at the other end (To of an out-edge, From of an
+	//     in-edge), comparing IDs bytewise;
+	//   - then by key, bytewise ("" first).
+	//
+	// For Both, a self-loop is listed once, as an out-edge. Next encodes
+	// the place of the page's last edge in that order (the index of its
+	// node in q.Nodes, its label, direction, other end and key) and
+	// nothing particular to a backend, so the next page lists the edges
+	// after it in that order as they are when it is read: an edge written
+	// in between shows up if it sorts after that place. A cursor is valid
+	// for the same Nodes, Labels and Direction only.
 	Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error)
 	// NodesByType returns a page of the nodes of one type, ordered by ID.
 	NodesByType(ctx context.Context, typ string, p Page) (*NodePage, error)
@@ -44,7 +63,8 @@ type Store interface {
 	Stats(ctx context.Context) (*Stats, error)
 
 	// Since returns up to limit change-log entries with a sequence number
-	// greater than seq, in order.
+	// greater than seq, in order. A seq past the last entry is an error
+	// wrapping ErrInvalid (it would skip the entries still to come).
 	Since(ctx context.Context, seq uint64, limit int) ([]Change, error)
 	// Changed returns a channel that is closed when the next entry is committed.
 	Changed() <-chan struct{}

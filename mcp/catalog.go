@@ -38,6 +38,10 @@ type Options struct {
 	Ceilings graph.Limits
 	// Logger receives internal errors; nil discards them.
 	Logger *slog.Logger
+	// MaxDepth is the deepest nesting a call's arguments may have; 0 means
+	// schema.DefaultMaxDepth. Arguments are checked (schema.CheckJSON)
+	// before anything decodes them.
+	MaxDepth int
 }
 
 // A Catalog is the set of tools over one store.
@@ -46,6 +50,7 @@ type Catalog struct {
 	model    *schema.Model
 	ceilings graph.Limits
 	log      *slog.Logger
+	maxDepth int // of arguments; 0: schema.DefaultMaxDepth
 	tools    []*Tool
 	byName   map[string]*Tool
 	outputs  map[string]*jsonschema.Schema
@@ -94,7 +99,7 @@ func NewCatalog(s graph.Store, opts *Options) *Catalog {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Catalog{store: s, model: s.Model(), ceilings: graph.DefaultCeilings, log: o.Logger,
+	c := &Catalog{store: s, model: s.Model(), ceilings: graph.DefaultCeilings, log: o.Logger, maxDepth: o.MaxDepth,
 		byName: map[string]*Tool{}, outputs: map[string]*jsonschema.Schema{}}
 	c.ceilings, _ = o.Ceilings.Clamp(graph.Limits{})
 	comp := newCompiler(c.model)
@@ -197,7 +202,14 @@ func define[In any](t Tool, run func(ctx context.Context, c *Catalog, in *In) (o
 	t.run = func(ctx context.Context, c *Catalog, args json.RawMessage) (output, error) {
 		in := new(In)
 		if err := schema.Decode(args, in); err != nil {
-			return nil, &Error{Code: CodeInvalid, Message: "arguments: " + err.Error()}
+			// The arguments passed the input schema; what remains (a number
+			// too large for its field, say) is told in the arguments' terms.
+			var de *schema.DecodeError
+			if errors.As(err, &de) && de.Pointer != "" {
+				return nil, &Error{Code: CodeInvalid, Message: "the arguments of " + t.Name + " do not fit",
+					Violations: []schema.Violation{{Pointer: de.Pointer, Message: de.Reason}}}
+			}
+			return nil, &Error{Code: CodeInvalid, Message: "the arguments of " + t.Name + ": " + err.Error()}
 		}
 		return run(ctx, c, in)
 	}

@@ -62,14 +62,20 @@ func (c *Catalog) checkArgs(t *Tool, args json.RawMessage) (json.RawMessage, err
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = []byte("{}")
 	}
+	// Before any decoding: what a decoder would change silently (invalid
+	// UTF-8, a key given twice) or take long over (deep nesting).
+	if err := schema.CheckJSON(args, c.maxDepth); err != nil {
+		var je *schema.JSONError
+		if errors.As(err, &je) && je.Pointer != "" {
+			return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("the arguments of %s are not JSON Lore accepts:", t.Name),
+				Violations: []schema.Violation{{Pointer: je.Pointer, Message: je.Reason}}}
+		}
+		return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("the arguments of %s are not JSON Lore accepts: %v", t.Name, err)}
+	}
 	// Objects are decoded into a map made here: into an interface, the
 	// decoder would make one of 64 slots for a call's handful of arguments.
 	obj := map[string]any{}
 	if args[0] != '{' {
-		var v any
-		if err := schema.Decode(args, &v); err != nil {
-			return nil, &Error{Code: CodeInvalid, Message: "the arguments are not JSON: " + err.Error()}
-		}
 		return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("the arguments of %s must be a JSON object", t.Name)}
 	}
 	if err := schema.Decode(args, &obj); err != nil {

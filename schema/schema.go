@@ -233,8 +233,14 @@ func Load(doc []byte) (*Model, error) {
 		Title  string                     `json:"title"`
 		Defs   map[string]json.RawMessage `json:"$defs"`
 	}
+	if trimmed := bytes.TrimSpace(doc); len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, fmt.Errorf("model: not a JSON object")
+	}
+	if err := CheckJSON(doc, DefaultMaxDepth); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
 	if err := json.Unmarshal(doc, &top); err != nil {
-		return nil, fmt.Errorf("model: not a JSON object: %v", err)
+		return nil, fmt.Errorf("model: %w", decodeError(err))
 	}
 	var probs problems
 	if top.Schema == nil {
@@ -280,7 +286,7 @@ func (m *Model) addDef(name string, raw json.RawMessage, probs *problems) {
 	ptr := defPtr(name)
 	var d defEntry
 	if err := json.Unmarshal(raw, &d); err != nil {
-		probs.add(ptr, "is not a schema object: %v", err)
+		probs.add(ptr, "is not a schema object: %v", decodeError(err))
 		return
 	}
 	if d.Node == nil && d.Edge == nil {
@@ -306,7 +312,7 @@ func (m *Model) addDef(name string, raw json.RawMessage, probs *problems) {
 	if d.Node != nil {
 		var meta nodeMeta
 		if err := strictUnmarshal(d.Node, &meta); err != nil {
-			probs.add(ptr+"/x-lore-node", "%v; it takes display, indexed and search", err)
+			probs.add(ptr+"/x-lore-node", "%v; it takes display, indexed and search", decodeError(err))
 			return
 		}
 		check := func(kw string, names []string) {
@@ -327,7 +333,7 @@ func (m *Model) addDef(name string, raw json.RawMessage, probs *problems) {
 	}
 	var meta edgeMeta
 	if err := strictUnmarshal(d.Edge, &meta); err != nil {
-		probs.add(ptr+"/x-lore-edge", "%v; it takes from, to and keyed", err)
+		probs.add(ptr+"/x-lore-edge", "%v; it takes from, to and keyed", decodeError(err))
 		return
 	}
 	m.edges[name] = &EdgeType{Name: name, Title: d.Title, Description: d.Description, From: meta.From, To: meta.To,

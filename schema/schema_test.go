@@ -1,10 +1,12 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -115,4 +117,83 @@ func TestDecodeStrictRefusesUnknownFields(t *testing.T) {
 	if err := DecodeStrict([]byte("{\"kind\":\"edge\"} \r\n"), &line); err != nil || line.Kind != "edge" {
 		t.Errorf("DecodeStrict with trailing space: %v, %+v", err, line)
 	}
+}
+
+// A model document with a key twice, or nested past the depth limit, is
+// refused with the JSON pointer; decoders would keep the last key silently.
+func TestLoadRefusesAmbiguousJSON(t *testing.T) {
+	for _, tt := range []struct{ name, doc, want string }{
+		{"duplicate key", `{"$schema":"https://json-schema.org/draft/2020-12/schema","$defs":{"A":{"type":"object","x-lore-node":{}},"A":{"type":"object"}}}`,
+			"the same key appears twice in one object at /$defs/A"},
+		{"deep", `{"$defs":` + strings.Repeat(`{"a":`, 100) + `1` + strings.Repeat(`}`, 101), "nested deeper than 64 levels"},
+		{"invalid UTF-8", "{\"title\":\"\xff\"}", "invalid UTF-8"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Load([]byte(tt.doc)); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// Decoding errors speak of the input, never of the Go types decoded into.
+func TestDecodeErrorsNameNoGoType(t *testing.T) {
+	type inner struct {
+		X int8 `json:"x"`
+	}
+	type in struct {
+		N    int64     `json:"n"`
+		T    time.Time `json:"createdAt"`
+		Obs  []string  `json:"observations"`
+		Deep inner     `json:"deep"`
+	}
+	for _, tt := range []struct{ data, want string }{
+		{`{"n":"x"}`, `at /n: want an integer from -9223372036854775808 to 9223372036854775807, got "x"`},
+		{`{"n":1e30}`, `at /n: want an integer from -9223372036854775808 to 9223372036854775807, got 1e30`},
+		{`{"createdAt":"yesterday"}`, `at /createdAt: want an RFC 3339 time string, such as 2024-05-01T12:00:00Z, got "yesterday"`},
+		{`{"createdAt":5}`, `at /createdAt: want an RFC 3339 time string, such as 2024-05-01T12:00:00Z, got 5`},
+		{`{"observations":[1]}`, `at /observations/0: want a string, got 1`},
+		{`{"deep":{"x":300}}`, `at /deep/x: want an integer from -128 to 127, got 300, which is out of range`},
+		{`{"other":1}`, `unknown field "other"`},
+	} {
+		var v in
+		err := DecodeStrict([]byte(tt.data), &v)
+		var de *DecodeError
+		if !errors.As(err, &de) || err.Error() != tt.want {
+			t.Errorf("DecodeStrict(%s) = %v, want %q", tt.data, err, tt.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "schema.") || strings.Contains(err.Error(), "int64")) {
+			t.Errorf("DecodeStrict(%s) = %v names a Go type", tt.data, err)
+		}
+	}
+}
+
+// FuzzModel: Load never panics on any document, and a model it accepts
+// round-trips its document and validates an empty property set without
+// panicking.
+func FuzzModel(f *testing.F) {
+	f.Add(DefaultJSON())
+	for _, s := range []string{
+		`{"$schema":"https://json-schema.org/draft/2020-12/schema","$defs":{"A":{"type":"object","x-lore-node":{"display":"n","indexed":["n"],"search":["n"]},"properties":{"n":{"type":"string"}}},"e":{"type":"object","x-lore-edge":{"from":["A"],"to":["A"],"keyed":true}}}}`,
+		`{"$defs":{"A":{"x-lore-node":{},"x-lore-edge":{}}}}`, `[]`, `{"$defs":{"A":{"$ref":"#/$defs/A","type":"object","x-lore-node":{}}}}`,
+		`{"$schema":"https://json-schema.org/draft/2020-12/schema","$defs":{"A":{"type":"object","x-lore-node":{},"properties":{"p":{"pattern":"("}}}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		m, err := Load(doc)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(m.JSON(), doc) {
+			t.Fatal("the model's document differs from the one loaded")
+		}
+		for _, nt := range m.NodeTypes() {
+			_ = nt.Validate(nil)
+			_ = nt.Validate(map[string]any{"x": "y"})
+		}
+		for _, et := range m.EdgeTypes() {
+			_ = et.Validate(nil)
+		}
+	})
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -14,20 +16,25 @@ import (
 )
 
 func cmdImport(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "import", "import [--format ndjson|nquads|memory] [--batch N] [--dry-run] [--durable] [--progress] FILE|-")
+	fs := newFlagSet(e, "import", "import [--format ndjson|nquads|memory] [--batch N] [--dry-run | --partial] [--durable] [--progress] [--max-depth N] FILE|-")
 	var sf storeFlags
 	sf.register(fs, e)
 	format := fs.String("format", "ndjson", "input `format`: ndjson, nquads or memory (the MCP memory server's JSONL)")
 	batch := fs.Int("batch", 0, fmt.Sprintf("elements per transaction, at most %d (default %d, reached by doubling from a 25th of it)", graph.MaxImportBatch, graph.DefaultImportBatch))
-	dry := fs.Bool("dry-run", false, "validate every line and write nothing")
+	dry := fs.Bool("dry-run", false, "check every line against the store and write nothing; every problem is counted, the first 100 listed by line")
+	partial := fs.Bool("partial", false, "commit batch by batch and stop at the first rejected batch, keeping the batches before it (by default an import is all or nothing)")
 	progress := fs.Bool("progress", false, "report progress after every batch, even when stderr is not a terminal")
 	durable := fs.Bool("durable", false, "fsync every batch even into an empty store (by default an import into an empty store is a bulk load, flushed once at the end)")
+	maxDepth := fs.Int("max-depth", schema.DefaultMaxDepth, "deepest nesting of a line's JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usageErr(fs, "import takes one file (- for stdin)")
+	}
+	if *dry && *partial {
+		return usageErr(fs, "--dry-run writes nothing and --partial writes part: pick one")
 	}
 	f, err := graph.ParseFormat(*format)
 	if err != nil {
@@ -38,17 +45,19 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer closeIn()
-	tuneGC := tuneGCForImport(e)
-	s, err := sf.open(ctx, e)
+	cfg, err := sf.config(e, *dry)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	opt := graph.ImportOptions{Format: f, BatchSize: *batch, DryRun: *dry, Durable: *durable, TuneGC: tuneGC}
+	opt := graph.ImportOptions{Format: f, BatchSize: *batch, DryRun: *dry, Partial: *partial, Durable: *durable, MaxDepth: *maxDepth, SpoolDir: cfg.Path}
 	tty := isTerminal(e.stderr)
 	switch {
 	case *progress:
 		opt.Progress = func(st graph.ImportStats) {
+			if st.Checking || *dry {
+				fmt.Fprintf(e.stderr, "progress: checking, %d elements checked, nothing written yet, %s\n", st.Elements(), st.Elapsed.Round(time.Millisecond))
+				return
+			}
 			fmt.Fprintf(e.stderr, "progress: %d elements committed, %.0f/s, %s\n", st.Elements(), st.Rate(), st.Elapsed.Round(time.Millisecond))
 		}
 	case tty:
@@ -58,23 +67,88 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 				return
 			}
 			last = time.Now()
-			fmt.Fprintf(e.stderr, "\r%s, %.0f/s, %s   ", plural(st.Elements(), "element"), st.Rate(), st.Elapsed.Round(100*time.Millisecond))
+			verb := ""
+			if st.Checking || *dry {
+				verb = "checked "
+			}
+			fmt.Fprintf(e.stderr, "\r%s%s, %.0f/s, %s   ", verb, plural(st.Elements(), "element"), st.Rate(), st.Elapsed.Round(100*time.Millisecond))
 		}
 	}
+	var s *graph.Bolt
+	var remove func() // removes a store this import created, if it fails
+	switch {
+	case *dry && !storeExists(cfg.Path):
+		// Nothing to check against but the model: a temporary store.
+		dir, err := os.MkdirTemp("", "lore-dry-run-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if s, err = graph.Open(ctx, graph.Config{Path: dir, Model: cfg.Model, NoSync: true}); err != nil {
+			return err
+		}
+	default:
+		if !*dry && !storeExists(cfg.Path) {
+			remove = removeNew(cfg.Path)
+		}
+		tuneGC := tuneGCForImport(e)
+		opt.TuneGC = tuneGC && !*dry
+		if s, err = graph.Open(ctx, cfg); err != nil {
+			if remove != nil {
+				remove()
+			}
+			return storeError(err)
+		}
+	}
+	defer s.Close()
 	st, err := graph.Import(ctx, s, in, opt)
 	if tty && !*progress {
 		fmt.Fprint(e.stderr, "\r\033[K")
 	}
-	if st != nil {
-		verb := "imported"
-		if *dry {
-			verb = "validated (dry run, nothing written)"
+	if err != nil {
+		var we *graph.WriteError
+		if errors.Is(err, context.Canceled) && !errors.As(err, &we) {
+			if *partial && st != nil {
+				err = fmt.Errorf("import interrupted; the %d batches before it were committed: %w", st.Batches, err)
+			} else {
+				err = fmt.Errorf("import interrupted; nothing was written: %w", err)
+			}
 		}
-		fmt.Fprintf(e.stderr, "%s %s and %s from %s lines in %s (%.0f elements/s): %d created, %d updated, %d unchanged\n",
-			verb, plural(st.Nodes, "node"), plural(st.Edges, "edge"), fmt.Sprint(st.Lines), st.Elapsed.Round(time.Millisecond),
-			st.Rate(), st.Created, st.Updated, st.Unchanged)
+		if remove != nil && !*partial {
+			s.Close()
+			remove()
+			err = fmt.Errorf("%w\n(the store this import created at %s was removed)", err, cfg.Path)
+		}
+		return err
 	}
-	return err
+	if *dry {
+		fmt.Fprintf(e.stderr, "checked (dry run, nothing written) %s and %s from %s: no problem; the import would create %d, update %d and leave %d unchanged\n",
+			plural(st.Nodes, "node"), plural(st.Edges, "edge"), plural(st.Lines, "line"), st.Created, st.Updated, st.Unchanged)
+		return nil
+	}
+	fmt.Fprintf(e.stderr, "imported %s and %s from %s in %s (%.0f elements/s): %d created, %d updated, %d unchanged\n",
+		plural(st.Nodes, "node"), plural(st.Edges, "edge"), plural(st.Lines, "line"), st.Elapsed.Round(time.Millisecond),
+		st.Rate(), st.Created, st.Updated, st.Unchanged)
+	return nil
+}
+
+// storeExists reports whether dir holds a store.
+func storeExists(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, graph.FileName))
+	return err == nil && fi.Size() > 0
+}
+
+// removeNew returns a function that removes the store about to be created
+// at dir: its file, and dir itself if it does not exist yet.
+func removeNew(dir string) func() {
+	_, err := os.Stat(dir)
+	dirExisted := err == nil
+	return func() {
+		os.Remove(filepath.Join(dir, graph.FileName))
+		if !dirExisted {
+			os.Remove(dir) // only if nothing else is in it
+		}
+	}
 }
 
 func cmdExport(ctx context.Context, e *env, args []string) error {
@@ -93,7 +167,7 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	s, err := sf.open(ctx, e)
+	s, err := sf.openRead(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func cmdStats(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	s, err := sf.open(ctx, e)
+	s, err := sf.openRead(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,9 @@ func cmdCheck(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	s, err := sf.open(ctx, e)
+	// Repairing writes (and keeps a --model, rebuilding what it changes);
+	// checking only reads.
+	s, err := sf.openStore(ctx, e, !*repair)
 	if err != nil {
 		return err
 	}
@@ -116,13 +118,13 @@ func cmdCompact(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := sf.config(e)
+	cfg, err := sf.config(e, true) // the store must exist; the new file keeps its model
 	if err != nil {
 		return err
 	}
 	st, err := graph.Compact(ctx, cfg)
 	if err != nil {
-		return err
+		return storeError(err)
 	}
 	fmt.Fprintf(e.stdout, "compacted %s: %d quads, %d -> %d bytes\n", cfg.Path, st.Quads, st.BytesBefore, st.BytesAfter)
 	return nil

@@ -33,7 +33,8 @@ Commands:
   serve      serve MCP over Streamable HTTP on 127.0.0.1:8931 (loading the example
              data into a new store); --addr, --tokens, --allow-origin, --read-only
   mcp        serve MCP over stdio (for .mcp.json); logs go to stderr
-  import     load a file into the store:   lore import [--format ndjson|nquads|memory] FILE|-
+  import     load a file into the store, all or nothing (--partial keeps batches):
+             lore import [--format ndjson|nquads|memory] [--dry-run|--partial] FILE|-
   export     write the store to a file:    lore export [--format ndjson|nquads|memory] FILE|-
   validate   check a model file, and optionally a data file against it, without a store
   get        print a node or an edge:       lore get ID   (an edge ID reads label(from,to))
@@ -48,9 +49,11 @@ Commands:
 
 Every command that opens a store takes:
   --store PATH   the store directory (env LORE_STORE; default $XDG_DATA_HOME/lore,
-                 or ~/.local/share/lore)
+                 or ~/.local/share/lore); commands that only read need an existing store
   --model FILE   the model to validate against (env LORE_MODEL; default: the model
-                 the store was created with, else the built-in default model)
+                 the store was created with, else the built-in default model). A command
+                 that writes keeps it, rebuilding indexes it changes; one that reads uses
+                 it without keeping it, and refuses one that changes indexes
   --lock-timeout DURATION
                  how long to wait for another process holding the store (default 1s)
 
@@ -166,9 +169,10 @@ func defaultStore(e *env) (string, error) {
 	return filepath.Join(home, ".local", "share", "lore"), nil
 }
 
-// config turns the flags into a store configuration.
-func (sf *storeFlags) config(e *env) (graph.Config, error) {
-	cfg := graph.Config{Path: sf.store, LockTimeout: sf.lockTimeout}
+// config turns the flags into a store configuration; read opens the
+// store for reading only (see graph.Config.ReadOnly).
+func (sf *storeFlags) config(e *env, read bool) (graph.Config, error) {
+	cfg := graph.Config{Path: sf.store, LockTimeout: sf.lockTimeout, ReadOnly: read, Progress: rebuildProgress(e)}
 	if cfg.Path == "" {
 		p, err := defaultStore(e)
 		if err != nil {
@@ -198,13 +202,42 @@ func loadModel(path string) (*schema.Model, error) {
 	return m, nil
 }
 
-// open opens the store the flags name.
-func (sf *storeFlags) open(ctx context.Context, e *env) (*graph.Bolt, error) {
-	cfg, err := sf.config(e)
+// openRead opens the store the flags name, which must exist, to read.
+func (sf *storeFlags) openRead(ctx context.Context, e *env) (*graph.Bolt, error) {
+	return sf.openStore(ctx, e, true)
+}
+
+// openStore opens the store the flags name, to read only or to write.
+func (sf *storeFlags) openStore(ctx context.Context, e *env, read bool) (*graph.Bolt, error) {
+	cfg, err := sf.config(e, read)
 	if err != nil {
 		return nil, err
 	}
-	return graph.Open(ctx, cfg)
+	s, err := graph.Open(ctx, cfg)
+	return s, storeError(err)
+}
+
+// storeError adds to a missing store's error how to name or make one.
+func storeError(err error) error {
+	if errors.Is(err, graph.ErrNoStore) {
+		return fmt.Errorf("%w (check --store or LORE_STORE; lore import or lore serve create a store)", err)
+	}
+	return err
+}
+
+// rebuildProgress reports on stderr the rebuilding of indexes that opening
+// a store may do (after a model change, or an interrupted load).
+func rebuildProgress(e *env) func(graph.RebuildProgress) {
+	return func(p graph.RebuildProgress) {
+		switch {
+		case p.Writing:
+			fmt.Fprintf(e.stderr, "rebuilding indexes (%s): %d records read, writing the indexes\n", p.Reason, p.Done)
+		case p.Done == 0:
+			fmt.Fprintf(e.stderr, "rebuilding indexes (%s): reading %d records\n", p.Reason, p.Total)
+		default:
+			fmt.Fprintf(e.stderr, "rebuilding indexes (%s): %d of %d records read\n", p.Reason, p.Done, p.Total)
+		}
+	}
 }
 
 // parse parses flags interspersed with positional arguments, so that

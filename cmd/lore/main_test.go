@@ -107,13 +107,13 @@ func startImport(t *testing.T, ctx context.Context, store, file string, extra ..
 	return cmd, progress, rest
 }
 
-// Five times: SIGKILL an import mid-way; the store opens, passes check, and
-// holds only whole batches.
+// Five times: SIGKILL a partial import mid-way; the store opens, passes
+// check, and holds only whole batches.
 func TestImportSurvivesSIGKILL(t *testing.T) {
 	store := t.TempDir()
 	file := bigFile(t, 15000) // 59,999 elements, 60 batches
 	for round := 1; round <= 5; round++ {
-		cmd, progress, _ := startImport(t, t.Context(), store, file)
+		cmd, progress, _ := startImport(t, t.Context(), store, file, "--partial")
 		// Let a few more batches commit each round, then kill without warning.
 		for range round * 2 {
 			if _, ok := <-progress; !ok {
@@ -228,6 +228,27 @@ func TestTwoImportsOneStore(t *testing.T) {
 	}
 }
 
+// SIGKILL an all-or-nothing import into an empty store mid-way: the next
+// command to open the store finds it empty, as the import left nothing.
+func TestKilledImportLeavesNothing(t *testing.T) {
+	store := t.TempDir()
+	cmd, progress, _ := startImport(t, t.Context(), store, bigFile(t, 5000))
+	for range 3 {
+		if _, ok := <-progress; !ok {
+			t.Fatal("import ended before it could be killed")
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	for range progress {
+	}
+	if out, errOut, code := lore(t, "check", "--store", store); code != 0 || !strings.Contains(out, "0 nodes, 0 edges, 0 quads") {
+		t.Fatalf("check after the killed import (exit %d):\n%s%s", code, out, errOut)
+	}
+}
+
 func TestServeLoadsTheExample(t *testing.T) {
 	store := t.TempDir()
 	cmd := exec.CommandContext(t.Context(), loreBin, "serve", "--store", store, "--addr", "127.0.0.1:0")
@@ -282,7 +303,7 @@ func TestCLI(t *testing.T) {
 		{"validate default model", []string{"validate"}, 0, "the default model: valid (7 node types, 10 edge labels)"},
 		{"validate data", []string{"validate", data}, 0, "valid (2 nodes, 1 edge)"},
 		{"validate bad data", []string{"validate", bad}, 1, `line 2: node "person/eve" at /properties/name`},
-		{"dry run", []string{"import", "--store", store, "--dry-run", data}, 0, "validated (dry run, nothing written) 2 nodes and 1 edge"},
+		{"dry run", []string{"import", "--store", store, "--dry-run", data}, 0, "checked (dry run, nothing written) 2 nodes and 1 edge from 3 lines: no problem; the import would create 3"},
 		{"import", []string{"import", "--store", store, data}, 0, "imported 2 nodes and 1 edge from 3 lines"},
 		{"import bad", []string{"import", "--store", store, bad}, 1, "line 2"},
 		{"get node", []string{"get", "--store", store, "person/ada"}, 0, `"label": "memberOf"`},

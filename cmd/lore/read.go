@@ -41,7 +41,7 @@ func readStore(ctx context.Context, e *env, fs *flag.FlagSet, sf *storeFlags, ar
 	if want >= 0 && len(pos) != want || want < 0 && len(pos) == 0 {
 		return usageErr(fs, "%s", usage)
 	}
-	s, err := sf.open(ctx, e)
+	s, err := sf.openRead(ctx, e)
 	if err != nil {
 		return err
 	}

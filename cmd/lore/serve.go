@@ -31,19 +31,20 @@ type surfaceFlags struct {
 func (f *surfaceFlags) register(fs *flag.FlagSet, e *env) {
 	f.sf.register(fs, e)
 	f.cf.register(fs)
-	fs.BoolVar(&f.readOnly, "read-only", false, "serve no write tools")
+	fs.BoolVar(&f.readOnly, "read-only", false, "serve no write tools; the store must exist, and a --model is not kept in it")
 	fs.BoolVar(&f.noExample, "no-example", false, "do not load the example dataset into a new store")
 }
 
 // open opens the store, loading the example dataset into a new store with
-// the default model, and builds the MCP server over it.
+// the default model, and builds the MCP server over it. A read-only server
+// needs an existing store, and keeps no --model in it.
 func (f *surfaceFlags) open(ctx context.Context, e *env) (*graph.Bolt, *mcp.Server, error) {
-	s, err := f.sf.open(ctx, e)
+	s, err := f.sf.openStore(ctx, e, f.readOnly)
 	if err != nil {
 		return nil, nil, err
 	}
 	st, err := s.Stats(ctx)
-	if err == nil && st.LastSeq == 0 && st.Nodes == 0 && f.sf.model == "" && !f.noExample {
+	if err == nil && st.LastSeq == 0 && st.Nodes == 0 && f.sf.model == "" && !f.noExample && !f.readOnly {
 		var is *graph.ImportStats
 		if is, err = loadExample(ctx, s); err == nil {
 			e.log.Info("loaded the example dataset", "nodes", is.Nodes, "edges", is.Edges)

@@ -1,0 +1,158 @@
+package graph
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	cgraph "github.com/cayleygraph/cayley/graph"
+	ckv "github.com/cayleygraph/cayley/graph/kv"
+	bolt "go.etcd.io/bbolt"
+)
+
+// An all-or-nothing load into a store that holds, and held, nothing (see
+// Import) marks the store "loading" before its first batch and clears the
+// mark after its last. Undoing it empties the store again: every bucket
+// but Lore's meta is dropped and made anew, as a new store has them. The
+// change log's sequence numbers are not reused: the meta keeps the last
+// one given out, and "base", the sequence number the log now starts
+// after. A process that dies during a load leaves the mark, and the next
+// Open undoes the load.
+var (
+	metaLoading = []byte("loading")
+	metaBase    = []byte("base")
+)
+
+// beginLoad starts an all-or-nothing load (see atomicLoader); fast makes
+// it a bulk load as well. Until done, Apply refuses other writes: undoing
+// the load would undo them too. (The load itself commits through
+// applyPipelined, not Apply.)
+func (s *Bolt) beginLoad(fast bool) (done func(ok bool) error, ok bool) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed || s.readOnly || s.lastSeq != s.base || s.deferred != nil || s.loading {
+		return nil, false
+	}
+	err := s.db.DB().Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bMeta)
+		if fast {
+			if err := meta.Put(metaDeferred, []byte{1}); err != nil {
+				return err
+			}
+		}
+		return meta.Put(metaLoading, []byte{1})
+	})
+	if err != nil {
+		return nil, false
+	}
+	s.loading = true
+	var b *bulk
+	if fast {
+		b = s.bulkLocked()
+	}
+	return func(ok bool) error {
+		if !ok {
+			if b != nil {
+				b.abort()
+			}
+			return s.undoLoad()
+		}
+		if b != nil {
+			if err := b.finish(); err != nil {
+				return errors.Join(err, s.undoLoad())
+			}
+		}
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		s.rw.Lock()
+		defer s.rw.Unlock()
+		if s.closed {
+			return ErrClosed
+		}
+		s.loading = false
+		return s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) })
+	}, true
+}
+
+// undoLoad empties the store of an all-or-nothing load that failed.
+func (s *Bolt) undoLoad() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.rw.Lock()
+	defer s.rw.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.loading = false
+	if err := s.empty(); err != nil {
+		return fmt.Errorf("emptying the store of an import that failed: %w", err)
+	}
+	s.changed.notify()
+	return s.db.DB().Sync()
+}
+
+// empty drops every bucket but Lore's meta, Cayley's included, and makes
+// them anew, empty. The caller holds wmu and rw, or has the store to
+// itself. The meta keeps the model and the last sequence number given out.
+func (s *Bolt) empty() error {
+	db := s.db.DB()
+	err := db.Update(func(tx *bolt.Tx) error {
+		var names [][]byte
+		err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			if !bytes.Equal(name, bMeta) {
+				names = append(names, bytes.Clone(name))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bMeta)
+		var stale [][]byte
+		c := meta.Cursor()
+		for k, _ := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, _ = c.Next() {
+			stale = append(stale, bytes.Clone(k))
+		}
+		for _, k := range append(stale, metaDeferred, metaLoading) {
+			if err := meta.Delete(k); err != nil {
+				return err
+			}
+		}
+		return meta.Put(metaBase, u64(s.lastSeq))
+	})
+	if err != nil {
+		return err
+	}
+	s.base = s.lastSeq
+	s.hubs.clear()
+	if err := s.createBuckets(); err != nil {
+		return err
+	}
+	qs, err := ckv.New(s.kv, cayleyOpts)
+	if err != nil {
+		return fmt.Errorf("cayley: %w", err)
+	}
+	s.qs = qs
+	return nil
+}
+
+// createBuckets initialises Cayley's part of the file and creates Lore's
+// buckets, where missing.
+func (s *Bolt) createBuckets() error {
+	if err := ckv.Init(s.kv, cayleyOpts); err != nil && !errors.Is(err, cgraph.ErrDatabaseExists) {
+		return fmt.Errorf("cayley init: %w", err)
+	}
+	return s.db.DB().Update(func(tx *bolt.Tx) error {
+		for _, b := range append([][]byte{bValueIDs, bValueRefs}, allBuckets...) {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
