@@ -909,11 +909,8 @@ func (s *Bolt) Since(ctx context.Context, seq uint64, limit int) ([]Change, erro
 	}
 	var out []Change
 	err := s.read(func(tx *bolt.Tx) error {
-		if seq > s.lastSeq {
-			return fmt.Errorf("cursor %d is past the last change, %d; pass a cursor this store returned, or 0: %w", seq, s.lastSeq, ErrInvalid)
-		}
-		if seq == s.lastSeq {
-			return nil // nothing after it (seq+1 could wrap)
+		if seq >= s.lastSeq {
+			return nil // nothing after it (and seq+1 could wrap)
 		}
 		c := tx.Bucket(bLog).Cursor()
 		for k, v := c.Seek(u64(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {

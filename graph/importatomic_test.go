@@ -319,8 +319,8 @@ func TestSinceNeverWraps(t *testing.T) {
 	seed(t, s)
 	for _, seq := range []uint64{2, math.MaxUint64, math.MaxUint64 - 1} {
 		ch, err := s.Since(t.Context(), seq, 10)
-		if !errors.Is(err, graph.ErrInvalid) || len(ch) != 0 {
-			t.Errorf("Since(%d) = %d changes, %v; want ErrInvalid", seq, len(ch), err)
+		if err != nil || len(ch) != 0 {
+			t.Errorf("Since(%d) = %d changes, %v; want nothing", seq, len(ch), err)
 		}
 	}
 	if ch, err := s.Since(t.Context(), 1, 10); err != nil || len(ch) != 0 {

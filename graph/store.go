@@ -63,8 +63,9 @@ type Store interface {
 	Stats(ctx context.Context) (*Stats, error)
 
 	// Since returns up to limit change-log entries with a sequence number
-	// greater than seq, in order. A seq past the last entry is an error
-	// wrapping ErrInvalid (it would skip the entries still to come).
+	// greater than seq, in order, with no gaps. A seq at or past the last
+	// entry returns none (it never wraps); surfaces that take a client's
+	// cursor refuse one past the end themselves.
 	Since(ctx context.Context, seq uint64, limit int) ([]Change, error)
 	// Changed returns a channel that is closed when the next entry is committed.
 	Changed() <-chan struct{}

@@ -484,6 +484,16 @@ func changesSince() *Tool {
 // the page is entry cursor+1 alone, from that element.
 func (c *Catalog) changes(ctx context.Context, in *changesIn) (*changesOut, error) {
 	out := &changesOut{Changes: []graph.Change{}, Cursor: in.Cursor}
+	if in.Cursor > 0 {
+		st, err := c.store.Stats(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if in.Cursor > st.LastSeq {
+			return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf(
+				"cursor %d is past the last change, %d; pass a cursor this server returned, or 0 to read from the start", in.Cursor, st.LastSeq)}
+		}
+	}
 	limit := in.Limit
 	if in.Offset > 0 {
 		limit = 1
