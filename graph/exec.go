@@ -77,7 +77,7 @@ type hop struct {
 }
 
 // How start nodes are expanded: a call expands them in chunks, the first
-// of one node, each next one twice as large up to maxChunk, so that a
+// of one node, each next one four times as large up to maxChunk, so that a
 // bound rarely leaves nothing; a cut chunk is the unit of continuation.
 const (
 	maxChunk = 4096
@@ -457,7 +457,7 @@ func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collec
 			break
 		}
 		seg.done += len(starts)
-		chunk = min(2*chunk, maxChunk)
+		chunk = min(4*chunk, maxChunk)
 		if seg == c.unit && !cur.Rest {
 			if left -= len(starts); left == 0 {
 				endSegment()
@@ -602,8 +602,8 @@ func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp st
 
 	next := queryCursor{F: fp}
 	switch {
-	case cut && last < 0: // the hard stop came before the first result
-		if q.Cursor != "" {
+	case cut && last < 0: // the hard stop came before the first result: retry
+		if q.Cursor != "" || ordered {
 			res.Cursor = q.Cursor
 			return nil
 		}

@@ -109,7 +109,7 @@ func (ex *executor) newSource(at startPos) (*source, error) {
 		}
 	case q.From.Search != "":
 		src.kind = srcSearch
-		if at.Plan != 0 || at.Q != 0 || at.K >= searchPage {
+		if at.Plan != 0 || at.Q != 0 || at.K > searchPage {
 			return nil, errBadCursor("search position out of range")
 		}
 	default:
@@ -135,7 +135,7 @@ func (ex *executor) newSource(at startPos) (*source, error) {
 			}
 		case p-2 < len(src.plans):
 			src.kind = srcLookup
-			if at.Q >= len(src.plans[p-2].queries) || at.K >= lookupPage {
+			if at.Q >= len(src.plans[p-2].queries) || at.K > lookupPage {
 				return nil, errBadCursor("index scan position out of range")
 			}
 		default:
@@ -236,15 +236,26 @@ func (src *source) keep(n *Node) bool {
 	return true
 }
 
-// advance moves to the page after the current one.
+// advance moves to the page after the current one. At the end of the
+// start set, the position stays past the last page's last entry, so a
+// cursor can point there.
 func (src *source) advance() {
+	n := len(src.page)
+	last := src.at.A
+	if n > 0 {
+		last = string(src.page[n-1].id)
+	}
 	src.loaded, src.page, src.idx = false, nil, 0
 	switch {
+	case src.kind == srcType:
+		src.at = startPos{Plan: 1, A: last}
+		src.end = src.pageNext == ""
 	case src.pageNext != "":
 		src.at = startPos{Plan: src.at.Plan, Q: src.at.Q, A: src.pageNext}
 	case src.kind == srcLookup && src.at.Q+1 < len(src.plans[src.at.Plan-2].queries):
 		src.at = startPos{Plan: src.at.Plan, Q: src.at.Q + 1}
 	default:
+		src.at.K = n
 		src.end = true
 	}
 }
