@@ -450,3 +450,125 @@ func TestNeighborsAndPaths(t *testing.T) {
 		t.Errorf("path to itself: %+v", p)
 	}
 }
+
+// checkWalk reports why p is not a walk that q's steps could take from a
+// start node to id, or "": each edge exists and joins its nodes, and the
+// edges split into one segment per step, each along the step's labels and
+// direction, with a length in its hop range.
+func checkWalk(t *testing.T, s graph.Store, q *graph.Query, start []graph.ID, p graph.Path, id string) string {
+	t.Helper()
+	if len(p.Nodes) != len(p.Edges)+1 || string(p.Nodes[len(p.Nodes)-1]) != id || !slices.Contains(start, p.Nodes[0]) {
+		return "does not lead from a start node to the result"
+	}
+	keys := make([]graph.EdgeKey, len(p.Edges))
+	for i, e := range p.Edges {
+		k, err := graph.ParseEdgeKey(e)
+		if err != nil {
+			return err.Error()
+		}
+		if _, err := s.Edge(t.Context(), k); err != nil {
+			return fmt.Sprintf("edge %s: %v", e, err)
+		}
+		keys[i] = k
+	}
+	follows := func(st graph.Step, i int) bool {
+		k := keys[i]
+		if len(st.Edge) > 0 && !slices.Contains(st.Edge, k.Label) {
+			return false
+		}
+		fwd := k.From == p.Nodes[i] && k.To == p.Nodes[i+1]
+		bwd := k.To == p.Nodes[i] && k.From == p.Nodes[i+1]
+		return st.Direction == graph.Out && fwd || st.Direction == graph.In && bwd || st.Direction == graph.Both && (fwd || bwd)
+	}
+	ends := map[int]bool{0: true} // edges used by the steps so far
+	for _, st := range q.Traverse {
+		next := map[int]bool{}
+		for i := range ends {
+			for j := i; j <= len(keys) && j-i <= st.Hops.Max; j++ {
+				if j-i >= st.Hops.Min {
+					next[j] = true
+				}
+				if j < len(keys) && !follows(st, j) {
+					break
+				}
+			}
+		}
+		ends = next
+	}
+	if !ends[len(keys)] {
+		return "does not split into the query's steps"
+	}
+	return ""
+}
+
+// Issue 15 item 5: every path is a real walk that honours each step's
+// labels, direction and hops. Start nodes that reach each other got a
+// zero-hop path, and the README's query a path that skipped its dependsOn
+// step.
+func TestQueryPathsAreWalks(t *testing.T) {
+	s := example(t)
+	for _, tt := range []struct {
+		query string
+		start []graph.ID
+	}{
+		{`{"from":{"ids":["service/payments","service/checkout"]},"traverse":[{"edge":"dependsOn","direction":"in","hops":1}],"return":{"paths":true}}`,
+			[]graph.ID{"service/payments", "service/checkout"}},
+		{`{"from":{"type":"Service","where":{"lifecycle":"production","tier":{"lte":1}}},
+		  "traverse":[{"edge":"dependsOn","direction":"in","hops":[1,3],"type":"Service"},{"edge":"owns","direction":"in","type":"Team"}],
+		  "where":{"name":{"prefix":"Pay"}},"return":{"fields":["id","name"],"paths":true},"orderBy":[{"field":"name"}],"limit":20}`, nil},
+		{`{"from":{"ids":["service/billing","service/ledger","service/checkout"]},"traverse":[{"edge":"dependsOn","direction":"both","hops":[2,3]},{"direction":"in","hops":[0,1]}],"return":{"fields":["id"],"paths":true},"limit":500}`,
+			[]graph.ID{"service/billing", "service/ledger", "service/checkout"}},
+	} {
+		q, err := graph.ParseQuery(s.Model(), []byte(tt.query))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := tt.start
+		if start == nil {
+			from := run(t, s, `{"from":{"type":"Service","where":{"lifecycle":"production","tier":{"lte":1}}},"return":{"fields":["id"]},"limit":1000}`, graph.Limits{})
+			for _, id := range ids(from) {
+				start = append(start, graph.ID(id))
+			}
+		}
+		res := run(t, s, tt.query, graph.Limits{})
+		if len(res.Nodes) == 0 || len(res.Paths) != len(res.Nodes) {
+			t.Fatalf("%s: %d nodes, %d paths", tt.query, len(res.Nodes), len(res.Paths))
+		}
+		for i, p := range res.Paths {
+			if why := checkWalk(t, s, q, start, p, ids(res)[i]); why != "" {
+				t.Errorf("%s: path %v %s", tt.query, p, why)
+			}
+		}
+	}
+}
+
+// Issue 15 item 6: a sorted read that a bound cuts returns no page rather
+// than a wrong top, and a cursor never skips the true top.
+func TestQueryOrderedReadCutShort(t *testing.T) {
+	s := chain(t, 1000)
+	q := `{"from":{"type":"Service"},"traverse":[{"edge":"dependsOn","hops":[1,2]}],"orderBy":[{"field":"name","desc":true}],"return":{"fields":["id"]},"limit":5%s}`
+	want := ids(run(t, s, fmt.Sprintf(q, ""), graph.Limits{}))
+	res := run(t, s, fmt.Sprintf(q, `,"limits":{"maxVisited":1000}`), graph.Limits{})
+	if !res.Truncated || res.Reason != graph.ReasonWork {
+		t.Fatalf("maxVisited 1000: truncated %v, reason %q", res.Truncated, res.Reason)
+	}
+	if got := ids(res); len(got) > 0 && !slices.Equal(got, want) || res.Cursor != "" {
+		t.Errorf("a cut ordered read returned %v and cursor %q; the top is %v", got, res.Cursor, want)
+	}
+	// A continuation cut by a bound does not skip ahead either.
+	first := run(t, s, fmt.Sprintf(q, ""), graph.Limits{})
+	next := run(t, s, fmt.Sprintf(q, fmt.Sprintf(`,"cursor":%q,"limits":{"maxVisited":1000}`, first.Cursor)), graph.Limits{})
+	if len(next.Nodes) > 0 || next.Cursor != first.Cursor || !next.Truncated {
+		t.Errorf("a cut continuation returned %v and cursor %q", ids(next), next.Cursor)
+	}
+}
+
+// Issue 15 item 7: a read a bound cuts returns what it found so far, and a
+// paged result says plainly whether more exists.
+func TestQueryTruncatedReturnsFound(t *testing.T) {
+	s := chain(t, 5000)
+	res := run(t, s, `{"from":{"type":"Service"},"traverse":[{"edge":"dependsOn","direction":"both","hops":[2,6]}],"return":{"fields":["id"]},"limits":{"maxVisited":300}}`, graph.Limits{})
+	if !res.Truncated || res.Reason != graph.ReasonWork || len(res.Nodes) == 0 || res.Cursor == "" {
+		t.Errorf("6 hops under maxVisited 300: truncated %v, reason %q, %d nodes, cursor %q", res.Truncated, res.Reason, len(res.Nodes), res.Cursor)
+	}
+}
