@@ -103,6 +103,20 @@ type queryCursor struct {
 	after []any // After decoded
 }
 
+// UnmarshalJSON decodes a cursor strictly: a field it does not know is an
+// error, not something to ignore.
+func (c *queryCursor) UnmarshalJSON(data []byte) error {
+	type plain queryCursor
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	var p plain
+	if err := d.Decode(&p); err != nil {
+		return err
+	}
+	*c = queryCursor(p)
+	return nil
+}
+
 type executor struct {
 	s        Store
 	q        *Query
