@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -568,7 +569,27 @@ func TestQueryOrderedReadCutShort(t *testing.T) {
 func TestQueryTruncatedReturnsFound(t *testing.T) {
 	s := chain(t, 5000)
 	res := run(t, s, `{"from":{"type":"Service"},"traverse":[{"edge":"dependsOn","direction":"both","hops":[2,6]}],"return":{"fields":["id"]},"limits":{"maxVisited":300}}`, graph.Limits{})
-	if !res.Truncated || res.Reason != graph.ReasonWork || len(res.Nodes) == 0 || res.Cursor == "" {
-		t.Errorf("6 hops under maxVisited 300: truncated %v, reason %q, %d nodes, cursor %q", res.Truncated, res.Reason, len(res.Nodes), res.Cursor)
+	if !res.Truncated || res.Reason != graph.ReasonWork || len(res.Nodes) == 0 || res.Cursor == "" || !res.More {
+		t.Errorf("6 hops under maxVisited 300: truncated %v, reason %q, %d nodes, cursor %q, more %v", res.Truncated, res.Reason, len(res.Nodes), res.Cursor, res.More)
+	}
+	// A page capped by maxResults says that more exists; no bound cut it.
+	res = run(t, s, `{"from":{"type":"Service"},"limit":10000}`, graph.Limits{MaxResults: 100})
+	if !res.More || res.Cursor == "" || res.Truncated || !slices.Contains(res.Capped, "maxResults") {
+		t.Errorf("capped page: more %v, cursor %q, truncated %v, capped %v", res.More, res.Cursor, res.Truncated, res.Capped)
+	}
+	res = run(t, s, `{"from":{"type":"Service"},"limit":100,"cursor":`+strconv.Quote(res.Cursor)+`}`, graph.Limits{})
+	if len(res.Nodes) != 100 || !res.More {
+		t.Errorf("next page: %d nodes, more %v", len(res.Nodes), res.More)
+	}
+	// The last page says no more.
+	res = run(t, s, `{"from":{"ids":["service/s1","service/s2"]}}`, graph.Limits{})
+	if len(res.Nodes) != 2 || res.More || res.Cursor != "" || res.Truncated {
+		t.Errorf("last page: %d nodes, more %v, cursor %q, truncated %v", len(res.Nodes), res.More, res.Cursor, res.Truncated)
+	}
+	// A count that a bound cut is a lower bound, and says so.
+	all := run(t, s, `{"from":{"ids":["service/s0"]},"traverse":[{"edge":"dependsOn","direction":"both","hops":[1,4]}],"return":{"count":true}}`, graph.Limits{})
+	cut := run(t, s, `{"from":{"ids":["service/s0"]},"traverse":[{"edge":"dependsOn","direction":"both","hops":[1,4]}],"return":{"count":true},"limits":{"maxVisited":200}}`, graph.Limits{})
+	if all.Truncated || cut.Count == nil || !cut.Truncated || *cut.Count >= *all.Count || cut.More || !strings.Contains(cut.Note, "lower bound") {
+		t.Errorf("count %d of %d: truncated %v, more %v, note %q", *cut.Count, *all.Count, cut.Truncated, cut.More, cut.Note)
 	}
 }

@@ -308,7 +308,11 @@ func (src *source) load() error {
 		if err != nil {
 			return src.failed(err)
 		}
-		b.visited += min(sr.Stats.Visited, b.remaining())
+		if sr.Stats.Visited > b.remaining() {
+			b.stop(ReasonWork) // not fresh: the next call reads this page first
+			return nil
+		}
+		b.visited += sr.Stats.Visited
 		if sr.Truncated {
 			if !fresh || sr.Reason == ReasonDeadline {
 				b.stop(sr.Reason)
