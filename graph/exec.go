@@ -652,7 +652,7 @@ func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp st
 		return nil
 	}
 	res.Cursor = encodeCursor(next)
-	if !c.complete && next.ID == "" {
+	if !c.complete {
 		res.note(fmt.Sprintf("The %s limit stopped the work: these results are correct but not all of them. Continue with the cursor; a continuation may repeat results already returned (deduplicate by id).", res.Reason))
 	}
 	return nil

@@ -26,7 +26,7 @@ import (
 //
 //	go test -run TestQueryOracle ./graph -lore.oracle.n 20000 -lore.oracle.seed 42
 var (
-	oracleN    = flag.Int("lore.oracle.n", 1500, "random queries the oracle test runs")
+	oracleN    = flag.Int("lore.oracle.n", 1000, "random queries the oracle test runs")
 	oracleSeed = flag.Uint64("lore.oracle.seed", 0, "seed of the oracle test (0: from the clock)")
 )
 
@@ -77,9 +77,9 @@ type oGraph struct {
 
 func randomGraph(rng *rand.Rand) *oGraph {
 	g := &oGraph{nodes: map[string]*oNode{}, byID: map[string]oEdge{}, out: map[string]map[string][]oEdge{}, in: map[string]map[string][]oEdge{}}
-	n := 2 + rng.IntN(40)
-	if rng.IntN(4) == 0 {
-		n += rng.IntN(80)
+	n := 2 + rng.IntN(30)
+	if rng.IntN(6) == 0 {
+		n += rng.IntN(60)
 	}
 	for i := range n {
 		nd := &oNode{id: fmt.Sprintf("n/%03d", i), typ: oTypes[rng.IntN(3)], props: map[string]any{}}
@@ -426,7 +426,7 @@ func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
 		}
 	}
 	if rng.IntN(5) > 0 {
-		q.limit = 1 + rng.IntN(6)
+		q.limit = 1 + rng.IntN(8)
 	}
 	return q
 }
@@ -1080,7 +1080,7 @@ func TestQueryOracle(t *testing.T) {
 			r := &oracleRun{t: t, s: s, g: g, q: q, start: start, want: want, stats: stats,
 				ctx: fmt.Sprintf("seed %d, graph %d (%d nodes, %d edges), query %d %s", seed, gi, len(g.ids), len(g.edges), qi, q.json("", nil))}
 			r.page(nil, true)
-			r.page(map[string]int{"maxVisited": 1 + rng.IntN(120)}, true)
+			r.page(map[string]int{"maxVisited": []int{1, 30, 300}[qi%3] + rng.IntN([]int{30, 300, 3000}[qi%3])}, true)
 			if rng.IntN(3) == 0 {
 				r.page(map[string]int{"maxBytes": 2048 + 300 + rng.IntN(1000)}, true)
 			}
