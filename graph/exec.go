@@ -487,13 +487,13 @@ func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collec
 func (ex *executor) add(c *collection, found []ID, pathOf func(ID) *Path) error {
 	q := ex.q
 	var fresh []ID
-	for _, id := range found {
+	for _, id := range found { // a start set may hold a node twice (an "in" plan)
 		if !c.seen[id] {
+			c.seen[id] = true
 			fresh = append(fresh, id)
 		}
 	}
 	push := func(id ID, n *Node) {
-		c.seen[id] = true
 		if n != nil && !q.where.match(n) {
 			return
 		}

@@ -593,3 +593,22 @@ func TestQueryTruncatedReturnsFound(t *testing.T) {
 		t.Errorf("count %d of %d: truncated %v, more %v, note %q", *cut.Count, *all.Count, cut.Truncated, cut.More, cut.Note)
 	}
 }
+
+// An index plan may yield a start node twice ("in" with a repeated value,
+// an array holding both values): each result still comes once.
+func TestQueryRepeatedStarts(t *testing.T) {
+	s := example(t)
+	want := ids(run(t, s, `{"from":{"type":"Service","where":{"tier":0}},"orderBy":[{"field":"name"}],"limit":100}`, graph.Limits{}))
+	for _, q := range []string{
+		`{"from":{"type":"Service","where":{"tier":{"in":[0,0]}}},"orderBy":[{"field":"name"}],"limit":100}`,
+		`{"from":{"type":"Service","where":{"tier":{"in":[0,0]}}},"where":{"name":{"exists":true}},"limit":100}`,
+	} {
+		got := ids(run(t, s, q, graph.Limits{}))
+		if !strings.Contains(q, "orderBy") {
+			slices.Sort(want)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", q, diff)
+		}
+	}
+}
