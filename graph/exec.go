@@ -271,9 +271,10 @@ func (c queryCursor) checkPaging(q *Query) error {
 	return nil
 }
 
-// clampHops lowers step hop maxima so they sum to at most max; it returns
-// nil when nothing needed lowering. A step whose maximum falls below its
-// minimum then reaches nothing.
+// clampHops lowers step hop maxima so they sum to at most max, the last
+// step's first, each down to its minimum (at least 1), and then, if that is
+// not enough, below it: such a step reaches nothing, so the ceiling holds.
+// It returns nil when nothing needed lowering.
 func clampHops(steps []Step, maxHops int) []Step {
 	total := 0
 	for _, st := range steps {
@@ -283,10 +284,12 @@ func clampHops(steps []Step, maxHops int) []Step {
 		return nil
 	}
 	out := slices.Clone(steps)
-	for i := len(out) - 1; i >= 0 && total > maxHops; i-- {
-		cut := min(total-maxHops, out[i].Hops.Max)
-		out[i].Hops.Max -= cut
-		total -= cut
+	for _, floor := range []func(Hops) int{func(h Hops) int { return max(h.Min, 1) }, func(Hops) int { return 0 }} {
+		for i := len(out) - 1; i >= 0 && total > maxHops; i-- {
+			cut := max(min(total-maxHops, out[i].Hops.Max-floor(out[i].Hops)), 0)
+			out[i].Hops.Max -= cut
+			total -= cut
+		}
 	}
 	return out
 }

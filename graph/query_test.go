@@ -612,3 +612,18 @@ func TestQueryRepeatedStarts(t *testing.T) {
 		}
 	}
 }
+
+// A step whose minimum lies beyond the hops ceiling reaches nothing: the
+// ceiling is never exceeded, and the response says it cut the query.
+func TestQueryHopsCeiling(t *testing.T) {
+	s := chain(t, 200)
+	res := run(t, s, `{"from":{"ids":["service/s0"]},"traverse":[{"edge":"dependsOn","hops":[5,5]}],"return":{"fields":["id"]}}`, graph.Limits{MaxHops: 4})
+	if len(res.Nodes) != 0 || !res.Truncated || res.Reason != graph.ReasonHops || !slices.Contains(res.Capped, "maxHops") {
+		t.Errorf("5 hops under a ceiling of 4: %d nodes, truncated %v, reason %q, capped %v", len(res.Nodes), res.Truncated, res.Reason, res.Capped)
+	}
+	res = run(t, s, `{"from":{"ids":["service/s0"]},"traverse":[{"edge":"dependsOn","hops":[1,3]},{"edge":"dependsOn","direction":"in","hops":[2,3]}],"return":{"fields":["id"]}}`, graph.Limits{MaxHops: 4})
+	want := ids(run(t, s, `{"from":{"ids":["service/s0"]},"traverse":[{"edge":"dependsOn","hops":[1,2]},{"edge":"dependsOn","direction":"in","hops":[2,2]}],"return":{"fields":["id"]}}`, graph.Limits{}))
+	if diff := cmp.Diff(want, ids(res)); diff != "" || res.Reason != graph.ReasonHops {
+		t.Errorf("6 hops under a ceiling of 4 (reason %q), want the answer for 2+2 (-want +got):\n%s", res.Reason, diff)
+	}
+}
