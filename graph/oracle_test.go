@@ -1092,3 +1092,40 @@ func TestQueryOracle(t *testing.T) {
 	t.Logf("%d queries, %d calls; %d truncated pages (%d by the deadline), %d cut ordered reads, %d pagings with partial start nodes, %d cut pagings that still held every result",
 		stats.queries, stats.calls, stats.truncated, stats.deadlineCuts, stats.cutOrdered, stats.partial, stats.lossless)
 }
+
+// A path is a shortest walk from the start node it names, also when
+// another start node of the same pass reaches its nodes first: from c and
+// b, z is 2 hops from b (b→y→z) but 1 from c, so c→y→z is no path to it
+// (its length is not z's distance from c).
+func TestQueryPathIsShortest(t *testing.T) {
+	m, err := schema.Load([]byte(oracleModel()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &oGraph{nodes: map[string]*oNode{}, byID: map[string]oEdge{}, out: map[string]map[string][]oEdge{}, in: map[string]map[string][]oEdge{}}
+	for _, id := range []string{"n/a", "n/b", "n/c", "n/y", "n/z"} {
+		g.nodes[id] = &oNode{id: id, typ: "A", props: map[string]any{}}
+		g.ids = append(g.ids, id)
+	}
+	for _, l := range oLabels {
+		g.out[l], g.in[l] = map[string][]oEdge{}, map[string][]oEdge{}
+	}
+	for _, e := range []oEdge{{from: "n/c", to: "n/y"}, {from: "n/b", to: "n/y"}, {from: "n/c", to: "n/z"}, {from: "n/y", to: "n/z"}} {
+		e.label = "e1"
+		g.edges = append(g.edges, e)
+		g.byID[e.id()] = e
+		g.out["e1"][e.from] = append(g.out["e1"][e.from], e)
+		g.in["e1"][e.to] = append(g.in["e1"][e.to], e)
+	}
+	s := g.load(t, m)
+	// The first chunk of start nodes is one node: n/a; n/c and n/b then
+	// share a pass.
+	q := &oQuery{ids: []string{"n/a", "n/c", "n/b"}, steps: []oStep{{labels: []string{"e1"}, dir: "out", min: 2, max: 2}}, paths: true}
+	start := g.starts(q)
+	_, want := g.evaluate(q, start)
+	r := &oracleRun{t: t, s: s, g: g, q: q, start: start, want: want, stats: &oracleStats{}, ctx: q.json("", nil)}
+	r.page(nil, true)
+	if !slices.Equal(want, []string{"n/z"}) {
+		t.Errorf("oracle: %v", want)
+	}
+}
