@@ -567,7 +567,7 @@ func TestQueryOrderedReadCutShort(t *testing.T) {
 // Issue 15 item 7: a read a bound cuts returns what it found so far, and a
 // paged result says plainly whether more exists.
 func TestQueryTruncatedReturnsFound(t *testing.T) {
-	s := chain(t, 5000)
+	s := chain(t, 1000)
 	res := run(t, s, `{"from":{"type":"Service"},"traverse":[{"edge":"dependsOn","direction":"both","hops":[2,6]}],"return":{"fields":["id"]},"limits":{"maxVisited":300}}`, graph.Limits{})
 	if !res.Truncated || res.Reason != graph.ReasonWork || len(res.Nodes) == 0 || res.Cursor == "" || !res.More {
 		t.Errorf("6 hops under maxVisited 300: truncated %v, reason %q, %d nodes, cursor %q, more %v", res.Truncated, res.Reason, len(res.Nodes), res.Cursor, res.More)
