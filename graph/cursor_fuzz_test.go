@@ -120,41 +120,35 @@ func FuzzCursorQuery(f *testing.F) {
 func FuzzCursorQueryPayload(f *testing.F) {
 	s := cursorStore(f)
 	qs := parseCursorQueries(f, s)
-	scanKind := func(q *Query) string {
-		if q.From.Search != "" {
-			return kindOf[searchCursor]()
-		}
-		return kindOf[scanToken]()
-	}
 	for i, cs := range queryCursors(f, s, qs) {
 		for _, c := range cs {
 			payload, err := openCursor(s, kindOf[queryCursor](), c)
 			if err != nil {
 				f.Fatal(err)
 			}
-			f.Add(uint8(i), payload, []byte(nil), 0, 0, 0, "", "")
+			f.Add(uint8(i), payload, []byte(nil), 0, 0, 0, 0, 0, false, "", "")
 			var qc queryCursor
 			if err := json.Unmarshal(payload, &qc); err != nil {
 				f.Fatal(err)
 			}
 			after, _ := json.Marshal(qc.After)
-			var scan []byte
-			if qc.Scan != "" {
-				if scan, err = openCursor(s, scanKind(qs[i]), qc.Scan); err != nil {
+			pos := []byte(qc.At.A)
+			if qs[i].From.Search != "" && qc.At.A != "" {
+				if pos, err = openCursor(s, kindOf[searchCursor](), qc.At.A); err != nil {
 					f.Fatal(err)
 				}
 			}
-			f.Add(uint8(i), []byte(nil), scan, qc.Start, qc.Pos, qc.Chunk, string(qc.ID), string(after))
+			f.Add(uint8(i), []byte(nil), pos, qc.At.Plan, qc.At.Q, qc.At.K, qc.N, qc.Chunk, qc.Rest, string(qc.ID), string(after))
 		}
 	}
-	f.Fuzz(func(t *testing.T, qi uint8, raw, scan []byte, start, pos, chunk int, id, after string) {
+	f.Fuzz(func(t *testing.T, qi uint8, raw, pos []byte, plan, qn, k, n, chunk int, rest bool, id, after string) {
 		q := qs[int(qi)%len(qs)]
 		payload := raw
 		if len(raw) == 0 {
-			c := queryCursor{F: q.fingerprint(), Start: start, Pos: pos, Chunk: chunk, ID: ID(id)}
+			c := queryCursor{F: q.fingerprint(), At: startPos{Plan: plan, Q: qn, K: k, A: string(pos)}, N: n, Rest: rest, Chunk: chunk, ID: ID(id)}
 			_ = json.Unmarshal([]byte(after), &c.After)
-			if len(scan) > 0 {
-				c.Scan = sealCursor(s, scanKind(q), scan)
+			if q.From.Search != "" && len(pos) > 0 {
+				c.At.A = sealCursor(s, kindOf[searchCursor](), pos) // a search position is itself a sealed cursor
 			}
 			payload, _ = json.Marshal(c)
 		}

@@ -78,8 +78,8 @@ func (c cond) match(n *Node) bool {
 	case "exists":
 		want, _ := c.val.(bool)
 		return present == want
-	case "ne":
-		return !present || !equalValues(v, c.val)
+	case "ne": // the negation of eq, which on an array looks for an element
+		return !present || !(cond{field: c.field, op: "eq", val: c.val}).match(n)
 	}
 	if !present {
 		return false

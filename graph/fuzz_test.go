@@ -27,6 +27,10 @@ func FuzzQuery(f *testing.F) {
 		`{"from":{"type":"Topic"},"orderBy":[{"field":"name"}],"limit":3,"cursor":"eyJmIjoieCJ9"}`,
 		`{"from":{"type":"Service","where":{"createdAt":{"gt":"2020-01-01T00:00:00Z"},"revision":{"gte":1}}}}`,
 		`{"from":{"ids":["a/b"]},"traverse":[{"hops":[3,1]}]}`,
+		`{"from":{"ids":["service/billing","service/checkout"]},"traverse":[{"edge":"dependsOn","direction":"in","hops":[2,3]},{"hops":[0,1]}],"return":{"paths":true},"limit":2}`,
+		`{"from":{"type":"Service","where":{"tier":{"in":[0,1]}}},"traverse":[{"direction":"both","hops":[1,6]}],"orderBy":[{"field":"name"}],"limits":{"maxVisited":40}}`,
+		`{"from":{"type":"Service"},"traverse":[{"edge":"dependsOn"}],"cursor":"eyJmIjoieCIsInQiOi0xfQ"}`,
+		`{"from":{"type":"Service"},"cursor":"eyJmIjoieCIsInAiOi0zfQ"}`,
 		`{"from":{}}`, `[]`, `{"from":{"ids":[]}}`, `{"from":{"type":"Service","where":{"and":[]}}}`,
 	} {
 		f.Add([]byte(seed))

@@ -33,6 +33,10 @@ import (
 // eq, ne, lt, lte, gt, gte, in, contains, prefix, exists; conditions in one
 // object must all hold, and "and", "or" and "not" combine filters. Fields
 // are id, type, createdAt, updatedAt, revision and property names.
+//
+// A traversal step reaches the nodes whose shortest distance from some of
+// its start nodes lies within its hops (step.go says it exactly); Run and
+// QueryResult say how results are bounded and paged.
 type Query struct {
 	From     From            `json:"from"`
 	Traverse []Step          `json:"traverse,omitempty"`
@@ -88,7 +92,7 @@ func (l *Labels) UnmarshalJSON(data []byte) error {
 // Hops is a hop range: [Min, Max] edges from the step's start.
 type Hops struct{ Min, Max int }
 
-// UnmarshalJSON accepts n (exactly n hops... from 1 to n) or [min, max].
+// UnmarshalJSON accepts n (from 1 to n hops) or [min, max].
 func (h *Hops) UnmarshalJSON(data []byte) error {
 	var n int
 	if err := json.Unmarshal(data, &n); err == nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -449,5 +450,181 @@ func TestNeighborsAndPaths(t *testing.T) {
 	p, _ = graph.Paths(ctx, s, graph.PathsQuery{From: "team/payments", To: "team/payments"}, graph.Limits{})
 	if p.Length != 0 {
 		t.Errorf("path to itself: %+v", p)
+	}
+}
+
+// checkWalk reports why p is not a walk that q's steps could take from a
+// start node to id, or "": each edge exists and joins its nodes, and the
+// edges split into one segment per step, each along the step's labels and
+// direction, with a length in its hop range.
+func checkWalk(t *testing.T, s graph.Store, q *graph.Query, start []graph.ID, p graph.Path, id string) string {
+	t.Helper()
+	if len(p.Nodes) != len(p.Edges)+1 || string(p.Nodes[len(p.Nodes)-1]) != id || !slices.Contains(start, p.Nodes[0]) {
+		return "does not lead from a start node to the result"
+	}
+	keys := make([]graph.EdgeKey, len(p.Edges))
+	for i, e := range p.Edges {
+		k, err := graph.ParseEdgeKey(e)
+		if err != nil {
+			return err.Error()
+		}
+		if _, err := s.Edge(t.Context(), k); err != nil {
+			return fmt.Sprintf("edge %s: %v", e, err)
+		}
+		keys[i] = k
+	}
+	follows := func(st graph.Step, i int) bool {
+		k := keys[i]
+		if len(st.Edge) > 0 && !slices.Contains(st.Edge, k.Label) {
+			return false
+		}
+		fwd := k.From == p.Nodes[i] && k.To == p.Nodes[i+1]
+		bwd := k.To == p.Nodes[i] && k.From == p.Nodes[i+1]
+		return st.Direction == graph.Out && fwd || st.Direction == graph.In && bwd || st.Direction == graph.Both && (fwd || bwd)
+	}
+	ends := map[int]bool{0: true} // edges used by the steps so far
+	for _, st := range q.Traverse {
+		next := map[int]bool{}
+		for i := range ends {
+			for j := i; j <= len(keys) && j-i <= st.Hops.Max; j++ {
+				if j-i >= st.Hops.Min {
+					next[j] = true
+				}
+				if j < len(keys) && !follows(st, j) {
+					break
+				}
+			}
+		}
+		ends = next
+	}
+	if !ends[len(keys)] {
+		return "does not split into the query's steps"
+	}
+	return ""
+}
+
+// Issue 15 item 5: every path is a real walk that honours each step's
+// labels, direction and hops. Start nodes that reach each other got a
+// zero-hop path, and the README's query a path that skipped its dependsOn
+// step.
+func TestQueryPathsAreWalks(t *testing.T) {
+	s := example(t)
+	for _, tt := range []struct {
+		query string
+		start []graph.ID
+	}{
+		{`{"from":{"ids":["service/payments","service/checkout"]},"traverse":[{"edge":"dependsOn","direction":"in","hops":1}],"return":{"paths":true}}`,
+			[]graph.ID{"service/payments", "service/checkout"}},
+		{`{"from":{"type":"Service","where":{"lifecycle":"production","tier":{"lte":1}}},
+		  "traverse":[{"edge":"dependsOn","direction":"in","hops":[1,3],"type":"Service"},{"edge":"owns","direction":"in","type":"Team"}],
+		  "where":{"name":{"prefix":"Pay"}},"return":{"fields":["id","name"],"paths":true},"orderBy":[{"field":"name"}],"limit":20}`, nil},
+		{`{"from":{"ids":["service/billing","service/ledger","service/checkout"]},"traverse":[{"edge":"dependsOn","direction":"both","hops":[2,3]},{"direction":"in","hops":[0,1]}],"return":{"fields":["id"],"paths":true},"limit":500}`,
+			[]graph.ID{"service/billing", "service/ledger", "service/checkout"}},
+	} {
+		q, err := graph.ParseQuery(s.Model(), []byte(tt.query))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := tt.start
+		if start == nil {
+			from := run(t, s, `{"from":{"type":"Service","where":{"lifecycle":"production","tier":{"lte":1}}},"return":{"fields":["id"]},"limit":1000}`, graph.Limits{})
+			for _, id := range ids(from) {
+				start = append(start, graph.ID(id))
+			}
+		}
+		res := run(t, s, tt.query, graph.Limits{})
+		if len(res.Nodes) == 0 || len(res.Paths) != len(res.Nodes) {
+			t.Fatalf("%s: %d nodes, %d paths", tt.query, len(res.Nodes), len(res.Paths))
+		}
+		for i, p := range res.Paths {
+			if why := checkWalk(t, s, q, start, p, ids(res)[i]); why != "" {
+				t.Errorf("%s: path %v %s", tt.query, p, why)
+			}
+		}
+	}
+}
+
+// Issue 15 item 6: a sorted read that a bound cuts returns no page rather
+// than a wrong top, and a cursor never skips the true top.
+func TestQueryOrderedReadCutShort(t *testing.T) {
+	s := chain(t, 1000)
+	q := `{"from":{"type":"Service"},"traverse":[{"edge":"dependsOn","hops":[1,2]}],"orderBy":[{"field":"name","desc":true}],"return":{"fields":["id"]},"limit":5%s}`
+	want := ids(run(t, s, fmt.Sprintf(q, ""), graph.Limits{}))
+	res := run(t, s, fmt.Sprintf(q, `,"limits":{"maxVisited":1000}`), graph.Limits{})
+	if !res.Truncated || res.Reason != graph.ReasonWork {
+		t.Fatalf("maxVisited 1000: truncated %v, reason %q", res.Truncated, res.Reason)
+	}
+	if got := ids(res); len(got) > 0 && !slices.Equal(got, want) || res.Cursor != "" {
+		t.Errorf("a cut ordered read returned %v and cursor %q; the top is %v", got, res.Cursor, want)
+	}
+	// A continuation cut by a bound does not skip ahead either.
+	first := run(t, s, fmt.Sprintf(q, ""), graph.Limits{})
+	next := run(t, s, fmt.Sprintf(q, fmt.Sprintf(`,"cursor":%q,"limits":{"maxVisited":1000}`, first.Cursor)), graph.Limits{})
+	if len(next.Nodes) > 0 || next.Cursor != first.Cursor || !next.Truncated {
+		t.Errorf("a cut continuation returned %v and cursor %q", ids(next), next.Cursor)
+	}
+}
+
+// Issue 15 item 7: a read a bound cuts returns what it found so far, and a
+// paged result says plainly whether more exists.
+func TestQueryTruncatedReturnsFound(t *testing.T) {
+	s := chain(t, 1000)
+	res := run(t, s, `{"from":{"type":"Service"},"traverse":[{"edge":"dependsOn","direction":"both","hops":[2,6]}],"return":{"fields":["id"]},"limits":{"maxVisited":300}}`, graph.Limits{})
+	if !res.Truncated || res.Reason != graph.ReasonWork || len(res.Nodes) == 0 || res.Cursor == "" || !res.More {
+		t.Errorf("6 hops under maxVisited 300: truncated %v, reason %q, %d nodes, cursor %q, more %v", res.Truncated, res.Reason, len(res.Nodes), res.Cursor, res.More)
+	}
+	// A page capped by maxResults says that more exists; no bound cut it.
+	res = run(t, s, `{"from":{"type":"Service"},"limit":10000}`, graph.Limits{MaxResults: 100})
+	if !res.More || res.Cursor == "" || res.Truncated || !slices.Contains(res.Capped, "maxResults") {
+		t.Errorf("capped page: more %v, cursor %q, truncated %v, capped %v", res.More, res.Cursor, res.Truncated, res.Capped)
+	}
+	res = run(t, s, `{"from":{"type":"Service"},"limit":100,"cursor":`+strconv.Quote(res.Cursor)+`}`, graph.Limits{})
+	if len(res.Nodes) != 100 || !res.More {
+		t.Errorf("next page: %d nodes, more %v", len(res.Nodes), res.More)
+	}
+	// The last page says no more.
+	res = run(t, s, `{"from":{"ids":["service/s1","service/s2"]}}`, graph.Limits{})
+	if len(res.Nodes) != 2 || res.More || res.Cursor != "" || res.Truncated {
+		t.Errorf("last page: %d nodes, more %v, cursor %q, truncated %v", len(res.Nodes), res.More, res.Cursor, res.Truncated)
+	}
+	// A count that a bound cut is a lower bound, and says so.
+	all := run(t, s, `{"from":{"ids":["service/s0"]},"traverse":[{"edge":"dependsOn","direction":"both","hops":[1,4]}],"return":{"count":true}}`, graph.Limits{})
+	cut := run(t, s, `{"from":{"ids":["service/s0"]},"traverse":[{"edge":"dependsOn","direction":"both","hops":[1,4]}],"return":{"count":true},"limits":{"maxVisited":200}}`, graph.Limits{})
+	if all.Truncated || cut.Count == nil || !cut.Truncated || *cut.Count >= *all.Count || cut.More || !strings.Contains(cut.Note, "lower bound") {
+		t.Errorf("count %d of %d: truncated %v, more %v, note %q", *cut.Count, *all.Count, cut.Truncated, cut.More, cut.Note)
+	}
+}
+
+// An index plan may yield a start node twice ("in" with a repeated value,
+// an array holding both values): each result still comes once.
+func TestQueryRepeatedStarts(t *testing.T) {
+	s := example(t)
+	want := ids(run(t, s, `{"from":{"type":"Service","where":{"tier":0}},"orderBy":[{"field":"name"}],"limit":100}`, graph.Limits{}))
+	for _, q := range []string{
+		`{"from":{"type":"Service","where":{"tier":{"in":[0,0]}}},"orderBy":[{"field":"name"}],"limit":100}`,
+		`{"from":{"type":"Service","where":{"tier":{"in":[0,0]}}},"where":{"name":{"exists":true}},"limit":100}`,
+	} {
+		got := ids(run(t, s, q, graph.Limits{}))
+		if !strings.Contains(q, "orderBy") {
+			slices.Sort(want)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", q, diff)
+		}
+	}
+}
+
+// A step whose minimum lies beyond the hops ceiling reaches nothing: the
+// ceiling is never exceeded, and the response says it cut the query.
+func TestQueryHopsCeiling(t *testing.T) {
+	s := chain(t, 200)
+	res := run(t, s, `{"from":{"ids":["service/s0"]},"traverse":[{"edge":"dependsOn","hops":[5,5]}],"return":{"fields":["id"]}}`, graph.Limits{MaxHops: 4})
+	if len(res.Nodes) != 0 || !res.Truncated || res.Reason != graph.ReasonHops || !slices.Contains(res.Capped, "maxHops") {
+		t.Errorf("5 hops under a ceiling of 4: %d nodes, truncated %v, reason %q, capped %v", len(res.Nodes), res.Truncated, res.Reason, res.Capped)
+	}
+	res = run(t, s, `{"from":{"ids":["service/s0"]},"traverse":[{"edge":"dependsOn","hops":[1,3]},{"edge":"dependsOn","direction":"in","hops":[2,3]}],"return":{"fields":["id"]}}`, graph.Limits{MaxHops: 4})
+	want := ids(run(t, s, `{"from":{"ids":["service/s0"]},"traverse":[{"edge":"dependsOn","hops":[1,2]},{"edge":"dependsOn","direction":"in","hops":[2,2]}],"return":{"fields":["id"]}}`, graph.Limits{}))
+	if diff := cmp.Diff(want, ids(res)); diff != "" || res.Reason != graph.ReasonHops {
+		t.Errorf("6 hops under a ceiling of 4 (reason %q), want the answer for 2+2 (-want +got):\n%s", res.Reason, diff)
 	}
 }

@@ -217,3 +217,71 @@ func BenchmarkBounds(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQuery runs query_graph shapes from many start nodes, with the
+// latency of each: a page of a type (the start set is the result), a
+// count over one hop from an indexed type filter (5,000 start nodes), two
+// hops from 20 IDs, an ordered page two hops in from 100 IDs, a two-step
+// query whose first step starts at 2 hops, and paths.
+func BenchmarkQuery(b *testing.B) {
+	for _, n := range sizes(b, *querySizes, 100000) {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			s := benchStore(b, n)
+			ctx := b.Context()
+			rng := rand.New(rand.NewPCG(7, 8))
+			ids := func(k int) string {
+				var out []string
+				for range k {
+					out = append(out, strconv.Quote("service/s"+strconv.Itoa(rng.IntN(n))))
+				}
+				return "[" + strings.Join(out, ",") + "]"
+			}
+			cases := []struct {
+				name  string
+				query func() string
+				reps  int
+			}{
+				{"type-page", func() string { return `{"from":{"type":"Service"},"limit":50}` }, 100},
+				{"count-1hop-5000-starts", func() string {
+					return `{"from":{"type":"Service","where":{"tier":0,"language":"Go"}},"traverse":[{"edge":"dependsOn"}],"return":{"count":true}}`
+				}, 10},
+				{"2hop-20-ids", func() string {
+					return `{"from":{"ids":` + ids(20) + `},"traverse":[{"edge":"dependsOn","hops":2}],"limit":100}`
+				}, 300},
+				{"ordered-2hop-in-100-ids", func() string {
+					return `{"from":{"ids":` + ids(100) + `},"traverse":[{"edge":"dependsOn","direction":"in","hops":2}],"orderBy":[{"field":"name","desc":true}],"limit":20}`
+				}, 100},
+				{"2step-min2-5-ids", func() string {
+					return `{"from":{"ids":` + ids(5) + `},"traverse":[{"edge":"dependsOn","hops":[2,3]},{"edge":"dependsOn","direction":"in"}],"limit":100}`
+				}, 300},
+				{"paths-3hop-10-ids", func() string {
+					return `{"from":{"ids":` + ids(10) + `},"traverse":[{"edge":"dependsOn","hops":3}],"return":{"paths":true},"limit":100}`
+				}, 300},
+			}
+			for b.Loop() {
+				for _, c := range cases {
+					var results int
+					p50, p99 := latencies(b, c.reps, func(int) {
+						q, err := ParseQuery(s.Model(), []byte(c.query()))
+						if err != nil {
+							b.Fatal(err)
+						}
+						res, err := Run(ctx, s, q, Limits{})
+						if err != nil {
+							b.Fatal(err)
+						}
+						if res.Truncated {
+							b.Fatalf("%s: truncated (%s)", c.name, res.Reason)
+						}
+						results += len(res.Nodes)
+						if res.Count != nil {
+							results += *res.Count
+						}
+					})
+					report(b, c.name, p50, p99)
+					fmt.Printf("  (%.1f results per query)\n", float64(results)/float64(c.reps))
+				}
+			}
+		})
+	}
+}

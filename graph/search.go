@@ -127,6 +127,11 @@ func Search(ctx context.Context, s Store, q SearchQuery, ceilings Limits) (*Sear
 			return 0, err
 		}
 		b.spend(page.Scanned)
+		if len(page.Postings) == 0 && page.Next != "" {
+			// The scan limit stopped the count before the first match: that
+			// is not "no match".
+			b.stop(ReasonWork)
+		}
 		return len(page.Postings), nil
 	}
 	counts := make([]int, len(terms))
@@ -165,6 +170,10 @@ func Search(ctx context.Context, s Store, q SearchQuery, ceilings Limits) (*Sear
 	for _, exact := range []bool{true, false} {
 		pq := PostingQuery{Prefix: best, Exact: exact, Type: q.Type, Page: Page{Limit: 1000}}
 		for b.ok() && len(cands) < searchCandidate {
+			if b.remaining() <= 0 {
+				b.stop(ReasonWork)
+				break
+			}
 			pq.MaxScan = min(b.remaining(), 4000)
 			page, err := s.Postings(b.ctx, pq)
 			if err != nil {

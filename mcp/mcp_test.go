@@ -172,6 +172,7 @@ var toolCases = []toolCase{
 	{name: "paths missing", tool: "find_paths", args: `{"from":"person/ada-okafor","to":"service/nope"}`, wantErr: "not_found"},
 	{name: "query", tool: "query_graph", args: `{"from":{"type":"Service","where":{"tier":0}},"return":{"fields":["id","name"]}}`, want: `"id":"service/billing"`},
 	{name: "query count", tool: "query_graph", args: `{"from":{"ids":["service/billing"]},"traverse":[{"edge":"dependsOn","hops":[1,3]}],"return":{"count":true}}`, want: `"count":`},
+	{name: "query more", tool: "query_graph", args: `{"from":{"type":"Service"},"limit":1}`, want: `"more":true`},
 	{name: "query invalid", tool: "query_graph", args: `{"from":{"type":"Spaceship"},"traverse":[{"edge":"flies"}]}`, wantErr: "/traverse/0/edge"},
 	{name: "changes", tool: "changes_since", args: `{"cursor":0,"limit":1}`, want: `"seq":1`},
 	{name: "changes bad cursor", tool: "changes_since", args: `{"cursor":-1}`, wantErr: "/cursor"},

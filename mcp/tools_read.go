@@ -382,9 +382,15 @@ func (o queryOut) text() string {
 		fmt.Fprintf(&b, "%d results", len(o.Nodes))
 	}
 	if o.Truncated {
-		fmt.Fprintf(&b, " (truncated: %s; continue with cursor)", o.Reason)
+		fmt.Fprintf(&b, " (truncated: %s)", o.Reason)
+	}
+	if o.More {
+		b.WriteString("; more: call again with the cursor")
 	}
 	b.WriteString("\n")
+	if o.Note != "" {
+		b.WriteString(o.Note + "\n")
+	}
 	var d strings.Builder
 	for _, n := range o.Nodes {
 		fmt.Fprintf(&d, "%v %v\n", n["type"], n["id"])
@@ -407,8 +413,9 @@ func queryGraph() *Tool {
 	return define(Tool{Name: "query_graph", Title: "Query the graph",
 		Description: "Read-only, bounded graph query: a start set, traversal steps, filters, fields, order. For multi-hop questions.",
 		Input:       json.RawMessage(queryInput),
-		Output:      json.RawMessage(`{` + draft + `,"type":"object","required":["nodes","truncated"],"properties":{"nodes":{"type":"array"},` + truncatedProp + `}}`),
-		ReadOnly:    true, Idempotent: true, Icon: iconRead},
+		Output: json.RawMessage(`{` + draft + `,"type":"object","required":["nodes","more","truncated"],"properties":{"nodes":{"type":"array"},` +
+			`"more":{"type":"boolean"},` + truncatedProp + `,"note":{"type":"string"}}}`),
+		ReadOnly: true, Idempotent: true, Icon: iconRead},
 		func(ctx context.Context, c *Catalog, in *json.RawMessage) (output, error) {
 			q, err := graph.ParseQuery(c.model, *in)
 			if err != nil {

@@ -174,7 +174,9 @@ type ComplexityRoot struct {
 
 	QueryGraphResult struct {
 		Cursor    func(childComplexity int) int
+		More      func(childComplexity int) int
 		Nodes     func(childComplexity int) int
+		Note      func(childComplexity int) int
 		Truncated func(childComplexity int) int
 	}
 
@@ -851,12 +853,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.QueryGraphResult.Cursor(childComplexity), true
+	case "QueryGraphResult.more":
+		if e.ComplexityRoot.QueryGraphResult.More == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.More(childComplexity), true
 	case "QueryGraphResult.nodes":
 		if e.ComplexityRoot.QueryGraphResult.Nodes == nil {
 			break
 		}
 
 		return e.ComplexityRoot.QueryGraphResult.Nodes(childComplexity), true
+	case "QueryGraphResult.note":
+		if e.ComplexityRoot.QueryGraphResult.Note == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.Note(childComplexity), true
 	case "QueryGraphResult.truncated":
 		if e.ComplexityRoot.QueryGraphResult.Truncated == nil {
 			break
@@ -1421,10 +1435,14 @@ func (ec *executionContext) childFields_QueryGraphResult(ctx context.Context, fi
 	switch field.Name {
 	case "nodes":
 		return ec.fieldContext_QueryGraphResult_nodes(ctx, field)
+	case "more":
+		return ec.fieldContext_QueryGraphResult_more(ctx, field)
 	case "truncated":
 		return ec.fieldContext_QueryGraphResult_truncated(ctx, field)
 	case "cursor":
 		return ec.fieldContext_QueryGraphResult_cursor(ctx, field)
+	case "note":
+		return ec.fieldContext_QueryGraphResult_note(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type QueryGraphResult", field.Name)
 }
@@ -4535,6 +4553,29 @@ func (ec *executionContext) fieldContext_QueryGraphResult_nodes(_ context.Contex
 	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "JSON")
 }
 
+func (ec *executionContext) _QueryGraphResult_more(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_more(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.More, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_more(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _QueryGraphResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4578,6 +4619,29 @@ func (ec *executionContext) _QueryGraphResult_cursor(ctx context.Context, field 
 	)
 }
 func (ec *executionContext) fieldContext_QueryGraphResult_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _QueryGraphResult_note(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_note(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Note, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_note(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "String")
 }
 
@@ -7916,6 +7980,11 @@ func (ec *executionContext) _QueryGraphResult(ctx context.Context, sel ast.Selec
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "more":
+			out.Values[i] = ec._QueryGraphResult_more(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "truncated":
 			out.Values[i] = ec._QueryGraphResult_truncated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7923,6 +7992,11 @@ func (ec *executionContext) _QueryGraphResult(ctx context.Context, sel ast.Selec
 			}
 		case "cursor":
 			out.Values[i] = ec._QueryGraphResult_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "note":
+			out.Values[i] = ec._QueryGraphResult_note(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}

@@ -164,8 +164,10 @@ type QueryGraphOrderByInput struct {
 
 type QueryGraphResult struct {
 	Nodes     []any   `json:"nodes"`
+	More      bool    `json:"more"`
 	Truncated bool    `json:"truncated"`
 	Cursor    *string `json:"cursor,omitempty"`
+	Note      *string `json:"note,omitempty"`
 }
 
 type QueryGraphReturnInput struct {

@@ -1,0 +1,310 @@
+package graph
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A query that traverses, orders, or starts from a set that is not itself
+// its result in ID order, expands its start set chunk by chunk into a
+// collection of results (collect), then pages through it (page). A cursor
+// of such a query names a unit of start nodes a call expanded in full, so
+// that the next call can expand it again and go on after its last result
+// returned: exactly once within a unit, at-least-once across a cut.
+
+// A collection holds the results one call found, in the order found, and
+// how far the expansion of the start set got.
+type collection struct {
+	ids   []ID
+	seen  map[ID]bool // found, whether or not where kept it
+	keys  map[ID][]any
+	paths map[ID]*Path
+
+	// unit is the cursor's unit (nil without one), tail what followed it.
+	unit, tail *segment
+	complete   bool // every start node was expanded in full
+	// After a cut: where the start set resumes, and the chunk size to use.
+	resume      startPos
+	resumeChunk int
+	lone        ID // a start node a bound cut even alone; resume is past it
+}
+
+// A segment is a run of start nodes expanded one after the other.
+type segment struct {
+	at    startPos // its first start node
+	chunk int      // the chunk size it started with
+	done  int      // start nodes in chunks expanded in full
+	whole bool     // it was expanded in full, up to its end
+	from  int      // collection.ids[from:to] were found while expanding it
+	to    int
+}
+
+// collect expands the start set from the cursor's position, chunk by
+// chunk, until it ends or a bound stops the work: first the cursor's
+// unit, if any, then onwards.
+func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collection, error) {
+	c := &collection{seen: map[ID]bool{}, keys: map[ID][]any{}, paths: map[ID]*Path{}}
+	chunk := cmp.Or(cur.Chunk, 1)
+	seg := &segment{at: src.pos(), chunk: chunk}
+	left := cur.N // start nodes left in the unit
+	if cur.N > 0 || cur.Rest {
+		c.unit = seg
+	} else {
+		c.tail = seg
+	}
+	endSegment := func() {
+		seg.whole, seg.to = true, len(c.ids)
+		if seg == c.unit && !cur.Rest {
+			seg = &segment{at: src.pos(), chunk: chunk, from: len(c.ids)}
+			c.tail = seg
+		}
+	}
+	for first := true; ; first = false {
+		if src.end {
+			endSegment()
+			c.complete = true
+			break
+		}
+		size := chunk
+		if seg == c.unit && !cur.Rest {
+			size = min(size, left)
+		}
+		starts, err := src.next(size)
+		if err != nil {
+			return nil, err
+		}
+		if len(starts) == 0 {
+			if src.end {
+				continue
+			}
+			c.resume, c.resumeChunk = src.pos(), chunk // the scan was cut
+			break
+		}
+		ids := make([]ID, len(starts))
+		for i, st := range starts {
+			ids[i] = st.id
+		}
+		found, pathOf, err := ex.expand(ids, steps)
+		if err != nil {
+			return nil, err
+		}
+		if err := ex.add(c, found, pathOf); err != nil {
+			return nil, err
+		}
+		if ex.b.reason != "" || ex.cut {
+			// Resume at the cut chunk's first start node, with half as many
+			// if it came first (else earlier chunks used the budget). A lone
+			// start node cut as the very first thing of a call that began
+			// at it is cut by its own traversal: the cursor passes it over.
+			switch {
+			case first && size == 1 && starts[0].at == cur.At:
+				c.lone = starts[0].id
+				c.resume, c.resumeChunk = src.pos(), 1
+			case first:
+				c.resume, c.resumeChunk = starts[0].at, max(len(starts)/2, 1)
+			default:
+				c.resume, c.resumeChunk = starts[0].at, len(starts)
+			}
+			break
+		}
+		seg.done += len(starts)
+		chunk = min(4*chunk, maxChunk)
+		if seg == c.unit && !cur.Rest {
+			if left -= len(starts); left == 0 {
+				endSegment()
+			}
+		}
+	}
+	seg.to = len(c.ids)
+	return c, nil
+}
+
+// add records the nodes a chunk reached that the call had not found yet,
+// keeping those that pass the query's where.
+func (ex *executor) add(c *collection, found []ID, pathOf func(ID) *Path) error {
+	q := ex.q
+	var fresh []ID
+	for _, id := range found { // a start set may hold a node twice (an "in" plan)
+		if !c.seen[id] {
+			c.seen[id] = true
+			fresh = append(fresh, id)
+		}
+	}
+	push := func(id ID, n *Node) {
+		if n != nil && !q.where.match(n) {
+			return
+		}
+		c.ids = append(c.ids, id)
+		if len(q.OrderBy) > 0 {
+			c.keys[id] = sortKey(q.OrderBy, n)
+		}
+		if pathOf != nil {
+			c.paths[id] = pathOf(id)
+		}
+	}
+	if q.where == nil && len(q.OrderBy) == 0 {
+		for _, id := range fresh {
+			push(id, nil)
+		}
+		return nil
+	}
+	nodes, err := ex.fetchWith(fresh, func(*Node) bool { return true }, -1)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		push(n.ID, n)
+	}
+	return nil
+}
+
+// page returns a page of what collect found: the unit's results after the
+// cursor's last one, then the rest, each in order, and the cursor that
+// continues without skipping any result.
+func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp string) error {
+	q := ex.q
+	ordered := len(q.OrderBy) > 0
+	if !c.complete {
+		ex.truncated(res)
+	}
+	if ordered && !c.complete {
+		res.note(fmt.Sprintf("orderBy needs every result, and the %s limit stopped the work before they were all found, so no page is returned: a partial order is not the order. Raise limits.maxVisited or limits.timeoutMs, narrow the query, or drop orderBy to page through the results unordered.", res.Reason))
+		if q.Cursor != "" {
+			res.Cursor = q.Cursor
+			res.note("Call again with the same cursor to retry.")
+		}
+		return nil
+	}
+	order := func(a, b ID) int {
+		if ordered {
+			return compareKey(q.OrderBy, c.keys[a], a, c.keys[b], b)
+		}
+		return strings.Compare(string(a), string(b))
+	}
+	var items []ID
+	units := 0 // items[:units] come from the unit
+	if c.unit != nil {
+		u := slices.Clone(c.ids[c.unit.from:c.unit.to])
+		slices.SortFunc(u, order)
+		i, _ := slices.BinarySearchFunc(u, cur, func(id ID, cur queryCursor) int {
+			if ordered {
+				return compareKey(q.OrderBy, c.keys[id], id, cur.after, cur.ID)
+			}
+			return strings.Compare(string(id), string(cur.ID))
+		})
+		for i < len(u) && u[i] == cur.ID {
+			i++
+		}
+		items, units = u[i:], len(u)-i
+	}
+	if c.tail != nil {
+		t := slices.Clone(c.ids[c.tail.from:c.tail.to])
+		slices.SortFunc(t, order)
+		items = append(items, t...)
+	}
+
+	limit := ex.pageLimit(res)
+	budget := res.Limits.MaxBytes - 2048 // room for the envelope
+	used, last, cut := 0, -1, false
+	for i := 0; i < len(items) && !cut; i += 256 {
+		if time.Now().After(ex.hardStop) {
+			ex.cut, cut = true, true
+			break
+		}
+		chunk := items[i:min(i+256, len(items))]
+		nodes, err := ex.s.Nodes(context.WithoutCancel(ex.b.ctx), chunk)
+		if err != nil {
+			return err
+		}
+		for j, n := range nodes {
+			if n == nil {
+				continue // deleted since it was found
+			}
+			if len(res.Nodes) == limit {
+				cut = true
+				break
+			}
+			obj := project(n, q.Return.Fields)
+			size := jsonSize(obj)
+			p := c.paths[n.ID]
+			if q.Return.Paths {
+				size += jsonSize(p)
+			}
+			if used+size > budget {
+				if len(res.Nodes) == 0 {
+					return tooLarge(n.ID, size, budget)
+				}
+				res.Truncated, res.Reason = true, cmp.Or(res.Reason, ReasonBytes)
+				res.note("The page reached limits.maxBytes; continue with the cursor.")
+				cut = true
+				break
+			}
+			used += size
+			res.Nodes = append(res.Nodes, obj)
+			if q.Return.Paths {
+				res.Paths = append(res.Paths, *p)
+			}
+			last = i + j
+		}
+	}
+	if ex.cut && res.Reason == "" {
+		res.Truncated, res.Reason = true, ReasonDeadline
+	}
+
+	next := queryCursor{F: fp}
+	switch {
+	case cut && last < 0: // the hard stop came before the first result: retry
+		if q.Cursor != "" || ordered {
+			res.Cursor = q.Cursor
+			return nil
+		}
+		first := cmp.Or(c.unit, c.tail)
+		next.At, next.Chunk = first.at, first.chunk
+	case cut:
+		// The page ends inside a segment: page on through it if it was
+		// expanded in full (or in part, up to its last full chunk).
+		g := c.tail
+		if last < units {
+			g = c.unit
+		}
+		id := items[last]
+		next.ID, next.Chunk, next.At = id, g.chunk, g.at
+		for _, k := range c.keys[id] {
+			raw, _ := json.Marshal(k)
+			next.After = append(next.After, raw)
+		}
+		switch {
+		case g.whole && g == c.unit:
+			next.N, next.Rest = cur.N, cur.Rest
+		case g.whole:
+			next.Rest = true
+		case g.done > 0:
+			next.N = g.done
+		default:
+			next = ex.resumeCursor(res, c, fp)
+		}
+	case cut || !c.complete:
+		next = ex.resumeCursor(res, c, fp)
+	default:
+		return nil
+	}
+	res.Cursor = encodeCursor(ex.s, next)
+	if !c.complete {
+		res.note(fmt.Sprintf("The %s limit stopped the work: these results are correct but not all of them. Continue with the cursor; a continuation may repeat results already returned (deduplicate by id).", res.Reason))
+	}
+	return nil
+}
+
+// resumeCursor continues the expansion where a bound stopped it.
+func (ex *executor) resumeCursor(res *QueryResult, c *collection, fp string) queryCursor {
+	if c.lone != "" {
+		res.Partial = append(res.Partial, c.lone)
+		res.note(fmt.Sprintf("The %s limit cut the traversal from start node %s even alone; the cursor moves past it, so results reached only from it may be missing: query from it alone with higher limits to complete them.", res.Reason, c.lone))
+	}
+	return queryCursor{F: fp, At: c.resume, Chunk: c.resumeChunk}
+}

@@ -1,0 +1,223 @@
+package graph
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// What a traversal step means.
+//
+// A step follows the edges with its labels (every label when it names
+// none) in its direction: out from source to target, in from target to
+// source, both either way. For a start node s, dist_s(v) is the length of a
+// shortest walk from s to v along such edges, and dist_s(s) = 0. From a set
+// S of start nodes, a step with hops [min, max] reaches
+//
+//	{ v : dist_s(v) lies in [min, max] for some s in S }
+//
+// and keeps the nodes of its type that pass its where. So a start node is
+// in the result only when min is 0 or another start node reaches it within
+// the range (a cycle back to itself does not count: its distance from
+// itself is 0); and with min >= 2, v is in the result when it is min hops
+// from some start node, however close it is to another.
+//
+// The result is a union over start nodes, and so is a chain of steps: the
+// answer from S is the union of the answers from each s in S. The engine
+// therefore splits the start set into chunks as it likes, and a bound that
+// cuts the work leaves results that are correct, only fewer.
+//
+// A path to a result v is, for each step, a shortest walk (of length
+// dist_s(v)) from one of that step's start nodes s to the node it reached,
+// joined end to end back to a from node.
+//
+// The engine computes a step by breadth-first passes over up to 64 start
+// nodes at once, each node carrying a bitset of the start nodes that have
+// reached it: at level d, the bits a node gets for the first time are the
+// start nodes exactly d hops away. A pass cut at any point has only ever
+// recorded exact distances.
+
+// passSources is how many start nodes one pass follows: one bit each.
+const passSources = 64
+
+// A walk is how a step reached a node: nodes[0] is the step's start node.
+type walk struct {
+	nodes []ID
+	edges []string
+}
+
+// A parent records that node prev, at level-1, gave bits to a node at level
+// through edge.
+type parent struct {
+	level int
+	prev  ID
+	edge  string
+	bits  uint64
+}
+
+// stepOut is what one step reached from a set of start nodes.
+type stepOut struct {
+	ids   []ID        // in the order reached
+	walks map[ID]walk // with paths: one shortest walk to each
+}
+
+// step applies one traversal step to sources (each once, in a fixed order).
+func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error) {
+	out := stepOut{}
+	if withWalks {
+		out.walks = map[ID]walk{}
+	}
+	if st.Hops.Max < st.Hops.Min { // the ceiling cut the range below its minimum
+		return out, nil
+	}
+	seen := map[ID]bool{}
+	for i := 0; i < len(sources); i += passSources {
+		if !ex.b.ok() && st.Hops.Min > 0 {
+			break
+		}
+		src := sources[i:min(i+passSources, len(sources))]
+		err := ex.pass(src, st, withWalks, func(v ID, wk func() walk) {
+			if seen[v] {
+				return
+			}
+			seen[v] = true
+			out.ids = append(out.ids, v)
+			if withWalks {
+				out.walks[v] = wk()
+			}
+		})
+		if err != nil {
+			return out, err
+		}
+	}
+	if st.Type == "" && st.where == nil {
+		return out, nil
+	}
+	nodes, err := ex.fetchWith(out.ids, func(n *Node) bool { return (st.Type == "" || n.Type == st.Type) && st.where.match(n) }, -1)
+	if err != nil {
+		return out, err
+	}
+	kept := make([]ID, len(nodes))
+	keep := make(map[ID]bool, len(nodes))
+	for i, n := range nodes {
+		kept[i] = n.ID
+		keep[n.ID] = true
+	}
+	if withWalks {
+		for _, id := range out.ids {
+			if !keep[id] {
+				delete(out.walks, id)
+			}
+		}
+	}
+	out.ids = kept
+	return out, nil
+}
+
+// pass runs one breadth-first pass from up to 64 start nodes and calls
+// found for each node some start node reaches at a distance within the
+// step's hops (possibly several times), with a function that returns a
+// shortest walk to it.
+func (ex *executor) pass(src []ID, st *Step, withWalks bool, found func(v ID, wk func() walk)) error {
+	b := ex.b
+	reached := make(map[ID]uint64, len(src))
+	fresh := make(map[ID]uint64, len(src)) // the bits each frontier node got at the last level
+	var frontier []ID
+	for i, s := range src {
+		if reached[s] == 0 {
+			frontier = append(frontier, s)
+		}
+		reached[s] |= 1 << i
+		fresh[s] |= 1 << i
+	}
+	if st.Hops.Min == 0 {
+		for _, s := range frontier {
+			found(s, func() walk { return walk{nodes: []ID{s}, edges: []string{}} })
+		}
+	}
+	var parents map[ID][]parent
+	if withWalks {
+		parents = map[ID][]parent{}
+	}
+	for d := 1; d <= st.Hops.Max && len(frontier) > 0 && b.ok(); d++ {
+		var next []ID
+		got := map[ID]uint64{}
+		err := expandLevel(ex.s, b, frontier, st.Edge, st.Direction, func(self, other ID, e *Edge) {
+			nb := fresh[self] &^ reached[other]
+			if nb == 0 {
+				return
+			}
+			if _, known := reached[other]; !known && !b.spend(1) {
+				return // out of budget: a node costs one unit when a pass first reaches it
+			}
+			reached[other] |= nb
+			if got[other] == 0 {
+				next = append(next, other)
+			}
+			got[other] |= nb
+			if parents != nil {
+				parents[other] = append(parents[other], parent{level: d, prev: self, edge: e.ID, bits: nb})
+			}
+			if d >= st.Hops.Min {
+				found(other, func() walk { return walkBack(parents, other, d, nb) })
+			}
+		})
+		if err != nil {
+			return err
+		}
+		frontier, fresh = next, got
+	}
+	return nil
+}
+
+// walkBack follows parent records from v, reached at level by the start
+// nodes in nb, back to the lowest of those start nodes.
+func walkBack(parents map[ID][]parent, v ID, level int, nb uint64) walk {
+	bit := uint64(1) << bits.TrailingZeros64(nb)
+	w := walk{nodes: []ID{v}, edges: []string{}}
+	for x, l := v, level; l > 0; l-- {
+		i := slices.IndexFunc(parents[x], func(p parent) bool { return p.level == l && p.bits&bit != 0 })
+		if i < 0 {
+			break // cannot happen: every bit a node got at a level came through a record
+		}
+		p := parents[x][i]
+		w.nodes = append(w.nodes, p.prev)
+		w.edges = append(w.edges, p.edge)
+		x = p.prev
+	}
+	slices.Reverse(w.nodes)
+	slices.Reverse(w.edges)
+	return w
+}
+
+// expand runs every step from a chunk of start nodes. It returns the nodes
+// the last step reached, in the order reached, and with paths, a function
+// that joins each one's walks into a path from a start node.
+func (ex *executor) expand(starts []ID, steps []Step) ([]ID, func(ID) *Path, error) {
+	withWalks := ex.q.Return.Paths
+	ids := starts
+	walks := make([]map[ID]walk, 0, len(steps))
+	for i := range steps {
+		out, err := ex.step(ids, &steps[i], withWalks)
+		if err != nil {
+			return nil, nil, err
+		}
+		ids = out.ids
+		walks = append(walks, out.walks)
+	}
+	if !withWalks {
+		return ids, nil, nil
+	}
+	return ids, func(v ID) *Path {
+		p := &Path{Nodes: []ID{v}, Edges: []string{}}
+		for k := len(walks) - 1; k >= 0; k-- {
+			w, ok := walks[k][v]
+			if !ok {
+				break // cannot happen: each step's results have walks
+			}
+			p.Nodes = append(slices.Clone(w.nodes[:len(w.nodes)-1]), p.Nodes...)
+			p.Edges = append(slices.Clone(w.edges), p.Edges...)
+			v = w.nodes[0]
+		}
+		return p
+	}, nil
+}
