@@ -157,6 +157,13 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 	srv.AroundResponses(func(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 		oc := graphql.GetOperationContext(ctx)
 		stream := oc.Operation != nil && oc.Operation.Operation == ast.Subscription
+		if st, ok := ctx.Value(stateKey{}).(*requestState); ok && stream && !st.stream {
+			// Over plain POST a subscription would hold the request open
+			// until its first event.
+			e := gqlerror.Errorf("a subscription needs a stream: open a WebSocket (graphql-transport-ws) or POST with Accept: text/event-stream")
+			e.Extensions = map[string]any{"code": "BAD_REQUEST"}
+			return &graphql.Response{Errors: gqlerror.List{e}}
+		}
 		if !stream {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, errDeadline)
@@ -185,6 +192,7 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 		case r.Header.Get("Upgrade") != "":
 			// A WebSocket: hijacking lifts the server's deadlines, and
 			// checkedWebsocket checks each message.
+			st.stream = true
 		case r.Method == http.MethodGet:
 			if !Preflighted(r) {
 				requestError(w, http.StatusBadRequest, "PREFLIGHT_REQUIRED", "a GET of /graphql must carry a Content-Type of application/json or a "+
@@ -213,7 +221,8 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			if strings.Contains(r.Header.Get("Accept"), "text/event-stream") { // gqlgen's SSE transport takes it
+				st.stream = true
 				w = mcp.StreamResponse(w, r)
 			}
 		}
@@ -336,11 +345,14 @@ func InternalError(w http.ResponseWriter, _ *http.Request) {
 	requestError(w, http.StatusInternalServerError, "INTERNAL", "internal error; the server log has the details")
 }
 
-// requestState is what resolving a request learns that its HTTP response
-// must say: the scope a token lacked.
+// requestState is what the HTTP layer and resolving a request tell each
+// other: whether the request streams its responses (a WebSocket or
+// server-sent events), and the scope a token lacked, which the response
+// must say.
 type requestState struct {
-	mu    sync.Mutex
-	scope string
+	stream bool
+	mu     sync.Mutex
+	scope  string
 }
 
 type stateKey struct{}
