@@ -94,7 +94,9 @@ func (f *fixture) do(t *testing.T, c call) (*http.Response, []byte) {
 	if c.body != "" {
 		rd = strings.NewReader(c.body)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), c.method, f.url+c.path, rd)
+	ctx, cancel := context.WithTimeout(t.Context(), bound) // an event stream that is let through never ends
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, c.method, f.url+c.path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +311,7 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 var goTypeRE = regexp.MustCompile(`Go (struct|value)|json: |interface \{\}|map\[|\[\]interface|\*?\b[a-z]+\.[A-Z][A-Za-z]+\b`)
 
 // TestNoGoTypeNames: malformed requests get messages about the request,
-// not about the server's Go types. (Over MCP, JSON that is well formed
+// not about the server's Go types, nor "internal error". (Over MCP, JSON that is well formed
 // but whose params have the wrong types is answered by the SDK, whose
 // message names its Go types; that is outside the HTTP layer.)
 func TestNoGoTypeNames(t *testing.T) {
@@ -334,6 +336,9 @@ func TestNoGoTypeNames(t *testing.T) {
 		resp, body := f.do(t, c)
 		if resp.StatusCode < 400 && !strings.Contains(string(body), `"errors"`) && !strings.Contains(string(body), `"error"`) {
 			t.Errorf("%s %s %s: %d, want a refusal: %.300s", c.method, c.path, c.body, resp.StatusCode, body)
+		}
+		if strings.Contains(string(body), "internal error") {
+			t.Errorf("%s %s %s: a malformed request is answered as an internal error: %.300s", c.method, c.path, c.body, body)
 		}
 		if m := goTypeRE.FindString(string(body)); m != "" {
 			t.Errorf("%s %s %s: %q gives away a Go type: %.400s", c.method, c.path, c.body, m, body)

@@ -165,8 +165,9 @@ func TestConnectionCap(t *testing.T) {
 		c := s.dial(t)
 		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", s.addr)
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		for err == nil && resp.StatusCode == http.StatusServiceUnavailable {
+		for retry := time.Now().Add(bound); err == nil && resp.StatusCode == http.StatusServiceUnavailable && time.Now().Before(retry); {
 			// Answered before the server marked the others idle: retry.
+			c.Close()
 			c = s.dial(t)
 			fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", s.addr)
 			resp, err = http.ReadResponse(bufio.NewReader(c), nil)

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lore-dev/lore/mcp"
 )
@@ -34,9 +38,13 @@ func TestTokensFilePermissions(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, code := lore(t, "serve", "--store", t.TempDir(), "--addr", "127.0.0.1:0", "--tokens", path)
-	if code == 0 || !strings.Contains(stderr, "chmod 600") {
-		t.Errorf("serve with a world-readable tokens file: exit %d: %s", code, stderr)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a server that starts would run until killed
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, loreBin, "serve", "--store", t.TempDir(), "--addr", "127.0.0.1:0", "--tokens", path)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil || ctx.Err() != nil || !strings.Contains(stderr.String(), "chmod 600") {
+		t.Errorf("serve with a world-readable tokens file: %v: %s", err, stderr.String())
 	}
 }
 
