@@ -230,6 +230,16 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 	})
 }
 
+// recoverGoroutine, deferred first thing in a goroutine a resolver starts,
+// logs a panic there with its stack instead of letting it end the process;
+// gqlgen recovers only the goroutines it starts. The subscription then
+// ends, as when its feed closes.
+func recoverGoroutine(ctx context.Context, log *slog.Logger, what string) {
+	if v := recover(); v != nil {
+		log.ErrorContext(ctx, "graphql subscription panicked", "in", what, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	}
+}
+
 // errDeadline is the cause of an operation's context past its deadline.
 var errDeadline = errors.New("the operation ran past the server's deadline")
 

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,4 +300,72 @@ func TestWebSocketDeepMessage(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != 4400 || !strings.Contains(ce.Reason, "nested deeper than 10") {
 		t.Fatalf("want a 4400 close naming the nesting, got %v", err)
 	}
+}
+
+// sinceFault is the real store whose Since panics when a subscription
+// replays the change log's second page (changes_since past seq 0): in the
+// goroutine the subscription starts, not in one gqlgen recovers.
+type sinceFault struct{ graph.Store }
+
+func (s sinceFault) Since(ctx context.Context, seq uint64, limit int) ([]graph.Change, error) {
+	if seq > 0 && limit > 1000 {
+		panic("fault injected in Since")
+	}
+	return s.Store.Since(ctx, seq, limit)
+}
+
+// TestSubscriptionPanicRecovered: a panic in a subscription's own
+// goroutine ends that subscription and is logged with its stack; the
+// process and the server live on.
+func TestSubscriptionPanicRecovered(t *testing.T) {
+	s := graphtest.New(t)
+	var data bytes.Buffer
+	for i := range 1005 {
+		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"T%d"}}`+"\n", i, i)
+	}
+	if _, err := graph.Import(t.Context(), s, &data, graph.ImportOptions{Format: graph.NDJSON, BatchSize: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	cat := mcp.NewCatalog(sinceFault{s}, nil)
+	hs := httptest.NewServer(gql.NewHandler(cat, &gql.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+	t.Cleanup(hs.Close)
+	conn := dialWS(t, hs.URL)
+	send(t, conn, wsMessage{ID: "1", Type: "subscribe", Payload: json.RawMessage(`{"query":"subscription { changes(since: 0) { seq } }"}`)})
+	events := 0
+	for {
+		m := receive(t, conn)
+		if m.Type != "next" {
+			break
+		}
+		events++
+	}
+	if events != 1000 {
+		t.Errorf("%d events before the fault, want the first page's 1000", events)
+	}
+	if got := logs.String(); !strings.Contains(got, "fault injected in Since") || !strings.Contains(got, "goroutine ") {
+		t.Errorf("the panic is not logged with its stack: %.1000s", got)
+	}
+	res := do(t, hs.URL, `{ describeModel { nodes } }`, nil, nil)
+	if len(res.Errors) > 0 || !strings.Contains(string(res.Data["describeModel"]), `"nodes":1005`) {
+		t.Errorf("after the panic: %+v %s", res.Errors, res.Data["describeModel"])
+	}
+}
+
+// syncBuffer is a buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
