@@ -71,7 +71,7 @@ type HTTPOptions struct {
 	SessionTimeout time.Duration
 	// MaxSessions caps the legacy (stateful) sessions each caller (token,
 	// or client address without auth) may hold open; the next initialize
-	// gets 429. 0 means 32; negative means no cap.
+	// gets 429. 0 means 64; negative means no cap.
 	MaxSessions int
 }
 
@@ -92,7 +92,7 @@ const (
 	DefaultRateBurst      = 100
 	DefaultAuthFailures   = 10
 	DefaultSessionTimeout = 30 * time.Minute
-	DefaultMaxSessions    = 32
+	DefaultMaxSessions    = 64
 )
 
 // HTTPHandler returns the MCP endpoint at /mcp behind Guard, recovering
