@@ -230,8 +230,9 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 	})
 }
 
-// recoverGoroutine, deferred first thing in a goroutine a resolver starts,
-// logs a panic there with its stack instead of letting it end the process;
+// recoverGoroutine, deferred in each goroutine a resolver starts (so that
+// it runs before the goroutine's other deferred calls), logs a panic there
+// with its stack instead of letting it end the process;
 // gqlgen recovers only the goroutines it starts. The subscription then
 // ends, as when its feed closes.
 func recoverGoroutine(ctx context.Context, log *slog.Logger, what string) {
