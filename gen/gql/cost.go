@@ -2,9 +2,11 @@ package gql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -147,4 +149,42 @@ func add(a, b int) int {
 		return math.MaxInt
 	}
 	return a + b
+}
+
+// gatherFactor sizes an operation's budget of catalog output: the tool
+// results and resources its fields read may add up to gatherFactor times
+// the response cap. Fields select part of what a tool returns, so the
+// results run larger than the response; the budget stops a walk that
+// fans out long before the deadline, with its memory bounded.
+const gatherFactor = 8
+
+// errGathered is the cause of a field left unresolved because its
+// operation had read its budget of catalog output.
+var errGathered = errors.New("the operation read more from the catalog than the server allows")
+
+// A budget is what an operation may still read from the catalog, in bytes.
+type budget struct{ left atomic.Int64 }
+
+type budgetKey struct{}
+
+// withBudget gives an operation's context a budget of n bytes.
+func withBudget(ctx context.Context, n int) (context.Context, *budget) {
+	b := &budget{}
+	b.left.Store(int64(n))
+	return context.WithValue(ctx, budgetKey{}, b), b
+}
+
+// spend takes n bytes of catalog output from the operation's budget; past
+// it, the field fails with errGathered.
+func spend(ctx context.Context, n int) error {
+	if b, ok := ctx.Value(budgetKey{}).(*budget); ok && b.left.Add(-int64(n)) < 0 {
+		return errGathered
+	}
+	return nil
+}
+
+// spent reports whether the operation's budget is gone.
+func spent(ctx context.Context) bool {
+	b, ok := ctx.Value(budgetKey{}).(*budget)
+	return ok && b.left.Load() < 0
 }

@@ -147,10 +147,16 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 		return errInternal
 	})
 	srv.AroundFields(func(ctx context.Context, next graphql.Resolver) (any, error) {
-		// Past the operation's deadline (or once the client has gone), a
-		// field that would call the catalog is not resolved.
-		if fc := graphql.GetFieldContext(ctx); fc != nil && fc.IsResolver && ctx.Err() != nil {
-			return nil, context.Cause(ctx)
+		// Past the operation's deadline (or once the client has gone), or
+		// once it has read its budget from the catalog, a field that would
+		// call the catalog is not resolved.
+		if fc := graphql.GetFieldContext(ctx); fc != nil && fc.IsResolver {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			if spent(ctx) {
+				return nil, errGathered
+			}
 		}
 		return next(ctx)
 	})
@@ -169,17 +175,22 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 			ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, errDeadline)
 			defer cancel()
 		}
+		ctx, _ = withBudget(ctx, gatherFactor*o.MaxResponseBytes)
 		resp := next(ctx)
 		if resp == nil {
 			return nil
 		}
 		if !stream && errors.Is(context.Cause(ctx), errDeadline) {
-			resp.Errors = pastDeadline(resp.Errors, o.Timeout)
+			resp.Errors = collapse(resp.Errors, codeDeadline, fmt.Sprintf("the operation ran past the server's deadline of %s (--timeout)", o.Timeout))
 		}
-		if len(resp.Data) > o.MaxResponseBytes {
+		if spent(ctx) {
+			resp.Data = nil
+			resp.Errors = collapse(resp.Errors, codeTooLarge, fmt.Sprintf("the operation read over %d bytes from the catalog, %d times "+
+				"the response cap (--max-bytes), before it was done", gatherFactor*o.MaxResponseBytes, gatherFactor))
+		} else if len(resp.Data) > o.MaxResponseBytes {
 			e := gqlerror.Errorf("the response would be %d bytes, over the server's cap of %d (--max-bytes); ask for less: fewer fields, "+
 				"smaller limits or a shallower walk", len(resp.Data), o.MaxResponseBytes)
-			e.Extensions = map[string]any{"code": "RESPONSE_TOO_LARGE"}
+			e.Extensions = map[string]any{"code": codeTooLarge}
 			resp.Data = nil
 			resp.Errors = append(resp.Errors, e)
 		}
@@ -244,25 +255,29 @@ func recoverGoroutine(ctx context.Context, log *slog.Logger, what string) {
 // errDeadline is the cause of an operation's context past its deadline.
 var errDeadline = errors.New("the operation ran past the server's deadline")
 
-// pastDeadline replaces the errors of the fields left unresolved at the
-// deadline by one error that says what happened.
-func pastDeadline(errs gqlerror.List, timeout time.Duration) gqlerror.List {
+// collapse replaces the errors with code (one per field left unresolved)
+// by one error that says what happened and how many fields it left null.
+func collapse(errs gqlerror.List, code, what string) gqlerror.List {
 	n := 0
 	out := gqlerror.List{}
 	for _, e := range errs {
-		if code, _ := e.Extensions["code"].(string); code == codeDeadline {
+		if c, _ := e.Extensions["code"].(string); c == code {
 			n++
 			continue
 		}
 		out = append(out, e)
 	}
-	e := gqlerror.Errorf("the operation ran past the server's deadline of %s (--timeout); %d field(s) were left unresolved (null) and "+
-		"lists may be cut short: ask for less (smaller limits, a shallower walk) or split the operation", timeout, n)
-	e.Extensions = map[string]any{"code": codeDeadline}
+	e := gqlerror.Errorf("%s; %d field(s) were left unresolved (null) and lists may be cut short: ask for less (smaller limits, "+
+		"fewer fields, a shallower walk) or split the operation", what, n)
+	e.Extensions = map[string]any{"code": code}
 	return append(out, e)
 }
 
-const codeDeadline = "DEADLINE_EXCEEDED"
+// Codes of the errors of an operation stopped before it was done.
+const (
+	codeDeadline = "DEADLINE_EXCEEDED"
+	codeTooLarge = "RESPONSE_TOO_LARGE"
+)
 
 // Preflighted reports whether a request carries something a browser sends
 // cross-site only after a CORS preflight, which this server never grants:
@@ -519,6 +534,9 @@ func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		case te == nil && errors.Is(err, errDeadline), te == nil && errors.Is(err, context.DeadlineExceeded):
 			return &gqlerror.Error{Message: "not resolved: " + errDeadline.Error(), Path: gerr.Path, Locations: gerr.Locations,
 				Extensions: map[string]any{"code": codeDeadline}}
+		case errors.Is(err, errGathered):
+			return &gqlerror.Error{Message: "not resolved: " + errGathered.Error(), Path: gerr.Path, Locations: gerr.Locations,
+				Extensions: map[string]any{"code": codeTooLarge}}
 		case te == nil && errors.Is(err, context.Canceled):
 			te = &mcp.Error{Code: mcp.CodeCancelled, Message: "the call was cancelled"}
 		case te != nil && te.Code == mcp.CodeForbidden && te.Scope != "":

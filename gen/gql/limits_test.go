@@ -169,14 +169,25 @@ func TestOperationDeadline(t *testing.T) {
 	}
 }
 
-// TestResponseCap: an operation whose response would pass the byte cap
-// gets no data and an error saying so.
+// TestResponseCap: an operation that reads more than its budget from the
+// catalog (8 times the response cap) stops there, and one whose response
+// would pass the cap gets no data; both say so.
 func TestResponseCap(t *testing.T) {
-	f := denseFixture(t, 60, 20, graph.Limits{}, &gql.Options{MaxResponseBytes: 20_000})
+	f := denseFixture(t, 60, 20, graph.Limits{}, &gql.Options{MaxResponseBytes: 2_000})
 	res := queryWithin(t, 30*time.Second, f.url, `{ getNode(id: "service/s0") { node { neighbors(limit: 100) { node { id
 		neighbors(limit: 100) { node { id properties } } } } } } }`)
-	if res.Data != nil || len(res.Errors) != 1 || res.Errors[0].code() != "RESPONSE_TOO_LARGE" || !strings.Contains(res.Errors[0].Message, "20000") {
-		t.Fatalf("data %d bytes, errors %+v", len(res.Data["getNode"]), res.Errors)
+	if res.Data != nil || len(res.Errors) != 1 || res.Errors[0].code() != "RESPONSE_TOO_LARGE" || !strings.Contains(res.Errors[0].Message, "16000 bytes") {
+		t.Fatalf("a fan-out: data %d bytes, errors %+v", len(res.Data["getNode"]), res.Errors)
+	}
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 30 {
+		fmt.Fprintf(&b, ` n%d: getNode(id: "service/s%d") { node { id type properties revision } }`, i, i)
+	}
+	b.WriteString(" }")
+	res = f.query(t, b.String(), nil)
+	if res.Data != nil || len(res.Errors) != 1 || res.Errors[0].code() != "RESPONSE_TOO_LARGE" || !strings.Contains(res.Errors[0].Message, "cap of 2000") {
+		t.Fatalf("a response over the cap: data %v, errors %+v", res.Data, res.Errors)
 	}
 	// A small one passes.
 	if res := f.query(t, `{ getNode(id: "service/s0") { node { id } } }`, nil); len(res.Errors) > 0 {
