@@ -162,22 +162,33 @@ const gatherFactor = 8
 // operation had read its budget of catalog output.
 var errGathered = errors.New("the operation read more from the catalog than the server allows")
 
-// A budget is what an operation may still read from the catalog, in bytes.
-type budget struct{ left atomic.Int64 }
+// fieldsAtOnce is how many of an operation's fields may call the catalog
+// at once. gqlgen resolves the items of a list concurrently, so without a
+// bound a walk starts a tool call for every item of every list at once
+// and the budget and deadline stop none of them.
+const fieldsAtOnce = 4
 
-type budgetKey struct{}
+// An operation's limits while it runs: what it may still read from the
+// catalog, in bytes, and the slots of its fields calling the catalog.
+type opLimits struct {
+	left  atomic.Int64
+	slots chan struct{}
+}
 
-// withBudget gives an operation's context a budget of n bytes.
-func withBudget(ctx context.Context, n int) (context.Context, *budget) {
-	b := &budget{}
-	b.left.Store(int64(n))
-	return context.WithValue(ctx, budgetKey{}, b), b
+type opKey struct{}
+
+// withOpLimits gives an operation's context a budget of n bytes and
+// fieldsAtOnce slots.
+func withOpLimits(ctx context.Context, n int) context.Context {
+	l := &opLimits{slots: make(chan struct{}, fieldsAtOnce)}
+	l.left.Store(int64(n))
+	return context.WithValue(ctx, opKey{}, l)
 }
 
 // spend takes n bytes of catalog output from the operation's budget; past
 // it, the field fails with errGathered.
 func spend(ctx context.Context, n int) error {
-	if b, ok := ctx.Value(budgetKey{}).(*budget); ok && b.left.Add(-int64(n)) < 0 {
+	if l, ok := ctx.Value(opKey{}).(*opLimits); ok && l.left.Add(-int64(n)) < 0 {
 		return errGathered
 	}
 	return nil
@@ -185,6 +196,27 @@ func spend(ctx context.Context, n int) error {
 
 // spent reports whether the operation's budget is gone.
 func spent(ctx context.Context) bool {
-	b, ok := ctx.Value(budgetKey{}).(*budget)
-	return ok && b.left.Load() < 0
+	l, ok := ctx.Value(opKey{}).(*opLimits)
+	return ok && l.left.Load() < 0
+}
+
+// slot waits for one of the operation's slots and returns its release; it
+// fails when the operation ends (deadline, client gone) or its budget is
+// gone while it waits.
+func slot(ctx context.Context) (func(), error) {
+	l, ok := ctx.Value(opKey{}).(*opLimits)
+	if !ok {
+		return func() {}, nil
+	}
+	select {
+	case l.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	release := func() { <-l.slots }
+	if l.left.Load() < 0 {
+		release()
+		return nil, errGathered
+	}
+	return release, nil
 }

@@ -147,16 +147,19 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 		return errInternal
 	})
 	srv.AroundFields(func(ctx context.Context, next graphql.Resolver) (any, error) {
-		// Past the operation's deadline (or once the client has gone), or
-		// once it has read its budget from the catalog, a field that would
-		// call the catalog is not resolved.
+		// A field that calls the catalog waits for one of its operation's
+		// slots; past the operation's deadline (or once the client has
+		// gone), or once the operation has read its budget from the
+		// catalog, it is not resolved.
 		if fc := graphql.GetFieldContext(ctx); fc != nil && fc.IsResolver {
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
-			if spent(ctx) {
-				return nil, errGathered
+			release, err := slot(ctx)
+			if err != nil {
+				return nil, err
 			}
+			defer release()
 		}
 		return next(ctx)
 	})
@@ -171,11 +174,14 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 			return &graphql.Response{Errors: gqlerror.List{e}}
 		}
 		if !stream {
+			// A subscription's events are small and its replay, which runs
+			// in its own goroutine, may read the whole change log: only
+			// queries and mutations get a deadline and a budget.
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, errDeadline)
 			defer cancel()
+			ctx = withOpLimits(ctx, gatherFactor*o.MaxResponseBytes)
 		}
-		ctx, _ = withBudget(ctx, gatherFactor*o.MaxResponseBytes)
 		resp := next(ctx)
 		if resp == nil {
 			return nil
