@@ -235,6 +235,9 @@ type Error struct {
 	// Violations lists every broken rule, each at its JSON pointer into
 	// the arguments.
 	Violations []schema.Violation `json:"violations,omitempty"`
+	// Scope is the scope the caller lacks (CodeForbidden): HTTP surfaces
+	// answer it as RFC 6750's insufficient_scope.
+	Scope string `json:"scope,omitempty"`
 }
 
 func (e *Error) Error() string {
@@ -320,10 +323,11 @@ func (c *Catalog) Invoke(ctx context.Context, name string, args json.RawMessage)
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
 	if t.Write && !allowed(ctx, ScopeWrite) {
-		return nil, &Error{Code: CodeForbidden, Message: fmt.Sprintf("%s needs the %q scope; this token has read access only", name, ScopeWrite)}
+		return nil, &Error{Code: CodeForbidden, Scope: ScopeWrite,
+			Message: fmt.Sprintf("insufficient_scope: %s needs the %q scope; this token has read access only", name, ScopeWrite)}
 	}
 	if !allowed(ctx, ScopeRead) {
-		return nil, &Error{Code: CodeForbidden, Message: fmt.Sprintf("%s needs the %q scope", name, ScopeRead)}
+		return nil, &Error{Code: CodeForbidden, Scope: ScopeRead, Message: fmt.Sprintf("insufficient_scope: %s needs the %q scope", name, ScopeRead)}
 	}
 	args, err = c.checkArgs(t, args)
 	if err != nil {

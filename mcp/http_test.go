@@ -3,11 +3,14 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -106,7 +109,7 @@ func TestAuth(t *testing.T) {
 				t.Fatalf("read token cannot read: %s", text(res))
 			}
 			res := f.call(t, reader, "upsert_nodes", `{"nodes":[{"id":"topic/auth","type":"Topic","properties":{"name":"Auth"}}]}`)
-			if !res.IsError || !strings.Contains(text(res), `needs the "write" scope`) {
+			if !res.IsError || !strings.Contains(text(res), `needs the "write" scope`) || !strings.Contains(text(res), "insufficient_scope") {
 				t.Fatalf("read token writing: isError=%v %q", res.IsError, text(res))
 			}
 			writer := f.dialToken(t, url, "write-secret-0123456789", era)
@@ -205,3 +208,143 @@ func TestDeleteConfirmation(t *testing.T) {
 		}
 	}
 }
+
+// initialize opens a legacy session over raw HTTP and returns the response.
+func initialize(t *testing.T, url string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	resp := post(t, url, header, initBody)
+	body, _ := io.ReadAll(resp.Body)
+	return resp, string(body)
+}
+
+// TestSessionCap: a caller may hold MaxSessions legacy sessions; the next
+// initialize gets 429 with a JSON-RPC error saying what to do, and once a
+// session ends (DELETE) the caller may open another. Other callers (here,
+// another token) have their own count.
+func TestSessionCap(t *testing.T) {
+	f := newFixture(t, nil)
+	hs := f.serveHTTP(t, &mcp.HTTPOptions{MaxSessions: 2, RateLimit: -1, Tokens: testTokens})
+	url := hs.URL + "/mcp"
+	reader := map[string]string{"Authorization": "Bearer read-secret-0123456789"}
+	var ids []string
+	for i := range 2 {
+		resp, body := initialize(t, url, reader)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+			t.Fatalf("session %d: %d %s", i+1, resp.StatusCode, body)
+		}
+		ids = append(ids, resp.Header.Get("Mcp-Session-Id"))
+	}
+	resp, body := initialize(t, url, reader)
+	var rpc struct {
+		ID    int `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || json.Unmarshal([]byte(body), &rpc) != nil || rpc.ID != 1 ||
+		rpc.Error.Code != mcp.CodeTooManySessions || !strings.Contains(rpc.Error.Message, "DELETE") {
+		t.Fatalf("third session: %d %s", resp.StatusCode, body)
+	}
+	// Requests in the open sessions go on.
+	if resp := post(t, url, map[string]string{"Authorization": reader["Authorization"], "Mcp-Session-Id": ids[0],
+		"MCP-Protocol-Version": "2025-11-25"}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); resp.StatusCode != http.StatusOK {
+		t.Errorf("tools/list in a session: %d", resp.StatusCode)
+	}
+	// Another caller is not affected.
+	if resp, body := initialize(t, url, map[string]string{"Authorization": "Bearer write-secret-0123456789"}); resp.StatusCode != http.StatusOK {
+		t.Errorf("another token: %d %s", resp.StatusCode, body)
+	}
+	// Ending a session makes room.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, url, nil)
+	req.Header.Set("Authorization", reader["Authorization"])
+	req.Header.Set("Mcp-Session-Id", ids[1])
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", err, resp.Status)
+	}
+	if resp, body := initialize(t, url, reader); resp.StatusCode != http.StatusOK {
+		t.Errorf("after DELETE: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestAuthFailureLimit: an address that sends more than AuthFailures
+// wrong tokens a minute gets 429 with Retry-After for every request that
+// carries a token, right or wrong, so guessing goes no faster; requests
+// without a token (which cannot guess) still get 401.
+func TestAuthFailureLimit(t *testing.T) {
+	f := newFixture(t, nil)
+	hs := f.serveHTTP(t, &mcp.HTTPOptions{AuthFailures: 5, RateLimit: -1, Tokens: testTokens})
+	url := hs.URL + "/mcp"
+	codes := map[int]int{}
+	for i := range 20 {
+		resp := post(t, url, map[string]string{"Authorization": fmt.Sprintf("Bearer guess-%016d", i)}, initBody)
+		codes[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+	}
+	if codes[http.StatusUnauthorized] != 5 || codes[http.StatusTooManyRequests] != 15 {
+		t.Errorf("statuses %v, want 5 × 401 then 15 × 429", codes)
+	}
+	if resp := post(t, url, map[string]string{"Authorization": "Bearer read-secret-0123456789"}, initBody); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a valid token from the guessing address: %d, want 429 (else guessing learns from the answers)", resp.StatusCode)
+	}
+	if resp := post(t, url, nil, initBody); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestRecoverAnswersJSONRPC: a panic under Recover is answered with a
+// JSON-RPC internal error (HTTP 500) and logged with its stack; once the
+// response has begun, the connection is cut rather than the response left
+// looking complete.
+func TestRecoverAnswersJSONRPC(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	hs := httptest.NewServer(mcp.Recover(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("late") {
+			w.Write([]byte(`{"partial":`))
+		}
+		var items []int
+		_ = items[len(r.URL.Path)] // a real runtime panic: index out of range
+	}), log, mcp.InternalError))
+	t.Cleanup(hs.Close)
+	resp, err := http.Get(hs.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var rpc struct {
+		Error struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if resp.StatusCode != http.StatusInternalServerError || json.Unmarshal(body, &rpc) != nil || rpc.Error.Code != -32603 ||
+		strings.Contains(string(body), "out of range") {
+		t.Errorf("%d %s", resp.StatusCode, body)
+	}
+	mu.Lock()
+	got := logs.String()
+	mu.Unlock()
+	if !strings.Contains(got, "index out of range") || !strings.Contains(got, "http_test.go") {
+		t.Errorf("log lacks the panic and its stack: %s", got)
+	}
+	resp, err = http.Get(hs.URL + "?late")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Errorf("a response begun before the panic reads as complete")
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -20,7 +20,7 @@ import (
 var landingHTML string
 
 // landing serves the page at /: what this server offers and where, with
-// its version and store.
+// its version, and without tokens its store and counts.
 func landing(cat *mcp.Catalog, o *Options) http.Handler {
 	// What does not change while the server runs.
 	version, store := o.Version, o.StorePath
@@ -29,6 +29,13 @@ func landing(cat *mcp.Catalog, o *Options) http.Handler {
 	}
 	if store == "" {
 		store = "(in memory)"
+	}
+	// With tokens the page is still public, but the data is not: it shows
+	// neither where the store lives nor what it holds.
+	private := len(o.HTTP.Tokens) > 0
+	storeArg := html.EscapeString(store)
+	if private {
+		storeArg = "DIR"
 	}
 	var tools strings.Builder
 	for _, t := range cat.Tools() {
@@ -55,20 +62,23 @@ func landing(cat *mcp.Catalog, o *Options) http.Handler {
 			server["headers"] = map[string]string{"Authorization": "Bearer ${LORE_TOKEN}"}
 		}
 		snippet, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"lore": server}}, "", "  ")
-		stats := ""
-		if st, err := cat.Store().Stats(r.Context()); err == nil {
-			changes := "changes"
-			if st.LastSeq == 1 {
-				changes = "change"
+		facts := ""
+		if !private {
+			facts = "\n    · store <code id=\"store\">" + html.EscapeString(store) + "</code>"
+			if st, err := cat.Store().Stats(r.Context()); err == nil {
+				changes := "changes"
+				if st.LastSeq == 1 {
+					changes = "change"
+				}
+				facts += fmt.Sprintf(" · %d nodes, %d edges, %d %s", st.Nodes, st.Edges, st.LastSeq, changes)
+			} else {
+				o.Logger.Warn("landing page: store stats", "error", err)
 			}
-			stats = fmt.Sprintf(" · %d nodes, %d edges, %d %s", st.Nodes, st.Edges, st.LastSeq, changes)
-		} else {
-			o.Logger.Warn("landing page: store stats", "error", err)
 		}
 		page := strings.NewReplacer(
 			"{{version}}", html.EscapeString(version),
-			"{{store}}", html.EscapeString(store),
-			"{{stats}}", stats,
+			"{{store_facts}}", facts,
+			"{{store_arg}}", storeArg,
 			"{{tokens}}", tokens,
 			"{{mcp_url}}", html.EscapeString(mcpURL),
 			"{{mcp_json}}", html.EscapeString(string(snippet)),

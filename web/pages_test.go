@@ -70,12 +70,20 @@ func TestPages(t *testing.T) {
 		t.Errorf("landing page has an unfilled placeholder")
 	}
 
-	// With tokens, the page says so and the snippet sends one.
-	f = newFixtureWith(t, &web.Options{HTTP: mcp.HTTPOptions{Tokens: []mcp.Token{{Name: "ci", Scope: mcp.ScopeRead, Secret: "0123456789abcdef0123"}}}})
+	// With tokens, the page says so and the snippet sends one; the data
+	// is private, so the page shows neither where the store lives nor what
+	// it holds.
+	f = newFixtureWith(t, &web.Options{StorePath: "/data/secret-place", HTTP: mcp.HTTPOptions{
+		Tokens: []mcp.Token{{Name: "ci", Scope: mcp.ScopeRead, Secret: "0123456789abcdef0123"}}}})
 	resp, body := f.get(t, "/")
 	if resp.StatusCode != 200 || !bytes.Contains(body, []byte("asks for a bearer token")) || !bytes.Contains(body, []byte("Bearer ${LORE_TOKEN}")) ||
-		!bytes.Contains(body, []byte("unknown")) || !bytes.Contains(body, []byte("(in memory)")) {
+		!bytes.Contains(body, []byte("unknown")) || bytes.Contains(body, []byte("{{")) {
 		t.Errorf("landing page with tokens: %d\n%s", resp.StatusCode, body)
+	}
+	for _, leak := range []string{"secret-place", "nodes,", "edges,", `id="store"`} {
+		if bytes.Contains(body, []byte(leak)) {
+			t.Errorf("landing page with tokens shows %q", leak)
+		}
 	}
 }
 

@@ -20,16 +20,22 @@ import (
 // Options configure the handler.
 type Options struct {
 	// HTTP configures the MCP endpoint and the protections every surface
-	// shares: Origin allow-list, bearer tokens, rate and body limits.
+	// shares: Host and Origin allow-lists, bearer tokens, rate, body and
+	// JSON nesting limits.
 	HTTP mcp.HTTPOptions
 	// Logger receives logs; nil discards them.
 	Logger *slog.Logger
 	// Version and StorePath are shown on the landing page; empty shows
-	// "unknown" and "(in memory)".
+	// "unknown" and "(in memory)". With tokens configured the page shows
+	// neither the store nor its counts.
 	Version, StorePath string
 }
 
-// NewHandler returns the server's whole HTTP surface.
+// NewHandler returns the server's whole HTTP surface. Every route checks
+// the Host header (mcp.Guard, mcp.Public); a panic in any handler is
+// logged with its stack and answered 500 in the route's own shape (a
+// JSON-RPC error on /mcp, a GraphQL error on /graphql, a problem detail
+// elsewhere) instead of ending the connection.
 func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	var o Options
 	if opts != nil {
@@ -44,37 +50,52 @@ func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	cat := srv.Catalog()
 	api := http.NewServeMux()
 	api.Handle("/mcp", srv.Handler(&o.HTTP))
-	restH := rest.NewHandler(cat, &rest.Options{Logger: o.Logger})
+	restH := rest.NewHandler(cat, &rest.Options{Logger: o.Logger, MaxJSONDepth: o.HTTP.MaxJSONDepth})
 	api.Handle("/api/", restH)
-	api.Handle("/graphql", gql.NewHandler(cat, &gql.Options{Logger: o.Logger, AllowedOrigins: o.HTTP.AllowedOrigins}))
+	api.Handle("/graphql", gql.NewHandler(cat, &gql.Options{Logger: o.Logger, AllowedOrigins: o.HTTP.AllowedOrigins,
+		MaxJSONDepth: o.HTTP.MaxJSONDepth, MaxMessageBytes: o.HTTP.MaxBodyBytes}))
 
 	mux := http.NewServeMux()
 	mux.Handle("/", mcp.Guard(api, &o.HTTP))
-	// Public documents describe the server, not its data: no token, any origin.
+	// Public documents describe the server, not its data: no token, any
+	// origin; the Host check and a rate per client address.
+	public := mcp.Public(&o.HTTP)
 	markdown := "text/markdown; charset=utf-8"
 	llms := gen.Committed("llms.txt")
 	full := append(bytes.Clone(gen.Committed("llms-full.txt")), gen.ModelSection(cat.Model())...)
 	card := gen.Committed("server-card.json")
-	mux.Handle("GET /llms.txt", static(llms, markdown))
-	mux.Handle("GET /.well-known/llms.txt", static(llms, markdown))
-	mux.Handle("GET /llms-full.txt", static(full, markdown))
-	mux.Handle("GET /.well-known/llms-full.txt", static(full, markdown))
-	mux.Handle("GET /openapi.json", static(gen.Committed("openapi.json"), "application/json"))
-	mux.Handle("GET /schema.graphqls", static(gql.SDL(), "text/plain; charset=utf-8"))
-	mux.Handle("GET /.well-known/mcp/server-card", static(card, "application/json"))
-	mux.Handle("GET /.well-known/mcp.json", static(card, "application/json"))
+	mux.Handle("GET /llms.txt", public(static(llms, markdown)))
+	mux.Handle("GET /.well-known/llms.txt", public(static(llms, markdown)))
+	mux.Handle("GET /llms-full.txt", public(static(full, markdown)))
+	mux.Handle("GET /.well-known/llms-full.txt", public(static(full, markdown)))
+	mux.Handle("GET /openapi.json", public(static(gen.Committed("openapi.json"), "application/json")))
+	mux.Handle("GET /schema.graphqls", public(static(gql.SDL(), "text/plain; charset=utf-8")))
+	mux.Handle("GET /.well-known/mcp/server-card", public(static(card, "application/json")))
+	mux.Handle("GET /.well-known/mcp.json", public(static(card, "application/json")))
 	// Pages for people: public like the documents; the data they show
 	// comes through /graphql, behind the guard.
-	pages := newAssets()
-	mux.Handle("GET /{$}", landing(cat, &o))
+	pages := public(newAssets())
+	mux.Handle("GET /{$}", public(landing(cat, &o)))
 	mux.Handle("GET /console/", pages)
 	mux.Handle("GET /explore/", pages)
 	mux.Handle("GET /assets/", pages)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /healthz", public(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
-	})
-	return mux
+	})))
+	return mcp.Recover(mux, o.Logger, internalError)
+}
+
+// internalError answers a panic in the shape of the route it hit.
+func internalError(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/mcp":
+		mcp.InternalError(w, r)
+	case r.URL.Path == "/graphql":
+		gql.InternalError(w, r)
+	default:
+		rest.InternalError(w, r)
+	}
 }
 
 // static serves fixed bytes, cacheable for a day, readable from any origin.

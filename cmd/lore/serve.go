@@ -6,14 +6,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
-	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/mcp"
+	"github.com/lore-dev/lore/schema"
 	"github.com/lore-dev/lore/web"
 )
 
@@ -87,21 +89,38 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 
 // cmdServe serves MCP over Streamable HTTP until interrupted.
 func cmdServe(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "serve", "serve [--addr HOST:PORT] [--tokens FILE] [--allow-origin URL] [--read-only] [store and ceiling flags]")
+	fs := newFlagSet(e, "serve", "serve [--addr HOST:PORT] [--tokens FILE] [--allow-origin URL] [--allow-host NAME] [--read-only] "+
+		"[limit flags] [store and ceiling flags]")
 	var f surfaceFlags
 	f.register(fs, e)
 	addr := fs.String("addr", DefaultAddr, "listen `address` (host:port); a non-loopback host needs --tokens")
-	tokensFile := fs.String("tokens", "", "bearer tokens `file`: one 'NAME SCOPE TOKEN' per line, SCOPE read or write")
-	var origins listFlag
+	tokensFile := fs.String("tokens", "", "bearer tokens `file`: one 'NAME SCOPE TOKEN' per line, SCOPE read or write; readable by its owner only")
+	var origins, hosts listFlag
 	fs.Var(&origins, "allow-origin", "a browser `origin` allowed besides loopback ones (repeatable)")
-	rateLimit := fs.Float64("rate", 50, "requests per second per token (or client address); 0 disables")
-	maxBody := fs.Int64("max-body", 1<<20, "largest request body in bytes")
+	fs.Var(&hosts, "allow-host", "a `name` (or name:port) the Host header may carry besides loopback ones and the --addr host (repeatable)")
+	rateLimit := fs.Float64("rate", mcp.DefaultRateLimit, "requests per second per token (or client address), and per address on public pages; 0 disables")
+	maxBody := fs.Int64("max-body", mcp.DefaultMaxBodyBytes, "largest request body in bytes")
+	maxDepth := fs.Int("max-depth", schema.DefaultMaxDepth, "deepest nesting of JSON input (bodies, JSON query parameters, WebSocket messages)")
+	authFailures := fs.Int("auth-failures", mcp.DefaultAuthFailures, "wrong bearer tokens a client address may send per minute before 429; 0 disables")
+	maxSessions := fs.Int("max-sessions", mcp.DefaultMaxSessions, "open legacy MCP sessions per token (or client address); 0 disables")
+	maxConns := fs.Int("max-conns", web.DefaultMaxConns, "open connections; past it idle ones are closed, else 503")
+	readTimeout := fs.Duration("read-timeout", web.DefaultReadTimeout, "time to read a whole request, body included")
+	writeTimeout := fs.Duration("write-timeout", web.DefaultWriteTimeout, "time to write a response (each write, for event streams)")
+	idleTimeout := fs.Duration("idle-timeout", web.DefaultIdleTimeout, "time a kept-alive connection may wait for its next request")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
 		return usageErr(fs, "--addr %q: want HOST:PORT, such as %s", *addr, DefaultAddr)
+	}
+	for name, d := range map[string]time.Duration{"--read-timeout": *readTimeout, "--write-timeout": *writeTimeout} {
+		if d <= f.cf.timeout {
+			return usageErr(fs, "%s %s must be longer than --timeout %s, the longest a read may run", name, d, f.cf.timeout)
+		}
+	}
+	if *idleTimeout <= 0 || *maxConns <= 0 || *maxDepth <= 0 || *maxBody <= 0 {
+		return usageErr(fs, "--idle-timeout, --max-conns, --max-depth and --max-body must be positive")
 	}
 	var tokens []mcp.Token
 	if *tokensFile != "" {
@@ -113,6 +132,10 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return &exitError{2, fmt.Errorf("refusing to listen on %s without authentication: a non-loopback address is reachable from other machines. "+
 			"Pass --tokens FILE (lines of 'NAME SCOPE TOKEN'), or listen on 127.0.0.1", *addr)}
 	}
+	// A specific address the server listens on is a name it answers to.
+	if ip := net.ParseIP(host); host != "" && !mcp.IsLoopback(host) && (ip == nil || !ip.IsUnspecified()) {
+		hosts = append(hosts, host)
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -123,22 +146,27 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
+	off := func(n int) int { // the flags' 0 is the options' "no limit"
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
 	rate := *rateLimit
 	if rate == 0 {
 		rate = -1
 	}
 	h := web.NewHandler(srv, &web.Options{Logger: e.log, Version: version, StorePath: s.Path(), HTTP: mcp.HTTPOptions{Logger: e.log,
-		AllowedOrigins: origins, Tokens: tokens, ResourceURL: "http://" + ln.Addr().String() + "/mcp", MaxBodyBytes: *maxBody, RateLimit: rate}})
-	return serveHTTP(ctx, e, ln, h, srv)
+		AllowedOrigins: origins, AllowedHosts: hosts, Tokens: tokens, ResourceURL: "http://" + ln.Addr().String() + "/mcp",
+		MaxBodyBytes: *maxBody, MaxJSONDepth: *maxDepth, RateLimit: rate, AuthFailures: off(*authFailures), MaxSessions: off(*maxSessions)}})
+	hs := web.NewServer(h, &web.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
+		MaxConns: *maxConns, Logger: e.log})
+	return serveHTTP(ctx, e, ln, hs, srv)
 }
 
-// serveHTTP serves h on ln until ctx is done, then shuts down without
-// hanging on open streams: request contexts are cancelled first.
-func serveHTTP(ctx context.Context, e *env, ln net.Listener, h http.Handler, srv *mcp.Server) error {
-	base, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
-	hs := &http.Server{Handler: h, BaseContext: func(net.Listener) context.Context { return base },
-		ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+// serveHTTP serves on ln until ctx is done, following the store's change
+// log for the MCP server's notifications meanwhile.
+func serveHTTP(ctx context.Context, e *env, ln net.Listener, hs *web.Server, srv *mcp.Server) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go func() {
@@ -146,38 +174,39 @@ func serveHTTP(ctx context.Context, e *env, ln net.Listener, h http.Handler, srv
 			e.log.Error("change feed stopped", "error", err)
 		}
 	}()
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
 	e.log.Info("serving MCP", "url", "http://"+ln.Addr().String()+"/mcp")
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+	err := hs.Serve(ctx, ln)
+	if ctx.Err() != nil {
+		e.log.Info("shut down")
 	}
-	e.log.Info("shutting down")
-	cancelBase() // ends open SSE streams so Shutdown does not wait for them
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return err
 }
 
-// readTokens reads a tokens file: lines of NAME SCOPE TOKEN; blank lines
-// and lines starting with # are skipped.
+// readTokens reads a tokens file that only its owner may read: lines of
+// NAME SCOPE TOKEN; blank lines and lines starting with # are skipped.
 func readTokens(path string) ([]mcp.Token, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if perm := fi.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 {
+		return nil, fmt.Errorf("%s: the file holds secrets but its mode %04o lets others than its owner read or change it; run: chmod 600 %s",
+			path, perm, path)
+	}
+	return parseTokens(f, path)
+}
+
+// parseTokens reads the lines of a tokens file; name is the file's, for
+// messages.
+func parseTokens(r io.Reader, name string) ([]mcp.Token, error) {
 	var out []mcp.Token
 	names := map[string]bool{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -185,26 +214,28 @@ func readTokens(path string) ([]mcp.Token, error) {
 		}
 		fields := strings.Fields(line)
 		if len(fields) != 3 {
-			return nil, fmt.Errorf("%s:%d: want NAME SCOPE TOKEN, got %d field(s)", path, n, len(fields))
+			return nil, fmt.Errorf("%s:%d: want NAME SCOPE TOKEN, got %d field(s)", name, n, len(fields))
 		}
 		t := mcp.Token{Name: fields[0], Scope: fields[1], Secret: fields[2]}
 		if t.Scope != mcp.ScopeRead && t.Scope != mcp.ScopeWrite {
-			return nil, fmt.Errorf("%s:%d: scope %q: want read or write", path, n, t.Scope)
+			return nil, fmt.Errorf("%s:%d: scope %q: want read or write", name, n, t.Scope)
 		}
 		if len(t.Secret) < 16 {
-			return nil, fmt.Errorf("%s:%d: token of %s is shorter than 16 characters; use a long random one (openssl rand -hex 32)", path, n, t.Name)
+			return nil, fmt.Errorf("%s:%d: token of %s is shorter than 16 characters; use a long random one (openssl rand -hex 32)", name, n, t.Name)
 		}
 		if names[t.Name] {
-			return nil, fmt.Errorf("%s:%d: name %s is used twice; names identify callers", path, n, t.Name)
+			return nil, fmt.Errorf("%s:%d: name %s is used twice; names identify callers", name, n, t.Name)
 		}
 		names[t.Name] = true
 		out = append(out, t)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("%s: a line is longer than %d bytes; a token line is NAME SCOPE TOKEN", name, bufio.MaxScanTokenSize)
+	} else if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no tokens", path)
+		return nil, fmt.Errorf("%s: no tokens", name)
 	}
 	return out, nil
 }

@@ -345,11 +345,13 @@ func TestWalkInOneQuery(t *testing.T) {
 	}
 }
 
-// TestTransports: a query over GET; WebSocket upgrades from loopback and
-// allowed origins only.
+// TestTransports: a query over GET (with the header CSRF protection
+// asks for); WebSocket upgrades from loopback and allowed origins only.
 func TestTransports(t *testing.T) {
 	f := newFixture(t, &gql.Options{AllowedOrigins: []string{"https://app.example.com"}})
-	res, err := http.Get(f.url + "?query=" + url.QueryEscape(`{ getNode(id: "service/billing") { node { type } } }`))
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, f.url+"?query="+url.QueryEscape(`{ getNode(id: "service/billing") { node { type } } }`), nil)
+	req.Header.Set("GraphQL-Require-Preflight", "1")
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,9 @@ func invoke[T any](ctx context.Context, cat *mcp.Catalog, tool string, args any)
 	if err != nil {
 		return out, err
 	}
+	if err := spend(ctx, len(res.Structured)); err != nil {
+		return out, err
+	}
 	if err := decode(res.Structured, &out); err != nil {
 		return out, fmt.Errorf("%s: decoding the output: %w", tool, err)
 	}
@@ -107,6 +110,9 @@ func (r *queryResolver) queryResource(ctx context.Context, uri string) (*model.R
 func readResource(ctx context.Context, cat *mcp.Catalog, uri string) (*model.Resource, error) {
 	res, err := cat.ReadResource(ctx, uri)
 	if err != nil {
+		return nil, err
+	}
+	if err := spend(ctx, len(res.Text)); err != nil {
 		return nil, err
 	}
 	return &model.Resource{URI: res.URI, MimeType: res.MIMEType, Text: res.Text}, nil

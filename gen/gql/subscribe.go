@@ -37,6 +37,7 @@ func (r *subscriptionResolver) subscriptionChanges(ctx context.Context, since *i
 	out := make(chan *model.Change)
 	go func() {
 		defer close(out)
+		defer recoverGoroutine(ctx, r.log, "changes")
 		for u := range updates {
 			c := toChange(&u.Change)
 			if c == nil {
@@ -61,6 +62,7 @@ func (r *subscriptionResolver) follow(ctx context.Context, uri string, since *in
 	out := make(chan *model.ResourceUpdate)
 	go func() {
 		defer close(out)
+		defer recoverGoroutine(ctx, r.log, "follow "+uri)
 		for u := range updates {
 			c := toChange(&u.Change)
 			if c == nil || !slices.Contains(u.URIs, uri) {
@@ -110,6 +112,7 @@ func (r *subscriptionResolver) changes(ctx context.Context, since *int) (<-chan 
 	go func() {
 		defer cancel()
 		defer close(out)
+		defer recoverGoroutine(ctx, r.log, "change feed")
 		var last uint64
 		send := func(c graph.Change) bool {
 			if c.Seq <= last {

@@ -15,6 +15,7 @@
 package rest
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -24,6 +25,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -40,12 +42,17 @@ type Options struct {
 	// KeepAlive is how often an idle event stream sends a comment line, so
 	// that proxies keep it open; 0 means 30 seconds.
 	KeepAlive time.Duration
+	// MaxJSONDepth caps the nesting of a JSON body or JSON query
+	// parameter, checked before anything decodes it; 0 means
+	// schema.DefaultMaxDepth.
+	MaxJSONDepth int
 }
 
 type handler struct {
 	cat       *mcp.Catalog
 	log       *slog.Logger
 	keepAlive time.Duration
+	maxDepth  int
 	// params holds each read-only tool's GET parameters by name.
 	params map[string]map[string]gen.QueryParam
 }
@@ -58,7 +65,7 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 		o = *opts
 	}
 	h := &handler{cat: cat, log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), keepAlive: cmp.Or(o.KeepAlive, 30*time.Second),
-		params: map[string]map[string]gen.QueryParam{}}
+		maxDepth: cmp.Or(max(o.MaxJSONDepth, 0), schema.DefaultMaxDepth), params: map[string]map[string]gen.QueryParam{}}
 	for _, t := range cat.Tools() {
 		if !t.ReadOnly {
 			continue
@@ -75,7 +82,7 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(gen.ToolsPath+"{name}", h.tool)
 	mux.HandleFunc(gen.ResourcesPath, h.only(h.resource, http.MethodGet, http.MethodHead))
-	mux.HandleFunc(gen.SubscribePath, h.only(h.subscribe, http.MethodGet))
+	mux.HandleFunc(gen.SubscribePath, h.only(streaming(h.subscribe), http.MethodGet))
 	mux.HandleFunc("/openapi.json", h.only(serveOpenAPI, http.MethodGet, http.MethodHead))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, &mcp.Error{Code: mcp.CodeNotFound, Message: fmt.Sprintf("no endpoint %s; see /openapi.json", r.URL.Path)})
@@ -114,6 +121,12 @@ func (h *handler) tool(w http.ResponseWriter, r *http.Request) {
 			h.problem(w, r, err)
 			return
 		}
+		if len(bytes.TrimSpace(body)) > 0 {
+			if err := schema.CheckJSON(body, h.maxDepth); err != nil {
+				h.problem(w, r, jsonProblem("the body", "", err))
+				return
+			}
+		}
 		args = body
 	case r.Method == http.MethodGet && t.ReadOnly:
 		q, err := url.ParseQuery(r.URL.RawQuery)
@@ -121,7 +134,10 @@ func (h *handler) tool(w http.ResponseWriter, r *http.Request) {
 			h.problem(w, r, &mcp.Error{Code: mcp.CodeInvalid, Message: "the query string is malformed: " + err.Error()})
 			return
 		}
-		args = h.queryArgs(name, q)
+		if args, err = h.queryArgs(name, q); err != nil {
+			h.problem(w, r, err)
+			return
+		}
 	case r.Method == http.MethodGet:
 		h.notAllowed(w, r, []string{http.MethodPost}, fmt.Sprintf("%s writes: call it with POST and the arguments as a JSON body", name))
 		return
@@ -145,18 +161,52 @@ func (h *handler) tool(w http.ResponseWriter, r *http.Request) {
 // queryArgs builds a read-only tool's arguments from its query parameters,
 // each decoded by its property's types. Parameters that are not properties
 // are passed on as strings, so that Invoke refuses them by pointer like any
-// unknown property.
-func (h *handler) queryArgs(tool string, q url.Values) json.RawMessage {
+// unknown property. A value that may be JSON is checked with
+// schema.CheckJSON before it is decoded; one it refuses is taken as a
+// string (which the input schema then refuses by pointer if the argument
+// cannot be one), unless it is meant as an object or array (it starts with
+// { or [, and the argument cannot be a string): that is refused with the
+// reason.
+func (h *handler) queryArgs(tool string, q url.Values) (json.RawMessage, error) {
 	args := map[string]json.RawMessage{}
 	for k, vs := range q {
 		p, ok := h.params[tool][k]
 		if !ok {
 			p = gen.QueryParam{Name: k, Types: []string{"string"}}
 		}
+		if len(vs) == 1 && (p.JSON || !slices.Equal(p.Types, []string{"string"})) {
+			if err := schema.CheckJSON([]byte(vs[0]), h.maxDepth); err != nil {
+				v := strings.TrimSpace(vs[0])
+				if v != "" && (v[0] == '{' || v[0] == '[') && (p.JSON || !slices.Contains(p.Types, "string")) {
+					return nil, jsonProblem("query parameter "+k, "/"+k, err)
+				}
+				args[k], _ = json.Marshal(vs[0])
+				continue
+			}
+		}
 		args[k] = p.Decode(vs)
 	}
 	data, _ := json.Marshal(args)
-	return data
+	return data, nil
+}
+
+// jsonProblem is the tool error of JSON input schema.CheckJSON refused,
+// with a violation at its pointer under at.
+func jsonProblem(what, at string, err error) *mcp.Error {
+	v := schema.Violation{Pointer: at, Rule: "json", Message: err.Error()}
+	var jerr *schema.JSONError
+	if errors.As(err, &jerr) {
+		v.Pointer, v.Message = at+jerr.Pointer, jerr.Reason
+	}
+	return &mcp.Error{Code: mcp.CodeInvalid, Message: what + " is not JSON this server accepts: " + err.Error(), Violations: []schema.Violation{v}}
+}
+
+// streaming lets an event stream outlive the server's read and write
+// timeouts (mcp.StreamResponse).
+func streaming(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		next(mcp.StreamResponse(w, r), r)
+	}
 }
 
 func (h *handler) resource(w http.ResponseWriter, r *http.Request) {
@@ -279,6 +329,7 @@ func resourceNames() string {
 const (
 	codeMethod   = "method_not_allowed"
 	codeTooLarge = "too_large"
+	codeTimeout  = "timeout"
 )
 
 // statusOf maps error codes to HTTP statuses: the one table.
@@ -292,6 +343,7 @@ var statusOf = map[string]int{
 	mcp.CodeInternal:  http.StatusInternalServerError,
 	codeMethod:        http.StatusMethodNotAllowed,
 	codeTooLarge:      http.StatusRequestEntityTooLarge,
+	codeTimeout:       http.StatusRequestTimeout,
 }
 
 // categories maps graph's error categories, which reading a resource
@@ -328,6 +380,9 @@ func (h *handler) toolError(r *http.Request, err error) *mcp.Error {
 		return &mcp.Error{Code: mcp.CodeNotFound, Message: fmt.Sprintf("%v; the tools are %s", err, strings.Join(names, ", "))}
 	case errors.As(err, &tooLarge):
 		return &mcp.Error{Code: codeTooLarge, Message: fmt.Sprintf("the body is over the server's limit of %d bytes; send less per call", tooLarge.Limit)}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		_, msg := mcp.BodyError(err)
+		return &mcp.Error{Code: codeTimeout, Message: msg}
 	}
 	for _, c := range categories {
 		if errors.Is(err, c.err) {
@@ -358,6 +413,9 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 		Detail: e.Message, Code: e.Code, Violations: e.Violations})
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if e.Code == mcp.CodeForbidden && e.Scope != "" {
+		mcp.InsufficientScope(w.Header(), e.Scope)
+	}
 	w.WriteHeader(status)
 	w.Write(data)
 }
@@ -365,4 +423,16 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 func (h *handler) notAllowed(w http.ResponseWriter, r *http.Request, allow []string, msg string) {
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	h.problem(w, r, &mcp.Error{Code: codeMethod, Message: msg})
+}
+
+// InternalError answers 500 with a problem detail and nothing more: what
+// a client sees when a handler panicked (mcp.Recover).
+func InternalError(w http.ResponseWriter, _ *http.Request) {
+	status := http.StatusInternalServerError
+	data, _ := json.Marshal(problem{Type: "about:blank", Title: http.StatusText(status), Status: status,
+		Detail: "internal error; the server log has the details", Code: mcp.CodeInternal})
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(data)
 }
