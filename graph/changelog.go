@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -99,6 +100,8 @@ const subscribeBatch = 256
 // when delivery stops; the returned function then reports why (nil after
 // ctx was cancelled). Entries are decoded one at a time as they are sent,
 // so a subscriber behind a run of huge entries holds one of them at a time.
+// A panic while reading (a broken store) stops delivery like an error,
+// reported with its stack, instead of ending the process.
 func Subscribe(ctx context.Context, s Store, seq uint64) (<-chan Change, func() error) {
 	ch := make(chan Change)
 	var (
@@ -107,6 +110,13 @@ func Subscribe(ctx context.Context, s Store, seq uint64) (<-chan Change, func() 
 	)
 	go func() {
 		defer close(ch)
+		defer func() {
+			if v := recover(); v != nil {
+				mu.Lock()
+				err = fmt.Errorf("reading the change log after %d panicked: %v\n%s", seq, v, debug.Stack())
+				mu.Unlock()
+			}
+		}()
 		for {
 			wake := s.Changed() // before reading, so no commit goes unnoticed
 			n := 0

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,5 +283,41 @@ func readLogBounds(t *testing.T, s graph.Store) {
 	got := seqs(func(fn func(*graph.LogEntry) (bool, error)) error { return graph.ReadLogNewest(t.Context(), s, fn) })
 	if !cmp.Equal(got, []uint64{5, 4, 3, 2, 1}) {
 		t.Errorf("ReadLogNewest: %v", got)
+	}
+}
+
+// panickyStore is the real store whose Since panics past a sequence
+// number, as a broken store might.
+type panickyStore struct {
+	graph.Store
+	after uint64
+}
+
+func (s panickyStore) Since(ctx context.Context, seq uint64, limit int) ([]graph.Change, error) {
+	if seq >= s.after {
+		panic("broken store")
+	}
+	return s.Store.Since(ctx, seq, limit)
+}
+
+// TestSubscribeSurvivesPanic: a panic while Subscribe reads the log (in
+// its own goroutine, which nothing above could recover) stops delivery
+// with an error that says so, after every entry before it; the process
+// lives on.
+func TestSubscribeSurvivesPanic(t *testing.T) {
+	s := graphtest.New(t)
+	for i := range 4 {
+		mustApply(t, s, &graph.Batch{Nodes: []graph.NodeInput{topic(i)}})
+	}
+	ch, errf := graph.Subscribe(t.Context(), panickyStore{s, 2}, 0)
+	var seqs []uint64
+	for c := range ch {
+		seqs = append(seqs, c.Seq)
+	}
+	if !cmp.Equal(seqs, []uint64{1, 2}) {
+		t.Errorf("delivered %v before the panic, want [1 2]", seqs)
+	}
+	if err := errf(); err == nil || !strings.Contains(err.Error(), "panicked: broken store") || !strings.Contains(err.Error(), "goroutine") {
+		t.Errorf("err = %v, want the panic with its stack", err)
 	}
 }

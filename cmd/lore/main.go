@@ -30,8 +30,9 @@ Usage:
   lore COMMAND [flags] [args]
 
 Commands:
-  serve      serve MCP over Streamable HTTP on 127.0.0.1:8931 (loading the example
-             data into a new store); --addr, --tokens, --allow-origin, --read-only
+  serve      serve MCP, REST and GraphQL over HTTP on 127.0.0.1:8931 (loading the
+             example data into a new store); --addr, --tokens, --allow-origin,
+             --allow-host, --read-only, and limits (see lore serve --help)
   mcp        serve MCP over stdio (for .mcp.json); logs go to stderr
   import     load a file into the store, all or nothing (--partial keeps batches):
              lore import [--format ndjson|nquads|memory] [--dry-run|--partial] FILE|-
@@ -41,7 +42,7 @@ Commands:
   query      run a JSON query from a file or stdin (read-only, bounded)
   search     ranked text search:            lore search [--type T] TEXT
   neighbors  the nodes around one:          lore neighbors [--edge L] [--direction D] [--depth N] ID
-  paths      shortest paths between two:    lore paths [--edge L] [--direction D] [--k N] FROM TO
+  paths      the k shortest paths:          lore paths [--edge L] [--direction D] [--k N] FROM TO
   stats      count nodes per type and edges per label
   check      verify the store's integrity (--repair rebuilds Lore's indexes)
   compact    rewrite the store into a fresh file, dropping Cayley's tombstones

@@ -28,6 +28,8 @@ type surfaceFlags struct {
 	cf        ceilingFlags
 	readOnly  bool
 	noExample bool
+	maxDepth  int
+	maxSubs   int
 }
 
 func (f *surfaceFlags) register(fs *flag.FlagSet, e *env) {
@@ -35,6 +37,8 @@ func (f *surfaceFlags) register(fs *flag.FlagSet, e *env) {
 	f.cf.register(fs)
 	fs.BoolVar(&f.readOnly, "read-only", false, "serve no write tools; the store must exist, and a --model is not kept in it")
 	fs.BoolVar(&f.noExample, "no-example", false, "do not load the example dataset into a new store")
+	fs.IntVar(&f.maxDepth, "max-depth", schema.DefaultMaxDepth, "deepest nesting of JSON input (messages, arguments, bodies, query parameters, WebSocket messages)")
+	fs.IntVar(&f.maxSubs, "max-subscriptions", mcp.DefaultMaxSubscriptions, "resource subscriptions one MCP session may hold")
 }
 
 // open opens the store, loading the example dataset into a new store with
@@ -60,8 +64,8 @@ func (f *surfaceFlags) open(ctx context.Context, e *env) (*graph.Bolt, *mcp.Serv
 		return nil, nil, err
 	}
 	e.log.Info("store open", "path", s.Path(), "nodes", st.Nodes, "edges", st.Edges, "changes", st.LastSeq, "ceilings", f.cf.limits())
-	cat := mcp.NewCatalog(s, &mcp.Options{ReadOnly: f.readOnly, Ceilings: f.cf.limits(), Logger: e.log})
-	return s, mcp.NewServer(cat, &mcp.ServerOptions{Version: version, Logger: e.log}), nil
+	cat := mcp.NewCatalog(s, &mcp.Options{ReadOnly: f.readOnly, Ceilings: f.cf.limits(), Logger: e.log, MaxDepth: f.maxDepth})
+	return s, mcp.NewServer(cat, &mcp.ServerOptions{Version: version, Logger: e.log, MaxDepth: f.maxDepth, MaxSubscriptions: f.maxSubs}), nil
 }
 
 // cmdMCP serves MCP on stdin and stdout. Logs go to stderr.
@@ -71,6 +75,9 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	f.register(fs, e)
 	if _, err := parse(fs, args); err != nil {
 		return err
+	}
+	if f.maxDepth <= 0 || f.maxSubs <= 0 {
+		return usageErr(fs, "--max-depth and --max-subscriptions must be positive")
 	}
 	s, srv, err := f.open(ctx, e)
 	if err != nil {
@@ -100,7 +107,6 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	fs.Var(&hosts, "allow-host", "a `name` (or name:port) the Host header may carry besides loopback ones and the --addr host (repeatable)")
 	rateLimit := fs.Float64("rate", mcp.DefaultRateLimit, "requests per second per token (or client address), and per address on public pages; 0 disables")
 	maxBody := fs.Int64("max-body", mcp.DefaultMaxBodyBytes, "largest request body in bytes")
-	maxDepth := fs.Int("max-depth", schema.DefaultMaxDepth, "deepest nesting of JSON input (bodies, JSON query parameters, WebSocket messages)")
 	authFailures := fs.Int("auth-failures", mcp.DefaultAuthFailures, "wrong bearer tokens a client address may send per minute before 429; 0 disables")
 	maxSessions := fs.Int("max-sessions", mcp.DefaultMaxSessions, "open legacy MCP sessions per token (or client address); 0 disables")
 	maxConns := fs.Int("max-conns", web.DefaultMaxConns, "open connections; past it idle ones are closed, else 503")
@@ -119,8 +125,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			return usageErr(fs, "%s %s must be longer than --timeout %s, the longest a read may run", name, d, f.cf.timeout)
 		}
 	}
-	if *idleTimeout <= 0 || *maxConns <= 0 || *maxDepth <= 0 || *maxBody <= 0 {
-		return usageErr(fs, "--idle-timeout, --max-conns, --max-depth and --max-body must be positive")
+	if *idleTimeout <= 0 || *maxConns <= 0 || f.maxDepth <= 0 || f.maxSubs <= 0 || *maxBody <= 0 {
+		return usageErr(fs, "--idle-timeout, --max-conns, --max-depth, --max-subscriptions and --max-body must be positive")
 	}
 	var tokens []mcp.Token
 	if *tokensFile != "" {
@@ -158,7 +164,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	h := web.NewHandler(srv, &web.Options{Logger: e.log, Version: version, StorePath: s.Path(), HTTP: mcp.HTTPOptions{Logger: e.log,
 		AllowedOrigins: origins, AllowedHosts: hosts, Tokens: tokens, ResourceURL: "http://" + ln.Addr().String() + "/mcp",
-		MaxBodyBytes: *maxBody, MaxJSONDepth: *maxDepth, RateLimit: rate, AuthFailures: off(*authFailures), MaxSessions: off(*maxSessions)}})
+		MaxBodyBytes: *maxBody, MaxJSONDepth: f.maxDepth, RateLimit: rate, AuthFailures: off(*authFailures), MaxSessions: off(*maxSessions)}})
 	hs := web.NewServer(h, &web.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
 		MaxConns: *maxConns, Logger: e.log})
 	return serveHTTP(ctx, e, ln, hs, srv)

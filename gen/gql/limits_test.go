@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 
 	"github.com/lore-dev/lore/gen/gql"
 	"github.com/lore-dev/lore/graph"
@@ -314,12 +315,14 @@ func TestWebSocketDeepMessage(t *testing.T) {
 }
 
 // sinceFault is the real store whose Since panics when a subscription
-// replays the change log's second page (changes_since past seq 0): in the
-// goroutine the subscription starts, not in one gqlgen recovers.
+// replays the change log's second page (entries 1,002 to 1,005; the first
+// page of 1,000 reads one more to know there is more): in the goroutine the
+// subscription starts, not in one gqlgen recovers. Reading past the end
+// (the live tail, from 1,005) works.
 type sinceFault struct{ graph.Store }
 
 func (s sinceFault) Since(ctx context.Context, seq uint64, limit int) ([]graph.Change, error) {
-	if seq > 0 && limit > 1000 {
+	if seq > 1000 && seq < 1005 {
 		panic("fault injected in Since")
 	}
 	return s.Store.Since(ctx, seq, limit)
@@ -338,14 +341,24 @@ func TestSubscriptionPanicRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	cat := mcp.NewCatalog(sinceFault{s}, nil)
-	hs := httptest.NewServer(gql.NewHandler(cat, &gql.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	cat := mcp.NewCatalog(sinceFault{s}, &mcp.Options{Logger: log})
+	hs := httptest.NewServer(gql.NewHandler(cat, &gql.Options{Logger: log}))
 	t.Cleanup(hs.Close)
 	conn := dialWS(t, hs.URL)
 	send(t, conn, wsMessage{ID: "1", Type: "subscribe", Payload: json.RawMessage(`{"query":"subscription { changes(since: 0) { seq } }"}`)})
 	events := 0
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a subscription that is not ended fails, not hangs
+	defer cancel()
 	for {
-		m := receive(t, conn)
+		var m wsMessage
+		if err := wsjson.Read(ctx, conn, &m); err != nil {
+			t.Fatalf("after %d events, the subscription was not ended: %v", events, err)
+		}
+		if m.Type == "ping" {
+			send(t, conn, wsMessage{Type: "pong"})
+			continue
+		}
 		if m.Type != "next" {
 			break
 		}
