@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -626,5 +627,54 @@ func TestQueryHopsCeiling(t *testing.T) {
 	want := ids(run(t, s, `{"from":{"ids":["service/s0"]},"traverse":[{"edge":"dependsOn","hops":[1,2]},{"edge":"dependsOn","direction":"in","hops":[2,2]}],"return":{"fields":["id"]}}`, graph.Limits{}))
 	if diff := cmp.Diff(want, ids(res)); diff != "" || res.Reason != graph.ReasonHops {
 		t.Errorf("6 hops under a ceiling of 4 (reason %q), want the answer for 2+2 (-want +got):\n%s", res.Reason, diff)
+	}
+}
+
+// TestSearchPagesWithinTheByteCap: a search whose page would pass the byte
+// cap stops at the cap with a cursor (more), and paging yields every hit
+// exactly once; before, the page was cut by the surface with no cursor, so
+// the rest was unreachable.
+func TestSearchPagesWithinTheByteCap(t *testing.T) {
+	s := graphtest.New(t)
+	var b graph.Batch
+	for i := range 120 {
+		b.Nodes = append(b.Nodes, graph.NodeInput{ID: graph.ID(fmt.Sprintf("topic/t%03d", i)), Type: "Topic",
+			Properties: graph.Props{"name": fmt.Sprintf("gamma %03d", i), "description": strings.Repeat("filler ", 60)}})
+	}
+	mustApply(t, s, &b)
+	lim := graph.Limits{MaxBytes: 16 << 10}
+	seen := map[graph.ID]int{}
+	cursor, pages := "", 0
+	for {
+		res, err := graph.Search(t.Context(), s, graph.SearchQuery{Text: "gamma", Limit: 100, Cursor: cursor}, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		data, _ := json.Marshal(res)
+		if len(data) > lim.MaxBytes {
+			t.Fatalf("page %d is %d bytes, over the cap of %d", pages, len(data), lim.MaxBytes)
+		}
+		for _, h := range res.Hits {
+			seen[h.Node.ID]++
+		}
+		if res.More != (res.Cursor != "") {
+			t.Fatalf("more = %v with cursor %q", res.More, res.Cursor)
+		}
+		if !res.More {
+			break
+		}
+		if res.Reason != graph.ReasonBytes || !res.Truncated {
+			t.Errorf("page %d: truncated %v, reason %q; want bytes", pages, res.Truncated, res.Reason)
+		}
+		cursor = res.Cursor
+	}
+	if len(seen) != 120 || pages < 3 {
+		t.Errorf("%d distinct hits in %d pages, want 120 in several", len(seen), pages)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s seen %d times", id, n)
+		}
 	}
 }

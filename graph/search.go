@@ -57,7 +57,9 @@ type SearchHit struct {
 
 // A SearchResult is a page of ranked hits.
 type SearchResult struct {
-	Hits      []SearchHit `json:"hits"`
+	Hits []SearchHit `json:"hits"`
+	// More is true when Cursor continues the hits.
+	More      bool        `json:"more"`
 	Truncated bool        `json:"truncated"`
 	Reason    string      `json:"reason,omitempty"`
 	Cursor    string      `json:"cursor,omitempty"`
@@ -242,22 +244,33 @@ func Search(ctx context.Context, s Store, q SearchQuery, ceilings Limits) (*Sear
 		}
 		hits = hits[i:]
 	}
+	cursorAfterLast := func() {
+		last := res.Hits[len(res.Hits)-1]
+		lt, _ := m.Node(last.Node.Type)
+		res.Cursor = encodeCursor(s, searchCursor{Q: fingerprint, Score: last.Score, Len: len(displayOf(lt, last.Node.Properties)), ID: last.Node.ID})
+	}
+	room, used := lim.MaxBytes-2048, 0 // room for the envelope
 	for _, h := range hits {
 		if len(res.Hits) == limit {
-			last := res.Hits[len(res.Hits)-1]
-			lt, _ := m.Node(last.Node.Type)
-			res.Cursor = encodeCursor(s, searchCursor{Q: fingerprint, Score: last.Score, Len: len(displayOf(lt, last.Node.Properties)), ID: last.Node.ID})
+			cursorAfterLast()
 			if limit == lim.MaxResults && after == nil {
 				b.stop(ReasonResults)
 			}
 			break
 		}
-		res.Hits = append(res.Hits, SearchHit{Node: h.node, Score: h.score})
+		hit := SearchHit{Node: h.node, Score: h.score}
+		if used += jsonSize(hit); used > room && len(res.Hits) > 0 {
+			b.stop(ReasonBytes) // the rest on the next page
+			cursorAfterLast()
+			break
+		}
+		res.Hits = append(res.Hits, hit)
 	}
 	return res.finish(b, start), nil
 }
 
 func (r *SearchResult) finish(b *budget, start time.Time) *SearchResult {
+	r.More = r.Cursor != ""
 	if b.reason != "" && b.reason != ReasonResults {
 		r.Truncated, r.Reason = true, b.reason
 	}

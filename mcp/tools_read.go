@@ -215,7 +215,8 @@ type searchOut struct{ *graph.SearchResult }
 
 func (o searchOut) items() int { return len(o.Hits) }
 func (o searchOut) keep(n int) {
-	o.Hits, o.Truncated, o.Reason, o.Cursor = o.Hits[:n], true, graph.ReasonBytes, ""
+	// A backstop: Search keeps its page within the cap itself, with a cursor.
+	o.Hits, o.Truncated, o.Reason, o.Cursor, o.More = o.Hits[:n], true, graph.ReasonBytes, "", false
 }
 
 func (o searchOut) text() string {
@@ -250,7 +251,7 @@ func searchNodes() *Tool {
 		"Ranked text search over node names and text; every word must match (the last as a prefix). Finds IDs from words.",
 		`{`+draft+`,"type":"object","required":["query"],"properties":{"query":{"type":"string","minLength":1,"maxLength":500},`+
 			`"type":{"type":"string","description":"Only this node type"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":10},"cursor":{"type":"string"}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["hits","truncated"],"properties":{"hits":{"type":"array","items":{"type":"object","required":["node","score"]}},`+truncatedProp+`}}`),
+		`{`+draft+`,"type":"object","required":["hits","truncated"],"properties":{"hits":{"type":"array","items":{"type":"object","required":["node","score"]}},"more":{"type":"boolean"},`+truncatedProp+`}}`),
 		func(ctx context.Context, c *Catalog, in *graph.SearchQuery) (output, error) {
 			r, err := graph.Search(ctx, c.store, *in, c.ceilings)
 			if err != nil {

@@ -202,6 +202,7 @@ type ComplexityRoot struct {
 	SearchNodesResult struct {
 		Cursor    func(childComplexity int) int
 		Hits      func(childComplexity int) int
+		More      func(childComplexity int) int
 		Truncated func(childComplexity int) int
 	}
 
@@ -953,6 +954,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SearchNodesResult.Hits(childComplexity), true
+	case "SearchNodesResult.more":
+		if e.ComplexityRoot.SearchNodesResult.More == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchNodesResult.More(childComplexity), true
 	case "SearchNodesResult.truncated":
 		if e.ComplexityRoot.SearchNodesResult.Truncated == nil {
 			break
@@ -1489,6 +1496,8 @@ func (ec *executionContext) childFields_SearchNodesResult(ctx context.Context, f
 	switch field.Name {
 	case "hits":
 		return ec.fieldContext_SearchNodesResult_hits(ctx, field)
+	case "more":
+		return ec.fieldContext_SearchNodesResult_more(ctx, field)
 	case "truncated":
 		return ec.fieldContext_SearchNodesResult_truncated(ctx, field)
 	case "cursor":
@@ -4943,6 +4952,29 @@ func (ec *executionContext) fieldContext_SearchNodesResult_hits(_ context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _SearchNodesResult_more(ctx context.Context, field graphql.CollectedField, obj *model.SearchNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchNodesResult_more(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.More, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchNodesResult_more(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchNodesResult", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _SearchNodesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.SearchNodesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8168,6 +8200,11 @@ func (ec *executionContext) _SearchNodesResult(ctx context.Context, sel ast.Sele
 		case "hits":
 			out.Values[i] = ec._SearchNodesResult_hits(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "more":
+			out.Values[i] = ec._SearchNodesResult_more(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "truncated":

@@ -213,6 +213,7 @@ type SearchHit struct {
 
 type SearchNodesResult struct {
 	Hits      []*SearchHit `json:"hits"`
+	More      *bool        `json:"more,omitempty"`
 	Truncated bool         `json:"truncated"`
 	Cursor    *string      `json:"cursor,omitempty"`
 }
