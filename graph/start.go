@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -304,7 +305,9 @@ func (src *source) load() error {
 		fresh := b.visited == 0
 		sq := SearchQuery{Text: ex.q.From.Search, Type: ex.q.From.Type, Limit: searchPage, Cursor: src.at.A,
 			Limits: Limits{MaxResults: searchPage, MaxVisited: lim.MaxVisited, TimeoutMs: lim.TimeoutMs}}
-		sr, err := Search(b.ctx, ex.s, sq, Limits{MaxResults: searchPage, MaxHops: lim.MaxHops, MaxVisited: lim.MaxVisited, TimeoutMs: lim.TimeoutMs, MaxBytes: lim.MaxBytes})
+		// The hits are start nodes, not the answer: the query's byte cap
+		// applies to what it returns, not to them.
+		sr, err := Search(b.ctx, ex.s, sq, Limits{MaxResults: searchPage, MaxHops: lim.MaxHops, MaxVisited: lim.MaxVisited, TimeoutMs: lim.TimeoutMs, MaxBytes: math.MaxInt32})
 		if err != nil {
 			return src.failed(err)
 		}
