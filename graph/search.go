@@ -59,13 +59,13 @@ type SearchHit struct {
 type SearchResult struct {
 	Hits []SearchHit `json:"hits"`
 	// More is true when Cursor continues the hits.
-	More      bool        `json:"more"`
-	Truncated bool        `json:"truncated"`
-	Reason    string      `json:"reason,omitempty"`
-	Cursor    string      `json:"cursor,omitempty"`
-	Limits    Limits      `json:"limits"`
-	Capped    []string    `json:"capped,omitempty"`
-	Stats     ReadStats   `json:"stats"`
+	More      bool      `json:"more"`
+	Truncated bool      `json:"truncated"`
+	Reason    string    `json:"reason,omitempty"`
+	Cursor    string    `json:"cursor,omitempty"`
+	Limits    Limits    `json:"limits"`
+	Capped    []string  `json:"capped,omitempty"`
+	Stats     ReadStats `json:"stats"`
 }
 
 // ReadStats reports the work a read did.
