@@ -73,6 +73,9 @@ func TestAttack(t *testing.T) {
 	s.targets = []*target{open, tight, private}
 	t.Cleanup(func() { fmt.Print(s.table()) })
 
+	// Another machine reaching an open server: refused at start.
+	s.attack(t, nil, "0 non-loopback --addr without tokens", maxAttackCPU, func(t *testing.T) { publicWithoutTokens(t, s) })
+
 	// 1. Forged cursors: an error, and the server answers the next request.
 	foreign := firstCursor(t, s, private, readToken) // a real cursor of another store
 	for _, surface := range []string{"REST", "GraphQL", "MCP " + legacyEra, "MCP " + modernEra} {
@@ -150,6 +153,16 @@ func TestAttack(t *testing.T) {
 			tg.stop(t)
 		}
 	})
+}
+
+// ---- 0. Listening beyond loopback ----
+
+func publicWithoutTokens(t *testing.T, s *suite) {
+	out, code, took := runChild(t, s, 30*time.Second, nil, "serve", "--store", filepath.Join(t.TempDir(), "s"), "--addr", "0.0.0.0:0")
+	if code != 2 || !strings.Contains(out, "without authentication") || !strings.Contains(out, "--tokens") || strings.Contains(out, "serving MCP") {
+		t.Errorf("exit %d: %s", code, out)
+	}
+	s.notef("exit %d in %v: refusing to listen on 0.0.0.0:0 without authentication", code, took.Round(time.Millisecond))
 }
 
 // ---- 1. Forged cursors ----
