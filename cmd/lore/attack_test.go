@@ -493,7 +493,7 @@ func deepBodiesAbandoned(t *testing.T, s *suite, tg *target) {
 	for err := range errs {
 		t.Errorf("sending: %v", err)
 	}
-	s.notef("9 bodies sent, connections closed at once; the server is idle after (next column)")
+	s.notef("9 bodies sent, each connection closed before its answer")
 }
 
 func deepVariables(t *testing.T, s *suite, tg *target) {
@@ -1343,6 +1343,9 @@ func noGoTypes(t *testing.T, s *suite) {
 	for _, b := range bodies {
 		if m := goTypeRE.FindString(b.body); m != "" {
 			t.Errorf("%s: %q gives a Go type away: %.400s", b.where, m, b.body)
+		}
+		if strings.Contains(b.body, "internal error") {
+			t.Errorf("%s: an attack reached an internal error: %.400s", b.where, b.body)
 		}
 	}
 	t.Logf("%d error bodies scanned", len(bodies))
