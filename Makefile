@@ -1,7 +1,7 @@
 # Lore. `make run` serves the embedded store with the example data; `make test` runs every test.
 GO ?= go
 
-.PHONY: all run test test-short race lint bench bench-mcp bench-go generate check-generate fuzz conformance web check-web browser-test
+.PHONY: all run test test-short race lint bench bench-mcp bench-go generate check-generate fuzz conformance web check-web browser-test attack
 
 all: generate lint test
 
@@ -19,6 +19,8 @@ FUZZ = schema:FuzzCheckJSON schema:FuzzModel graph:FuzzQuery graph:FuzzQueryCurs
 	graph:FuzzCursorStorePage gen/rest:FuzzRESTBody gen/rest:FuzzRESTQuery gen/gql:FuzzGraphQL cmd/lore:FuzzTokensFile \
 	mcp:FuzzTopLevel mcp:FuzzAdmit
 fuzz:           ; set -e; for t in $(FUZZ); do echo "fuzz $$t ($(FUZZTIME))"; $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*}; done
+# Every finding of issue 16 replayed against real lore serve processes; prints each attack's server CPU and RSS.
+attack:         ; $(GO) vet -tags attack ./cmd/lore && $(GO) test -tags attack -run '^TestAttack$$' -count=1 -timeout 10m -v ./cmd/lore
 conformance:    ; .ci/conformance
 generate:       ; $(GO) run ./gen/cmd/generate
 check-generate: generate ; git diff --exit-code && test -z "$$(git status --porcelain)"

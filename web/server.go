@@ -16,7 +16,8 @@ import (
 
 // ServerOptions configure a Server. Zero fields take the defaults below.
 type ServerOptions struct {
-	// ReadHeaderTimeout bounds reading a request's headers.
+	// ReadHeaderTimeout bounds reading a request's headers; it is never
+	// longer than ReadTimeout, which bounds the whole request.
 	ReadHeaderTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included, so a
 	// body trickled a byte at a time is dropped (408). It must be longer
@@ -70,6 +71,9 @@ func (o *ServerOptions) withDefaults() ServerOptions {
 	def(&d.ReadTimeout, DefaultReadTimeout)
 	def(&d.WriteTimeout, DefaultWriteTimeout)
 	def(&d.IdleTimeout, DefaultIdleTimeout)
+	// Headers are part of the request: net/http gives them the header
+	// timeout alone, so a longer one would let them trickle past ReadTimeout.
+	d.ReadHeaderTimeout = min(d.ReadHeaderTimeout, d.ReadTimeout)
 	if d.MaxHeaderBytes <= 0 {
 		d.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}

@@ -104,6 +104,19 @@ func TestSlowBodyDropped(t *testing.T) {
 	}
 }
 
+// TestSlowHeadersDropped: the read timeout bounds reading a whole
+// request, headers included: a request whose headers stall is dropped
+// when the read timeout passes, even when the header timeout is longer
+// (lore serve --read-timeout 2s kept the 10 s header default).
+func TestSlowHeadersDropped(t *testing.T) {
+	s := newTCPServer(t, &web.ServerOptions{ReadTimeout: 300 * time.Millisecond, ReadHeaderTimeout: time.Hour})
+	c := s.dial(t) // fails its read after bound, far sooner than an hour
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\nX-Slow: ", s.addr)
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("a request whose headers stall: %v, want the server to close the connection", err)
+	}
+}
+
 // TestIdleTimeout: a kept-alive connection that sends no further request
 // is closed after the idle timeout.
 func TestIdleTimeout(t *testing.T) {
