@@ -162,6 +162,7 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 	modern := mcpsdk.NewStreamableHTTPHandler(same, &mcpsdk.StreamableHTTPOptions{
 		Stateless: true, MaxRequestBodyBytes: o.MaxBodyBytes, Logger: o.Logger, DisableLocalhostProtection: hostCheckOff})
 	sessions := &sessionCap{max: o.MaxSessions, srv: s.sdk, ids: map[string][]string{}, pending: map[string]int{}}
+	listens := &streamCap{max: o.MaxSessions, open: map[string]int{}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body []byte
 		if r.Method == http.MethodPost {
@@ -175,10 +176,23 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 		}
 		// Protocol versions are dates, so they compare as strings.
 		if r.Header.Get("MCP-Protocol-Version") >= ModernVersion {
+			// A subscriptions/listen stream is 2026-07-28's session: it
+			// holds its subscriptions while it is open, so each caller
+			// gets as many open at once as it may hold legacy sessions.
+			if body != nil && o.MaxSessions >= 0 && isMethod(body, "subscriptions/listen") {
+				key := limitKey(r)
+				if !listens.acquire(key) {
+					writeRPCError(w, http.StatusTooManyRequests, requestID(body), CodeTooManySessions, fmt.Sprintf(
+						"too many open subscription streams: this client holds %d, the server's limit (--max-sessions); "+
+							"close one, or subscribe to several resources in one subscriptions/listen", o.MaxSessions))
+					return
+				}
+				defer listens.release(key)
+			}
 			modern.ServeHTTP(w, r)
 			return
 		}
-		if body == nil || r.Header.Get("Mcp-Session-Id") != "" || o.MaxSessions < 0 || !isInitialize(body) {
+		if body == nil || r.Header.Get("Mcp-Session-Id") != "" || o.MaxSessions < 0 || !isMethod(body, "initialize") {
 			legacy.ServeHTTP(w, r)
 			return
 		}
@@ -198,22 +212,47 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 // because its caller holds MaxSessions sessions.
 const CodeTooManySessions = -32001
 
-// isInitialize reports whether a JSON-RPC message (or batch) holds an
-// initialize request. The body has passed CheckJSON, so decoding it is
-// cheap.
-func isInitialize(body []byte) bool {
+// isMethod reports whether a JSON-RPC message (or batch) holds a request
+// of the method. The body has passed CheckJSON, so decoding it is cheap.
+func isMethod(body []byte, method string) bool {
 	type msg struct {
 		Method string `json:"method"`
 	}
 	var one msg
 	if json.Unmarshal(body, &one) == nil {
-		return one.Method == "initialize"
+		return one.Method == method
 	}
 	var batch []msg
 	if json.Unmarshal(body, &batch) == nil {
-		return slices.ContainsFunc(batch, func(m msg) bool { return m.Method == "initialize" })
+		return slices.ContainsFunc(batch, func(m msg) bool { return m.Method == method })
 	}
 	return false
+}
+
+// streamCap counts the requests each caller has open, for those (such as
+// subscriptions/listen) that stay open as long as the client likes.
+type streamCap struct {
+	max  int
+	mu   sync.Mutex
+	open map[string]int
+}
+
+func (c *streamCap) acquire(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[key] >= c.max {
+		return false
+	}
+	c.open[key]++
+	return true
+}
+
+func (c *streamCap) release(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[key]--; c.open[key] <= 0 {
+		delete(c.open, key)
+	}
 }
 
 // requestID returns the id of a JSON-RPC request, or null.

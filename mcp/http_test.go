@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,9 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -264,6 +267,67 @@ func TestSessionCap(t *testing.T) {
 	}
 	if resp, body := initialize(t, url, reader); resp.StatusCode != http.StatusOK {
 		t.Errorf("after DELETE: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestListenStreamCap: on 2026-07-28 an open subscriptions/listen stream
+// is what a legacy session was: a caller may hold MaxSessions of them at
+// once; the next gets 429 with a JSON-RPC error, and closing one makes room.
+func TestListenStreamCap(t *testing.T) {
+	f := newFixture(t, nil)
+	hs := f.serveHTTP(t, &mcp.HTTPOptions{MaxSessions: 2, RateLimit: -1})
+	url := hs.URL + "/mcp"
+	listen := func(ctx context.Context) (*http.Response, error) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+			`"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"resourceSubscriptions":["lore://changes"]}}}`
+		req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "subscriptions/listen")
+		return http.DefaultClient.Do(req)
+	}
+	var cancels []context.CancelFunc
+	for i := range 2 {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancels = append(cancels, cancel)
+		defer cancel()
+		resp, err := listen(ctx)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: %v %v", i+1, err, resp)
+		}
+		// The stream is open once its first event (the acknowledgement) comes.
+		if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || line == "" {
+			t.Fatalf("stream %d: %q %v", i+1, line, err)
+		}
+	}
+	resp, err := listen(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		resp.Body.Close() // an open stream: reading it would wait for ever
+		t.Fatalf("third stream: %d, want 429", resp.StatusCode)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "too many open subscription streams") ||
+		!strings.Contains(string(body), fmt.Sprint(mcp.CodeTooManySessions)) {
+		t.Fatalf("third stream: %d %s", resp.StatusCode, body)
+	}
+	cancels[0]()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithCancel(t.Context())
+		resp, err := listen(ctx)
+		if err == nil && resp.StatusCode == http.StatusOK {
+			cancel()
+			break
+		}
+		cancel()
+		if time.Now().After(deadline) {
+			t.Fatalf("no room after a stream closed: %v %v", err, resp)
+		}
+		runtime.Gosched()
 	}
 }
 

@@ -379,3 +379,16 @@ func TestByteCap(t *testing.T) {
 		t.Fatalf("want a cap error, got %s", text(res))
 	}
 }
+
+// TestQueryTextShowsNoNil: a query returning fields without type shows
+// what it returned, never Go's <nil> for the fields it left out.
+func TestQueryTextShowsNoNil(t *testing.T) {
+	f := newFixture(t, nil)
+	cs := f.connect(t, legacy, nil)
+	for _, fields := range []string{`["id"]`, `["name"]`} {
+		res := f.call(t, cs, "query_graph", `{"from":{"type":"Service"},"return":{"fields":`+fields+`},"limit":2}`)
+		if res.IsError || strings.Contains(text(res), "<nil>") || !strings.Contains(text(res), "service/") && fields == `["id"]` {
+			t.Errorf("fields %s: %s", fields, text(res))
+		}
+	}
+}

@@ -394,7 +394,18 @@ func (o queryOut) text() string {
 	}
 	var d strings.Builder
 	for _, n := range o.Nodes {
-		fmt.Fprintf(&d, "%v %v\n", n["type"], n["id"])
+		// Fields the query did not return are left out, not shown as <nil>.
+		var parts []string
+		for _, f := range []string{"type", "id"} {
+			if v, ok := n[f]; ok {
+				parts = append(parts, fmt.Sprint(v))
+			}
+		}
+		if len(parts) == 0 {
+			j, _ := json.Marshal(n)
+			parts = append(parts, clip(string(j), 300))
+		}
+		d.WriteString(strings.Join(parts, " ") + "\n")
 	}
 	b.WriteString(fence(d.String()))
 	return b.String()
