@@ -32,7 +32,8 @@ type bridge struct {
 	e *env
 	o bridgeOptions
 
-	outMu sync.Mutex // stdout
+	outMu  sync.Mutex // stdout
+	outBuf []byte     // a line being written, under outMu
 
 	mu          sync.Mutex
 	cond        *sync.Cond // conn changed, or the bridge is over
@@ -319,7 +320,7 @@ func (b *bridge) pumpStdin(ctx context.Context) {
 		if tooLong {
 			b.refuseLong(line)
 		} else if len(bytes.TrimSpace(line)) > 0 {
-			b.forward(ctx, bytes.TrimRight(line, "\r\n"))
+			b.forward(bytes.TrimRight(line, "\r\n"))
 		}
 		if err != nil {
 			b.endInput(ctx)
@@ -366,28 +367,47 @@ func (b *bridge) refuseLong(prefix []byte) {
 }
 
 // forward sends one message from the client to the holder, noting what
-// the bridge must remember.
-func (b *bridge) forward(ctx context.Context, line []byte) {
+// the bridge must remember. A message that could not be sent at all never
+// reached the holder: it goes to the next one.
+func (b *bridge) forward(line []byte) {
 	msgs := splitBatch(line)
-	b.mu.Lock()
-	for b.conn == nil && !b.over {
-		b.cond.Wait()
-	}
-	if b.over {
+	for {
+		b.mu.Lock()
+		for b.conn == nil && !b.over {
+			b.cond.Wait()
+		}
+		if b.over {
+			b.mu.Unlock()
+			return
+		}
+		drop := false
+		for _, m := range msgs {
+			drop = b.noteFromClient(m) || drop
+		}
+		c := b.conn
 		b.mu.Unlock()
-		return
-	}
-	drop := false
-	for _, m := range msgs {
-		drop = b.noteFromClient(m) || drop
-	}
-	c := b.conn
-	b.mu.Unlock()
-	if drop && len(msgs) == 1 {
-		return
-	}
-	if err := c.Write(ctx, websocket.MessageText, line); err != nil {
+		if drop && len(msgs) == 1 {
+			return
+		}
+		err := c.Write(context.Background(), websocket.MessageText, line)
+		if err == nil {
+			return
+		}
+		b.mu.Lock()
+		resend := b.conn == c // else the loss was handled: its requests were answered
+		if resend {
+			b.conn = nil
+			for _, m := range msgs {
+				if id, method := mcp.MessageFields(m); id != nil && method != "" {
+					delete(b.inflight, string(id))
+				}
+			}
+		}
+		b.mu.Unlock()
 		c.CloseNow() // the reader notices, and the supervisor reconnects
+		if !resend {
+			return
+		}
 	}
 }
 
@@ -459,10 +479,19 @@ func (b *bridge) endInput(ctx context.Context) {
 }
 
 // readHolder passes the holder's messages to the client until the
-// connection ends, and then reports why on lost.
+// connection ends, and then reports why on lost. (Its reads take no
+// deadline context, which would cost a timer each: ctx's end closes the
+// connection instead.)
 func (b *bridge) readHolder(ctx context.Context, c *websocket.Conn, lost chan<- error) {
+	stop := context.AfterFunc(ctx, func() { c.CloseNow() })
+	defer stop()
+	var buf bytes.Buffer
 	for {
-		typ, data, err := c.Read(ctx)
+		typ, r, err := c.Reader(context.Background())
+		if err == nil {
+			buf.Reset()
+			_, err = buf.ReadFrom(r)
+		}
 		if err != nil {
 			lost <- err
 			return
@@ -470,6 +499,7 @@ func (b *bridge) readHolder(ctx context.Context, c *websocket.Conn, lost chan<- 
 		if typ != websocket.MessageText {
 			continue
 		}
+		data := buf.Bytes()
 		keep := true
 		b.mu.Lock()
 		for _, m := range splitBatch(data) {
@@ -602,10 +632,12 @@ func (b *bridge) notifyClient(method string, params any) {
 func (b *bridge) writeClient(msg []byte) {
 	b.outMu.Lock()
 	defer b.outMu.Unlock()
-	line := make([]byte, 0, len(msg)+1)
-	line = append(append(line, bytes.TrimRight(msg, "\n")...), '\n')
-	if _, err := b.e.stdout.Write(line); err != nil {
+	b.outBuf = append(append(b.outBuf[:0], bytes.TrimRight(msg, "\n")...), '\n')
+	if _, err := b.e.stdout.Write(b.outBuf); err != nil {
 		b.e.log.Debug("writing to stdout", "error", err)
+	}
+	if cap(b.outBuf) > 1<<20 {
+		b.outBuf = nil // keep no large message's buffer
 	}
 }
 

@@ -364,8 +364,7 @@ func TestServeTakesOver(t *testing.T) {
 	if err := a.upsert(t.Context(), "topic/handover"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := httpClient(t, "http", url).cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "upsert_nodes", Arguments: map[string]any{
-		"nodes": []any{map[string]any{"id": "topic/handover", "type": "Topic", "properties": map[string]any{"name": "changed over HTTP"}}}}})
+	res, err := httpClient(t, "http", url).cs.CallTool(t.Context(), callUpsert("topic/handover", "changed over HTTP"))
 	if err != nil || res.IsError {
 		t.Fatalf("upsert over HTTP: %v %v", err, res)
 	}

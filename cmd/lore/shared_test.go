@@ -127,16 +127,44 @@ func startServe(t testing.TB, store string, extra ...string) (*exec.Cmd, string)
 	return cmd, url
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
+// syncBuffer is a bytes.Buffer safe for concurrent use, which can wait
+// for what is written.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed at the next write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
+}
+
+// waitFor waits until the buffer holds sub, for at most d.
+func (s *syncBuffer) waitFor(sub string, d time.Duration) bool {
+	deadline := time.After(d)
+	for {
+		s.mu.Lock()
+		if strings.Contains(s.b.String(), sub) {
+			s.mu.Unlock()
+			return true
+		}
+		if s.written == nil {
+			s.written = make(chan struct{})
+		}
+		ch := s.written
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			return false
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {
@@ -204,10 +232,15 @@ func httpClient(t testing.TB, name, url string) *client {
 	return connect(t, name, &mcpsdk.StreamableClientTransport{Endpoint: url}, nil)
 }
 
+// callUpsert is an upsert_nodes call writing one Topic node.
+func callUpsert(id, name string) *mcpsdk.CallToolParams {
+	return &mcpsdk.CallToolParams{Name: "upsert_nodes", Arguments: map[string]any{
+		"nodes": []any{map[string]any{"id": id, "type": "Topic", "properties": map[string]any{"name": name}}}}}
+}
+
 // upsert writes one Topic node in one commit.
 func (c *client) upsert(ctx context.Context, id string) error {
-	res, err := c.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "upsert_nodes", Arguments: map[string]any{
-		"nodes": []any{map[string]any{"id": id, "type": "Topic", "properties": map[string]any{"name": id}}}}})
+	res, err := c.cs.CallTool(ctx, callUpsert(id, id))
 	if err != nil {
 		return err
 	}
