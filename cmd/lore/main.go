@@ -33,7 +33,9 @@ Commands:
   serve      serve MCP, REST and GraphQL over HTTP on 127.0.0.1:8931 (loading the
              example data into a new store); --addr, --tokens, --allow-origin,
              --allow-host, --read-only, and limits (see lore serve --help)
-  mcp        serve MCP over stdio (for .mcp.json); logs go to stderr
+  mcp        serve MCP over stdio (for .mcp.json) through the process that holds the
+             store, starting a background one if none does (--direct: serve it in
+             this process); logs go to stderr
   import     load a file into the store, all or nothing (--partial keeps batches):
              lore import [--format ndjson|nquads|memory] [--dry-run|--partial] FILE|-
   export     write the store to a file:    lore export [--format ndjson|nquads|memory] FILE|-
@@ -57,6 +59,10 @@ Every command that opens a store takes:
                  it without keeping it, and refuses one that changes indexes
   --lock-timeout DURATION
                  how long to wait for another process holding the store (default 1s)
+
+A store is open in one process at a time, its holder (lore serve, lore mcp
+--direct, or the background holder lore mcp starts); the other commands run
+through it. compact and check --repair need the store to themselves.
 
 Run 'lore COMMAND --help' for a command's flags.
 `
