@@ -77,7 +77,7 @@ func newBridge(e *env, o bridgeOptions) *bridge {
 // run bridges stdin and stdout to the holder until stdin ends and every
 // request read is answered, or ctx is done.
 func (b *bridge) run(ctx context.Context) error {
-	c, info, err := b.connect(ctx, false)
+	c, info, err := b.connect(ctx, true, false)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func (b *bridge) supervise(ctx context.Context, c *websocket.Conn, info holderIn
 		}
 		handover := websocket.CloseStatus(err) == statusHandover
 		b.e.log.Warn("lost the store's holder; reconnecting", "pid", info.PID, "reason", lossReason(err))
-		if c, info, err = b.connect(rctx, handover); err != nil {
+		if c, info, err = b.connect(rctx, false, handover); err != nil {
 			b.finish()
 			if b.isInputDone() || ctx.Err() != nil {
 				return nil
@@ -230,9 +230,10 @@ func (b *bridge) isInputDone() bool {
 }
 
 // connect finds the store's holder, starting one if none answers, and
-// opens an MCP session there. After a handover it first waits for the
-// process the store went to.
-func (b *bridge) connect(ctx context.Context, afterHandover bool) (*websocket.Conn, holderInfo, error) {
+// opens an MCP session there. first is set for the session's first
+// connection; after a handover it first waits for the process the store
+// went to.
+func (b *bridge) connect(ctx context.Context, first, afterHandover bool) (*websocket.Conn, holderInfo, error) {
 	start := time.Now()
 	spawnAt := start
 	if afterHandover {
@@ -241,6 +242,7 @@ func (b *bridge) connect(ctx context.Context, afterHandover bool) (*websocket.Co
 	var child <-chan string
 	spawned := 0
 	delay := time.Millisecond
+	var last error // why the last try failed
 	for {
 		h, err := dialHolder(ctx, b.o.store)
 		if h != nil {
@@ -252,6 +254,9 @@ func (b *bridge) connect(ctx context.Context, afterHandover bool) (*websocket.Co
 			if errors.As(err, &re) {
 				return nil, info, err
 			}
+			last = err
+		} else if err != nil {
+			last = err
 		}
 		if child == nil && spawned < 3 && !time.Now().Before(spawnAt) {
 			if child, err = spawnHolder(b.o); err != nil {
@@ -264,9 +269,13 @@ func (b *bridge) connect(ctx context.Context, afterHandover bool) (*websocket.Co
 		case msg := <-child:
 			t.Stop()
 			child = nil
-			if failure, ok := strings.CutPrefix(msg, "error: "); ok && spawned == 1 && !afterHandover {
-				if h := findHolder(ctx, b.o.store); h == nil {
-					return nil, holderInfo{}, errors.New(failure)
+			if failure, ok := strings.CutPrefix(msg, "error: "); ok {
+				last = errors.New(failure)
+				// At the start, the store is held by a process that does not
+				// share it (or cannot be opened): say so. After a loss, the
+				// old holder may still be letting go: try on.
+				if first && spawned == 1 && findHolder(ctx, b.o.store) == nil {
+					return nil, holderInfo{}, last
 				}
 			}
 		case <-t.C:
@@ -276,7 +285,8 @@ func (b *bridge) connect(ctx context.Context, afterHandover bool) (*websocket.Co
 			return nil, holderInfo{}, ctx.Err()
 		}
 		if time.Since(start) > b.o.wait {
-			return nil, holderInfo{}, fmt.Errorf("no holder of %s answered within %s (its log: %s)", b.o.store, b.o.wait, holderLogPath(b.o.store))
+			return nil, holderInfo{}, fmt.Errorf("no holder of %s answered within %s (last: %v; the background holder's log: %s)",
+				b.o.store, b.o.wait, last, holderLogPath(b.o.store))
 		}
 	}
 }

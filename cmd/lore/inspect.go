@@ -81,7 +81,7 @@ func cmdCheck(ctx context.Context, e *env, args []string) error {
 	// Repairing writes (and keeps a --model, rebuilding what it changes),
 	// so it needs the store to itself; checking only reads.
 	var s graph.Store
-	release := func() {}
+	var release func()
 	if *repair {
 		o, err := sf.options(e, false)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,7 +16,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -88,14 +86,6 @@ func ensurePrivateDir(dir string) error {
 		}
 	}
 	return nil
-}
-
-// fileOwner returns the owner of a file, where the system says.
-func fileOwner(fi os.FileInfo) (int, bool) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int(st.Uid), true
-	}
-	return 0, false
 }
 
 // owner is what a store's owner file says.
@@ -273,6 +263,3 @@ func (h *holderConn) handover(ctx context.Context, log *slog.Logger) error {
 	log.Info("took the store over from the background holder", "pid", h.info.PID)
 	return nil
 }
-
-// errNotUnix is returned where sharing needs a Unix system.
-var errNotUnix = errors.New("sharing a store between processes needs a Unix system; run lore mcp --direct")

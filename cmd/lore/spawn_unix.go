@@ -10,6 +10,14 @@ import (
 	"syscall"
 )
 
+// fileOwner returns the owner of a file.
+func fileOwner(fi os.FileInfo) (int, bool) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid), true
+	}
+	return 0, false
+}
+
 // spawnHolder starts lore hold for the bridge's store in the background,
 // detached from the terminal (a session of its own), with its stderr in
 // the store's holder log. The channel receives what the holder reports on
