@@ -56,9 +56,9 @@ type holder struct {
 
 	mu          sync.Mutex
 	servers     map[sessionConfig]*mcp.Server
-	active      int                          // sessions and commands now
-	conns       map[*websocket.Conn]struct{} // MCP sessions' sockets
-	runs        map[*context.CancelFunc]struct{}
+	active      int                                    // sessions and commands now
+	conns       map[*websocket.Conn]struct{}           // MCP sessions' sockets
+	runs        map[*websocket.Conn]context.CancelFunc // CLI commands' sockets
 	sessions    sync.WaitGroup
 	idle        time.Duration // 0: never exit for want of clients
 	timer       *time.Timer
@@ -100,7 +100,7 @@ func startHolder(o holderOptions) (*holder, error) {
 	sum := sha256.Sum256(o.store.Model().JSON())
 	h := &holder{kind: o.kind, store: o.store, path: o.path, sock: sock, readOnly: o.readOnly, model: hex.EncodeToString(sum[:]),
 		log: o.log, ln: &peerListener{Listener: ln, uid: os.Getuid(), log: o.log}, idle: o.idle,
-		servers: map[sessionConfig]*mcp.Server{}, conns: map[*websocket.Conn]struct{}{}, runs: map[*context.CancelFunc]struct{}{},
+		servers: map[sessionConfig]*mcp.Server{}, conns: map[*websocket.Conn]struct{}{}, runs: map[*websocket.Conn]context.CancelFunc{},
 		done: make(chan struct{}), stopped: make(chan struct{})}
 	h.watchCtx, h.cancelWatch = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
@@ -259,15 +259,25 @@ func (h *holder) stop(code websocket.StatusCode, reason string) {
 	for c := range h.conns {
 		conns = append(conns, c)
 	}
-	for cancel := range h.runs {
-		(*cancel)()
+	runs := make([]*websocket.Conn, 0, len(h.runs))
+	for c, cancel := range h.runs {
+		cancel()
+		runs = append(runs, c)
 	}
 	h.mu.Unlock()
 	h.ln.Close() // the socket file goes with it
 	for _, c := range conns {
 		go c.Close(code, reason)
 	}
+	// A command cancelled but blocked writing to a client that does not
+	// read must not keep the store open: its socket is dropped.
+	drop := time.AfterFunc(runGrace, func() {
+		for _, c := range runs {
+			c.CloseNow()
+		}
+	})
 	h.sessions.Wait()
+	drop.Stop()
 	h.cancelWatch()
 	h.watchers.Wait()
 	if err := h.store.Close(); err != nil {
@@ -383,6 +393,10 @@ func newMCPServer(s graph.Store, cfg sessionConfig, log *slog.Logger) *mcp.Serve
 	cat := mcp.NewCatalog(s, &mcp.Options{ReadOnly: cfg.ReadOnly, Ceilings: cfg.Ceilings, Logger: log, MaxDepth: cfg.MaxDepth})
 	return mcp.NewServer(cat, &mcp.ServerOptions{Version: version, Logger: log, MaxDepth: cfg.MaxDepth, MaxSubscriptions: cfg.MaxSubscriptions})
 }
+
+// runGrace is how long stop lets cancelled commands end before it drops
+// their sockets.
+const runGrace = 10 * time.Second
 
 // maxHandshake caps the first message of a session or command.
 const maxHandshake = 1 << 20

@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -173,6 +172,15 @@ func (r *rawClient) next(re string) string {
 	}
 }
 
+// killPID kills a process without warning (SIGKILL).
+func killPID(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
+
 // holderPID returns the pid of the store's holder.
 func holderPID(t *testing.T, store string) int {
 	t.Helper()
@@ -204,7 +212,7 @@ func TestBridgeReconnects(t *testing.T) {
 	}
 	json.Unmarshal([]byte(ask), &q)
 	old := holderPID(t, store)
-	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+	if err := killPID(old); err != nil {
 		t.Fatal(err)
 	}
 	msg := r.next(`"id":3`)
@@ -274,7 +282,7 @@ func TestHolderKilledDuringWrites(t *testing.T) {
 	for range 40 {
 		<-acks
 	}
-	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+	if err := killPID(old); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

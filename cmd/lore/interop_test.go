@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -45,7 +44,7 @@ func TestBridgeReconnectsInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := holderPID(t, store)
-	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+	if err := killPID(old); err != nil {
 		t.Fatal(err)
 	}
 	// Once the bridge knows (a write before would fail, saying to retry):

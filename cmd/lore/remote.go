@@ -207,10 +207,10 @@ func (h *holder) serveRun(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
-	if !h.trackRun(&cancel) {
+	if !h.trackRun(c, cancel) {
 		return
 	}
-	defer h.untrackRun(&cancel)
+	defer h.untrackRun(c)
 
 	stdinR, stdinW := io.Pipe()
 	go func() { // the client's messages: stdin, until it goes away
@@ -273,19 +273,21 @@ func (h *holder) runCommand(ctx context.Context, e *env, args []string) (code in
 	return exitCode(e.run(ctx, args), e.stderr)
 }
 
-func (h *holder) trackRun(cancel *context.CancelFunc) bool {
+// trackRun records a command's socket and cancel for stop, unless stop
+// began.
+func (h *holder) trackRun(c *websocket.Conn, cancel context.CancelFunc) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closeCode != 0 {
 		return false
 	}
-	h.runs[cancel] = struct{}{}
+	h.runs[c] = cancel
 	return true
 }
 
-func (h *holder) untrackRun(cancel *context.CancelFunc) {
+func (h *holder) untrackRun(c *websocket.Conn) {
 	h.mu.Lock()
-	delete(h.runs, cancel)
+	delete(h.runs, c)
 	h.mu.Unlock()
 }
 

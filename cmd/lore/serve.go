@@ -74,7 +74,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if *idle <= 0 {
 		return usageErr(fs, "--idle must be positive")
 	}
-	if *direct {
+	if *direct || !sharing {
 		return serveStdioDirect(ctx, e, &f)
 	}
 	o, err := f.sf.options(e, f.readOnly)

@@ -7,6 +7,10 @@ import (
 	"os"
 )
 
+// sharing says whether lore mcp can share a store through a background
+// holder on this system: lore mcp serves the session itself here.
+const sharing = false
+
 // errNotUnix is returned where sharing needs a Unix system.
 var errNotUnix = errors.New("sharing a store between processes needs a Unix system; run lore mcp --direct")
 

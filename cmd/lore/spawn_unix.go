@@ -10,6 +10,10 @@ import (
 	"syscall"
 )
 
+// sharing says whether lore mcp can share a store through a background
+// holder on this system.
+const sharing = true
+
 // fileOwner returns the owner of a file.
 func fileOwner(fi os.FileInfo) (int, bool) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
