@@ -107,7 +107,9 @@ func holdStore(ctx context.Context, e *env, f *surfaceFlags, takeOver bool) (gra
 				return nil, o, &heldError{h}
 			}
 			if err := h.handover(ctx, e.log); err != nil {
-				return nil, o, err
+				// Another process may have taken it first: look again.
+				e.log.Warn("the background holder did not hand the store over", "error", err)
+				continue
 			}
 		}
 		s, err := openEmbedded(ctx, o)

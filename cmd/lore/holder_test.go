@@ -511,3 +511,24 @@ func TestPeerCheck(t *testing.T) {
 func callGetNode(id string) *mcpsdk.CallToolParams {
 	return &mcpsdk.CallToolParams{Name: "get_node", Arguments: map[string]any{"id": id}}
 }
+
+// TestLockedMessageNamesSocket: a command that finds the store locked by a
+// holder that does not answer names the holder's pid, command line and
+// socket, from the owner file.
+func TestLockedMessageNamesSocket(t *testing.T) {
+	store := t.TempDir()
+	s, err := openEmbedded(t.Context(), storeOptions{path: store, noSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sock := filepath.Join(t.TempDir(), "gone.sock") // nothing listens there
+	if err := writeOwner(store, sock); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := loreIn(t, "", nil, "stats", "--store", store)
+	want := fmt.Sprintf("store locked: held by pid %d (%s), listening on %s", os.Getpid(), strings.Join(os.Args, " "), sock)
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d: %s\nwant %s", code, errOut, want)
+	}
+}

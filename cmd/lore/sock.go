@@ -174,12 +174,14 @@ func newHolderClient(sock string) *http.Client {
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, "unix", sock)
 		},
-		MaxIdleConns: 2, IdleConnTimeout: 30 * time.Second,
+		// A connection per request: hellos are few, and a WebSocket
+		// keeps its own.
+		DisableKeepAlives: true,
 	}}
 }
 
 // helloTimeout bounds the wait for a holder's hello.
-const helloTimeout = 5 * time.Second
+const helloTimeout = 2 * time.Second
 
 // findHolder returns the holder of the store in dir, or nil if no process
 // answers on its socket (none holds the store, or one that does not
