@@ -234,7 +234,7 @@ func TestBridgeReconnects(t *testing.T) {
 	r.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"upsert_nodes","arguments":{"nodes":[{"id":"topic/after","type":"Topic","properties":{"name":"after"}}]}}}`)
 	r.next(`"notifications/resources/updated".*lore://node/topic/after`)
 	r.next(`"id":5,"result"`)
-	if !strings.Contains(r.err.String(), "reconnected to the store's holder") {
+	if !r.err.waitFor("reconnected to the store's holder", 30*time.Second) {
 		t.Errorf("stderr does not say it reconnected:\n%s", r.err.String())
 	}
 	r.in.Close()
