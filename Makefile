@@ -1,14 +1,14 @@
 # Lore. `make run` serves the embedded store with the example data; `make test` runs every test.
 GO ?= go
 
-.PHONY: all run test test-short race lint bench bench-mcp bench-go generate check-generate fuzz conformance web check-web browser-test attack
+.PHONY: all run test test-short race lint bench bench-mcp bench-go generate check-generate fuzz conformance web check-web browser-test attack interop
 
 all: generate lint test
 
 run:            ; $(GO) run ./cmd/lore serve
 test:           ; $(GO) test -race -timeout 20m ./...
 test-short:     ; $(GO) test -short ./...
-lint:           ; test -z "$$(gofmt -l .)" && $(GO) vet -tags browser ./... && $(GO) tool staticcheck -tags browser ./...
+lint:           ; test -z "$$(gofmt -l .)" && $(GO) vet -tags browser,interop ./... && $(GO) tool staticcheck -tags browser,interop ./...
 bench:          ; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./graph -lore.sizes $(or $(SIZES),10000,100000,1000000) -lore.qsizes $(or $(SIZES),10000,100000,1000000)
 bench-mcp:      ; $(GO) test -run '^$$' -bench Transports -benchtime 1x -timeout 60m ./mcp -lore.mcpsizes $(or $(SIZES),10000)
 bench-go:       ; $(GO) test -run '^$$' -bench . -benchmem ./...
@@ -27,3 +27,5 @@ check-generate: generate ; git diff --exit-code && test -z "$$(git status --porc
 web:            ; cd web/console && npm ci --ignore-scripts --no-audit --no-fund && node build.mjs
 check-web:      web ; git diff --exit-code -- web/console && test -z "$$(git status --porcelain -- web/console/dist)"
 browser-test:   ; .ci/browser-test
+# The TypeScript MCP SDK's client on lore mcp, sharing a store with the Go SDK's, lore serve and the CLI (npm ci, then go test -tags interop).
+interop:        ; .ci/interop

@@ -245,6 +245,13 @@ func topLevel(msg []byte) (id []byte, method string) {
 	return id, method
 }
 
+// MessageFields returns the raw top-level "id" of a JSON-RPC message (nil
+// where it has none) and its "method" ("" where it has none), scanning only
+// the top level, for a process that relays messages without decoding them
+// (lore mcp's bridge to a shared holder). A batch (a JSON array) is not a
+// message: split it first.
+func MessageFields(msg []byte) (id []byte, method string) { return topLevel(msg) }
+
 // topFields returns the raw values of a message's top-level "id",
 // "method" and "jsonrpc" keys (nil where absent), scanning only the top
 // level.

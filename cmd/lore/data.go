@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -45,12 +44,12 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer closeIn()
-	cfg, err := sf.config(e, *dry)
+	o, err := sf.options(e, *dry)
 	if err != nil {
 		return err
 	}
-	opt := graph.ImportOptions{Format: f, BatchSize: *batch, DryRun: *dry, Partial: *partial, Durable: *durable, MaxDepth: *maxDepth, SpoolDir: cfg.Path}
-	tty := isTerminal(e.stderr)
+	opt := graph.ImportOptions{Format: f, BatchSize: *batch, DryRun: *dry, Partial: *partial, Durable: *durable, MaxDepth: *maxDepth, SpoolDir: o.path}
+	tty := e.tty
 	switch {
 	case *progress:
 		opt.Progress = func(st graph.ImportStats) {
@@ -74,33 +73,36 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stderr, "\r%s%s, %.0f/s, %s   ", verb, plural(st.Elements(), "element"), st.Rate(), st.Elapsed.Round(100*time.Millisecond))
 		}
 	}
-	var s *graph.Bolt
+	var s graph.Store
+	release := func() {}
 	var remove func() // removes a store this import created, if it fails
 	switch {
-	case *dry && !storeExists(cfg.Path):
+	case *dry && e.held == nil && !storeExists(o.path):
 		// Nothing to check against but the model: a temporary store.
 		dir, err := os.MkdirTemp("", "lore-dry-run-")
 		if err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		if s, err = graph.Open(ctx, graph.Config{Path: dir, Model: cfg.Model, NoSync: true}); err != nil {
+		if s, err = openEmbedded(ctx, storeOptions{path: dir, model: o.model, noSync: true}); err != nil {
 			return err
 		}
+		release = func() { s.Close() }
 	default:
-		if !*dry && !storeExists(cfg.Path) {
-			remove = removeNew(cfg.Path)
+		if !*dry && e.held == nil && !storeExists(o.path) {
+			remove = removeNew(o.path)
 		}
-		tuneGC := tuneGCForImport(e)
-		opt.TuneGC = tuneGC && !*dry
-		if s, err = graph.Open(ctx, cfg); err != nil {
-			if remove != nil {
-				remove()
+		// A holder serves others meanwhile: its collector is not this import's to tune.
+		opt.TuneGC = e.held == nil && tuneGCForImport(e) && !*dry
+		if s, release, err = openWith(ctx, e, o); err != nil {
+			var he *heldError
+			if remove != nil && !errors.Is(err, graph.ErrLocked) && !errors.As(err, &he) {
+				remove() // never a store another process holds
 			}
-			return storeError(err)
+			return err
 		}
 	}
-	defer s.Close()
+	defer func() { release() }()
 	st, err := graph.Import(ctx, s, in, opt)
 	if tty && !*progress {
 		fmt.Fprint(e.stderr, "\r\033[K")
@@ -115,9 +117,10 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 			}
 		}
 		if remove != nil && !*partial {
-			s.Close()
+			release()
+			release = func() {}
 			remove()
-			err = fmt.Errorf("%w\n(the store this import created at %s was removed)", err, cfg.Path)
+			err = fmt.Errorf("%w\n(the store this import created at %s was removed)", err, o.path)
 		}
 		return err
 	}
@@ -130,25 +133,6 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		plural(st.Nodes, "node"), plural(st.Edges, "edge"), plural(st.Lines, "line"), st.Elapsed.Round(time.Millisecond),
 		st.Rate(), st.Created, st.Updated, st.Unchanged)
 	return nil
-}
-
-// storeExists reports whether dir holds a store.
-func storeExists(dir string) bool {
-	fi, err := os.Stat(filepath.Join(dir, graph.FileName))
-	return err == nil && fi.Size() > 0
-}
-
-// removeNew returns a function that removes the store about to be created
-// at dir: its file, and dir itself if it does not exist yet.
-func removeNew(dir string) func() {
-	_, err := os.Stat(dir)
-	dirExisted := err == nil
-	return func() {
-		os.Remove(filepath.Join(dir, graph.FileName))
-		if !dirExisted {
-			os.Remove(dir) // only if nothing else is in it
-		}
-	}
 }
 
 func cmdExport(ctx context.Context, e *env, args []string) error {
@@ -167,11 +151,11 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	s, err := sf.openRead(ctx, e)
+	s, release, err := sf.openRead(ctx, e)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer release()
 	out, closeOut, err := openOutput(e, pos[0])
 	if err != nil {
 		return err
@@ -226,7 +210,7 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	s, err := graph.Open(ctx, graph.Config{Path: dir, Model: m, NoSync: true})
+	s, err := openEmbedded(ctx, storeOptions{path: dir, model: m, noSync: true})
 	if err != nil {
 		return err
 	}
@@ -254,6 +238,10 @@ func openInput(e *env, name string) (io.Reader, func(), error) {
 	if name == "-" {
 		return e.stdin, func() {}, nil
 	}
+	name, err := e.abs(name)
+	if err != nil {
+		return nil, nil, err
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, nil, err
@@ -266,6 +254,10 @@ func openInput(e *env, name string) (io.Reader, func(), error) {
 func openOutput(e *env, name string) (io.Writer, func(ok bool) error, error) {
 	if name == "-" {
 		return e.stdout, func(bool) error { return nil }, nil
+	}
+	name, err := e.abs(name)
+	if err != nil {
+		return nil, nil, err
 	}
 	tmp := name + ".partial"
 	f, err := os.Create(tmp)

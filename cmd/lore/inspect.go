@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,7 +16,7 @@ func cmdGet(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "get", "get ID   (a node ID such as service/billing, or an edge ID such as memberOf(person/ada,team/core))")
 	var sf storeFlags
 	sf.register(fs, e)
-	return readStore(ctx, e, fs, &sf, args, 1, "get takes one ID", func(s *graph.Bolt, pos []string) (any, error) {
+	return readStore(ctx, e, fs, &sf, args, 1, "get takes one ID", func(s graph.Store, pos []string) (any, error) {
 		if strings.Contains(pos[0], "(") {
 			k, err := graph.ParseEdgeKey(pos[0])
 			if err != nil {
@@ -42,11 +43,15 @@ func cmdStats(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	s, err := sf.openRead(ctx, e)
+	o, err := sf.options(e, true)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	s, release, err := openWith(ctx, e, o)
+	if err != nil {
+		return err
+	}
+	defer release()
 	st, err := s.Stats(ctx)
 	if err != nil {
 		return err
@@ -54,7 +59,7 @@ func cmdStats(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return printJSON(e, st)
 	}
-	fmt.Fprintf(e.stdout, "store    %s\nnodes    %d\nedges    %d\nquads    %d\nchanges  %d\n", s.Path(), st.Nodes, st.Edges, st.Quads, st.LastSeq)
+	fmt.Fprintf(e.stdout, "store    %s\nnodes    %d\nedges    %d\nquads    %d\nchanges  %d\n", o.path, st.Nodes, st.Edges, st.Quads, st.LastSeq)
 	for _, t := range slices.Sorted(maps.Keys(st.NodeTypes)) {
 		fmt.Fprintf(e.stdout, "  node %-20s %d\n", t, st.NodeTypes[t])
 	}
@@ -73,16 +78,33 @@ func cmdCheck(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	// Repairing writes (and keeps a --model, rebuilding what it changes);
-	// checking only reads.
-	s, err := sf.openStore(ctx, e, !*repair)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	check := s.Check
+	// Repairing writes (and keeps a --model, rebuilding what it changes),
+	// so it needs the store to itself; checking only reads.
+	var s graph.Store
+	var release func()
 	if *repair {
-		check = s.Repair
+		o, err := sf.options(e, false)
+		if err != nil {
+			return err
+		}
+		if s, err = openExclusive(ctx, e, o, "check --repair"); err != nil {
+			return err
+		}
+		release = func() { s.Close() }
+	} else {
+		var err error
+		if s, release, err = sf.openStore(ctx, e, true); err != nil {
+			return err
+		}
+	}
+	defer release()
+	c, ok := s.(checker)
+	if !ok {
+		return errors.New("this store cannot be checked")
+	}
+	check := c.Check
+	if *repair {
+		check = c.Repair
 	}
 	r, err := check(ctx)
 	if err != nil {
@@ -118,14 +140,22 @@ func cmdCompact(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := sf.config(e, true) // the store must exist; the new file keeps its model
+	o, err := sf.options(e, true) // the store must exist; the new file keeps its model
 	if err != nil {
 		return err
 	}
-	st, err := graph.Compact(ctx, cfg)
+	if err := exclusive(ctx, e, o.path, "compact"); err != nil {
+		return err
+	}
+	st, err := compactEmbedded(ctx, o)
+	if errors.Is(err, graph.ErrLocked) {
+		if xerr := exclusive(ctx, e, o.path, "compact"); xerr != nil {
+			return xerr
+		}
+	}
 	if err != nil {
 		return storeError(err)
 	}
-	fmt.Fprintf(e.stdout, "compacted %s: %d quads, %d -> %d bytes\n", cfg.Path, st.Quads, st.BytesBefore, st.BytesAfter)
+	fmt.Fprintf(e.stdout, "compacted %s: %d quads, %d -> %d bytes\n", o.path, st.Quads, st.BytesBefore, st.BytesAfter)
 	return nil
 }

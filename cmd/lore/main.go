@@ -33,7 +33,9 @@ Commands:
   serve      serve MCP, REST and GraphQL over HTTP on 127.0.0.1:8931 (loading the
              example data into a new store); --addr, --tokens, --allow-origin,
              --allow-host, --read-only, and limits (see lore serve --help)
-  mcp        serve MCP over stdio (for .mcp.json); logs go to stderr
+  mcp        serve MCP over stdio (for .mcp.json) through the process that holds the
+             store, starting a background one if none does (--direct: serve it in
+             this process); logs go to stderr
   import     load a file into the store, all or nothing (--partial keeps batches):
              lore import [--format ndjson|nquads|memory] [--dry-run|--partial] FILE|-
   export     write the store to a file:    lore export [--format ndjson|nquads|memory] FILE|-
@@ -58,6 +60,10 @@ Every command that opens a store takes:
   --lock-timeout DURATION
                  how long to wait for another process holding the store (default 1s)
 
+A store is open in one process at a time, its holder (lore serve, lore mcp
+--direct, or the background holder lore mcp starts); the other commands run
+through it. compact and check --repair need the store to themselves.
+
 Run 'lore COMMAND --help' for a command's flags.
 `
 
@@ -71,71 +77,126 @@ func (e *exitError) Error() string { return e.err.Error() }
 
 func (e *exitError) Unwrap() error { return e.err }
 
+// An exitStatus ends the process with its code and no message: the
+// message, if any, was written already (by the holder that ran the
+// command, see remote.go).
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		code := 1
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "lore:", err)
-		} else {
-			code = 0
-		}
+	if code := exitCode(err, os.Stderr); code != 0 || err != nil {
 		os.Exit(code)
 	}
 }
 
-// env is the process environment the CLI reads, so tests can give their own.
+// exitCode reports err on stderr as main does, and returns the process's
+// exit code for it.
+func exitCode(err error, stderr io.Writer) int {
+	var st exitStatus
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &st):
+		return int(st)
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	fmt.Fprintln(stderr, "lore:", err)
+	return code
+}
+
+// env is the process environment the CLI reads, so tests can give their own,
+// and a holder can run a command for another process (see remote.go).
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	log            *slog.Logger
+	// dir is the directory relative paths are resolved against; "" means
+	// this process's working directory.
+	dir string
+	// tty reports whether stderr is a terminal (progress is drawn there).
+	tty bool
+	// held is the store of the holder this command runs in, for a command
+	// that another process sent to it; nil otherwise.
+	held *heldStore
+	// exe is this program, which lore mcp starts as a background holder.
+	exe string
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, tty: isTerminal(stderr)}
 	e.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(os.Getenv("LORE_LOG_LEVEL"))}))
+	if exe, err := os.Executable(); err == nil {
+		e.exe = exe
+	}
+	return e.run(ctx, args)
+}
+
+// run runs the command args[0]. A command that finds its store held by a
+// holder process runs there instead (see remote.go).
+func (e *env) run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(e.stderr, usage)
 		return &exitError{2, errors.New("no command given")}
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(e.stdout, usage)
 		return nil
 	case "version", "--version":
-		fmt.Fprintln(stdout, "lore", version)
+		fmt.Fprintln(e.stdout, "lore", version)
 		return nil
 	}
 	f, ok := commands[cmd]
 	if !ok {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(e.stderr, usage)
 		return &exitError{2, fmt.Errorf("unknown command %q", cmd)}
 	}
-	return f(ctx, e, rest)
+	for attempt := 1; ; attempt++ {
+		err := f(ctx, e, rest)
+		var he *heldError
+		if e.held != nil || !remoteCommands[cmd] || !errors.As(err, &he) {
+			return err
+		}
+		// The store is held: the holder runs the command. If it went
+		// away before it started, the command runs again from the top,
+		// on the store or on a new holder.
+		if err = runRemote(ctx, e, he.holder, args); !errors.Is(err, errHolderGone) || attempt == 3 {
+			return err
+		}
+	}
 }
 
-var commands = map[string]func(context.Context, *env, []string) error{
-	"serve":     cmdServe,
-	"mcp":       cmdMCP,
-	"import":    cmdImport,
-	"export":    cmdExport,
-	"validate":  cmdValidate,
-	"get":       cmdGet,
-	"stats":     cmdStats,
-	"check":     cmdCheck,
-	"compact":   cmdCompact,
-	"query":     cmdQuery,
-	"search":    cmdSearch,
-	"neighbors": cmdNeighbors,
-	"paths":     cmdPaths,
+// commands are the commands by name (set in init: the holder's commands
+// run through env.run, which looks them up here).
+var commands map[string]func(context.Context, *env, []string) error
+
+func init() {
+	commands = map[string]func(context.Context, *env, []string) error{
+		"serve":     cmdServe,
+		"mcp":       cmdMCP,
+		"import":    cmdImport,
+		"export":    cmdExport,
+		"validate":  cmdValidate,
+		"get":       cmdGet,
+		"stats":     cmdStats,
+		"check":     cmdCheck,
+		"compact":   cmdCompact,
+		"query":     cmdQuery,
+		"search":    cmdSearch,
+		"neighbors": cmdNeighbors,
+		"paths":     cmdPaths,
+		"hold":      cmdHold,
+	}
 }
 
 func logLevel(s string) slog.Level {
@@ -170,25 +231,44 @@ func defaultStore(e *env) (string, error) {
 	return filepath.Join(home, ".local", "share", "lore"), nil
 }
 
-// config turns the flags into a store configuration; read opens the
-// store for reading only (see graph.Config.ReadOnly).
-func (sf *storeFlags) config(e *env, read bool) (graph.Config, error) {
-	cfg := graph.Config{Path: sf.store, LockTimeout: sf.lockTimeout, ReadOnly: read, Progress: rebuildProgress(e)}
-	if cfg.Path == "" {
+// options turns the flags into store options; read opens the store for
+// reading only. Relative paths are resolved against e's directory.
+func (sf *storeFlags) options(e *env, read bool) (storeOptions, error) {
+	o := storeOptions{path: sf.store, lockTimeout: sf.lockTimeout, readOnly: read, progress: rebuildProgress(e)}
+	if o.path == "" {
 		p, err := defaultStore(e)
 		if err != nil {
-			return cfg, err
+			return o, err
 		}
-		cfg.Path = p
+		o.path = p
+	}
+	if !strings.Contains(o.path, "://") { // a URL is refused by the store, with its own message
+		p, err := e.abs(o.path)
+		if err != nil {
+			return o, err
+		}
+		o.path = p
 	}
 	if sf.model != "" {
-		m, err := loadModel(sf.model)
+		p, err := e.abs(sf.model)
 		if err != nil {
-			return cfg, err
+			return o, err
 		}
-		cfg.Model = m
+		m, err := loadModel(p)
+		if err != nil {
+			return o, err
+		}
+		o.model, o.modelFile, o.modelPath = m, sf.model, p
 	}
-	return cfg, nil
+	return o, nil
+}
+
+// abs returns name as an absolute path, resolved against e.dir.
+func (e *env) abs(name string) (string, error) {
+	if filepath.IsAbs(name) || e.dir == "" {
+		return filepath.Abs(name)
+	}
+	return filepath.Join(e.dir, name), nil
 }
 
 func loadModel(path string) (*schema.Model, error) {
@@ -204,18 +284,73 @@ func loadModel(path string) (*schema.Model, error) {
 }
 
 // openRead opens the store the flags name, which must exist, to read.
-func (sf *storeFlags) openRead(ctx context.Context, e *env) (*graph.Bolt, error) {
+func (sf *storeFlags) openRead(ctx context.Context, e *env) (graph.Store, func(), error) {
 	return sf.openStore(ctx, e, true)
 }
 
-// openStore opens the store the flags name, to read only or to write.
-func (sf *storeFlags) openStore(ctx context.Context, e *env, read bool) (*graph.Bolt, error) {
-	cfg, err := sf.config(e, read)
+// openStore opens the store the flags name, to read only or to write. In
+// a holder, it is the holder's store. If another process holds the store
+// and listens as its holder, the error is a *heldError, and the command
+// runs there (see env.run). The returned function releases the store.
+func (sf *storeFlags) openStore(ctx context.Context, e *env, read bool) (graph.Store, func(), error) {
+	o, err := sf.options(e, read)
 	if err != nil {
+		return nil, nil, err
+	}
+	return openWith(ctx, e, o)
+}
+
+// openWith opens the store o names, as openStore does.
+func openWith(ctx context.Context, e *env, o storeOptions) (graph.Store, func(), error) {
+	if e.held != nil {
+		if err := e.held.use(o); err != nil {
+			return nil, nil, err
+		}
+		return e.held.store, func() {}, nil
+	}
+	if h := findHolder(ctx, o.path); h != nil {
+		return nil, nil, &heldError{h}
+	}
+	s, err := openEmbedded(ctx, o)
+	if errors.Is(err, graph.ErrLocked) {
+		if h := findHolder(ctx, o.path); h != nil { // it started meanwhile
+			return nil, nil, &heldError{h}
+		}
+	}
+	if err != nil {
+		return nil, nil, storeError(err)
+	}
+	return s, func() { s.Close() }, nil
+}
+
+// openExclusive opens the store o names for a command that needs it to
+// itself (cmd names the command): if a holder holds it, the error says
+// which process to stop.
+func openExclusive(ctx context.Context, e *env, o storeOptions, cmd string) (graph.Store, error) {
+	if err := exclusive(ctx, e, o.path, cmd); err != nil {
 		return nil, err
 	}
-	s, err := graph.Open(ctx, cfg)
+	s, err := openEmbedded(ctx, o)
+	if errors.Is(err, graph.ErrLocked) {
+		if xerr := exclusive(ctx, e, o.path, cmd); xerr != nil {
+			return nil, xerr
+		}
+	}
 	return s, storeError(err)
+}
+
+// exclusive returns an error naming the process to stop if a holder holds
+// the store at path, or if cmd runs in one.
+func exclusive(ctx context.Context, e *env, path, cmd string) error {
+	h := findHolder(ctx, path)
+	if e.held != nil {
+		h = &holderConn{info: e.held.info}
+	}
+	if h == nil {
+		return nil
+	}
+	return &exitError{1, fmt.Errorf("lore %s needs the store to itself, and %s holds it: stop that process, then run lore %s again%s",
+		cmd, h.info.describe(), cmd, h.info.stopHint())}
 }
 
 // storeError adds to a missing store's error how to name or make one.

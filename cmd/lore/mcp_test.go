@@ -26,7 +26,7 @@ func TestStdioAnswersEveryRequest(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_nodes","arguments":{"query":"billing"}}}`,
 	}, "\n") + "\n"
-	store := t.TempDir()
+	store := newStore(t)
 	for range 3 { // the race the SDK loses shows up within a few runs
 		cmd := exec.CommandContext(t.Context(), loreBin, "mcp", "--store", store)
 		cmd.Stdin = strings.NewReader(in)
@@ -122,7 +122,7 @@ func TestServeShutsDownWithOpenStreams(t *testing.T) {
 // TestMCPOverStdioProcess drives a real lore mcp process with the SDK
 // client in both protocol eras.
 func TestMCPOverStdioProcess(t *testing.T) {
-	store := t.TempDir()
+	store := newStore(t)
 	for _, era := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(era, func(t *testing.T) {
 			cmd := exec.Command(loreBin, "mcp", "--store", store)

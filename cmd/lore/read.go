@@ -33,7 +33,7 @@ func (c *ceilingFlags) limits() graph.Limits {
 // readStore parses a read command's flags, checks its arguments (want of
 // them; -1: at least one), opens the store and prints what read returns.
 func readStore(ctx context.Context, e *env, fs *flag.FlagSet, sf *storeFlags, args []string, want int, usage string,
-	read func(s *graph.Bolt, pos []string) (any, error)) error {
+	read func(s graph.Store, pos []string) (any, error)) error {
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -41,11 +41,11 @@ func readStore(ctx context.Context, e *env, fs *flag.FlagSet, sf *storeFlags, ar
 	if want >= 0 && len(pos) != want || want < 0 && len(pos) == 0 {
 		return usageErr(fs, "%s", usage)
 	}
-	s, err := sf.openRead(ctx, e)
+	s, release, err := sf.openRead(ctx, e)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	defer release()
 	v, err := read(s, pos)
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func cmdQuery(ctx context.Context, e *env, args []string) error {
 	var cf ceilingFlags
 	sf.register(fs, e)
 	cf.register(fs)
-	return readStore(ctx, e, fs, &sf, args, 1, "query takes one file (- for stdin)", func(s *graph.Bolt, pos []string) (any, error) {
+	return readStore(ctx, e, fs, &sf, args, 1, "query takes one file (- for stdin)", func(s graph.Store, pos []string) (any, error) {
 		in, closeIn, err := openInput(e, pos[0])
 		if err != nil {
 			return nil, err
@@ -86,7 +86,7 @@ func cmdSearch(ctx context.Context, e *env, args []string) error {
 	typ := fs.String("type", "", "only nodes of this `type`")
 	limit := fs.Int("limit", 10, "hits per page")
 	cursor := fs.String("cursor", "", "the cursor of the previous page")
-	return readStore(ctx, e, fs, &sf, args, -1, "search takes the text to look for", func(s *graph.Bolt, pos []string) (any, error) {
+	return readStore(ctx, e, fs, &sf, args, -1, "search takes the text to look for", func(s graph.Store, pos []string) (any, error) {
 		return graph.Search(ctx, s, graph.SearchQuery{Text: strings.Join(pos, " "), Type: *typ, Limit: *limit, Cursor: *cursor}, cf.limits())
 	})
 }
@@ -100,7 +100,7 @@ func cmdNeighbors(ctx context.Context, e *env, args []string) error {
 	edges := fs.String("edge", "", "comma-separated edge `labels` to follow (default: all)")
 	dir := fs.String("direction", "both", "out, in or both")
 	depth := fs.Int("depth", 1, "hops from the node")
-	return readStore(ctx, e, fs, &sf, args, 1, "neighbors takes one node ID", func(s *graph.Bolt, pos []string) (any, error) {
+	return readStore(ctx, e, fs, &sf, args, 1, "neighbors takes one node ID", func(s graph.Store, pos []string) (any, error) {
 		return graph.Neighbors(ctx, s, graph.NeighborsQuery{ID: graph.ID(pos[0]), Labels: splitList(*edges), Direction: graph.Direction(*dir), Depth: *depth}, cf.limits())
 	})
 }
@@ -115,7 +115,7 @@ func cmdPaths(ctx context.Context, e *env, args []string) error {
 	dir := fs.String("direction", "both", "out follows edges from FROM towards TO; in against them; both either way")
 	maxHops := fs.Int("hops", 0, "longest path to look for (default: the hop ceiling)")
 	k := fs.Int("k", 1, "how many of the shortest simple paths (no node twice), shortest first")
-	return readStore(ctx, e, fs, &sf, args, 2, "paths takes two node IDs", func(s *graph.Bolt, pos []string) (any, error) {
+	return readStore(ctx, e, fs, &sf, args, 2, "paths takes two node IDs", func(s graph.Store, pos []string) (any, error) {
 		return graph.Paths(ctx, s, graph.PathsQuery{From: graph.ID(pos[0]), To: graph.ID(pos[1]), Labels: splitList(*edges),
 			Direction: graph.Direction(*dir), MaxHops: *maxHops, K: *k}, cf.limits())
 	})

@@ -41,57 +41,89 @@ func (f *surfaceFlags) register(fs *flag.FlagSet, e *env) {
 	fs.IntVar(&f.maxSubs, "max-subscriptions", mcp.DefaultMaxSubscriptions, "resource subscriptions one MCP session may hold")
 }
 
-// open opens the store, loading the example dataset into a new store with
-// the default model, and builds the MCP server over it. A read-only server
-// needs an existing store, and keeps no --model in it.
-func (f *surfaceFlags) open(ctx context.Context, e *env) (*graph.Bolt, *mcp.Server, error) {
-	s, err := f.sf.openStore(ctx, e, f.readOnly)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := s.Stats(ctx)
-	if err == nil && st.LastSeq == 0 && st.Nodes == 0 && f.sf.model == "" && !f.noExample && !f.readOnly {
-		var is *graph.ImportStats
-		if is, err = loadExample(ctx, s); err == nil {
-			e.log.Info("loaded the example dataset", "nodes", is.Nodes, "edges", is.Edges)
-			st, err = s.Stats(ctx)
-		} else {
-			err = fmt.Errorf("loading the example data: %w", err)
-		}
-	}
-	if err != nil {
-		s.Close()
-		return nil, nil, err
-	}
-	e.log.Info("store open", "path", s.Path(), "nodes", st.Nodes, "edges", st.Edges, "changes", st.LastSeq, "ceilings", f.cf.limits())
-	cat := mcp.NewCatalog(s, &mcp.Options{ReadOnly: f.readOnly, Ceilings: f.cf.limits(), Logger: e.log, MaxDepth: f.maxDepth})
-	return s, mcp.NewServer(cat, &mcp.ServerOptions{Version: version, Logger: e.log, MaxDepth: f.maxDepth, MaxSubscriptions: f.maxSubs}), nil
+// sessionConfig is the MCP session the flags ask for.
+func (f *surfaceFlags) sessionConfig(o storeOptions) sessionConfig {
+	return sessionConfig{ReadOnly: f.readOnly, Ceilings: f.cf.limits(), MaxDepth: f.maxDepth, MaxSubscriptions: f.maxSubs,
+		Model: modelHash(o.model), ModelFile: o.modelFile}
 }
 
-// cmdMCP serves MCP on stdin and stdout. Logs go to stderr.
+// key is the configuration that identifies a holder's MCP server.
+func (c sessionConfig) key(heldReadOnly bool) sessionConfig {
+	c.Model, c.ModelFile = "", ""
+	c.ReadOnly = c.ReadOnly || heldReadOnly
+	return c
+}
+
+// cmdMCP serves MCP on stdin and stdout, through the store's holder: the
+// process that holds the store, or a background holder it starts (lore
+// hold). With --direct it serves the session itself, holding the store.
+// Logs go to stderr.
 func cmdMCP(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "mcp", "mcp [--read-only] [store and ceiling flags]   (MCP over stdio)")
+	fs := newFlagSet(e, "mcp", "mcp [--read-only] [--direct] [--idle D] [store and ceiling flags]   (MCP over stdio)")
 	var f surfaceFlags
 	f.register(fs, e)
+	direct := fs.Bool("direct", false, "serve the session in this process, which then holds the store (and shares it with other Lore processes until it exits), "+
+		"instead of through the store's shared holder")
+	idle := fs.Duration("idle", defaultIdle, "how long a background holder this starts waits without clients before it exits")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	if f.maxDepth <= 0 || f.maxSubs <= 0 {
 		return usageErr(fs, "--max-depth and --max-subscriptions must be positive")
 	}
-	s, srv, err := f.open(ctx, e)
+	if *idle <= 0 {
+		return usageErr(fs, "--idle must be positive")
+	}
+	if *direct || !sharing {
+		return serveStdioDirect(ctx, e, &f)
+	}
+	o, err := f.sf.options(e, f.readOnly)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		if err := srv.Watch(ctx); err != nil {
-			e.log.Error("change feed stopped", "error", err)
+	if strings.Contains(o.path, "://") || f.readOnly && !storeExists(o.path) {
+		// Refused by the store, with its message, before any holder starts.
+		s, err := openEmbedded(ctx, o)
+		if err == nil {
+			s.Close()
 		}
-	}()
-	return srv.ServeStdio(ctx, e.stdin, e.stdout)
+		return storeError(err)
+	}
+	if e.exe == "" {
+		return errors.New("cannot find this program to start a background holder; run lore mcp --direct")
+	}
+	b := newBridge(e, bridgeOptions{store: o.path, config: f.sessionConfig(o), exe: e.exe, hold: holdArgs(&f, o, *idle),
+		wait: max(f.sf.lockTimeout, 10*time.Second) + 20*time.Second, maxLine: defaultMaxLine})
+	return b.run(ctx)
+}
+
+// serveStdioDirect serves one MCP session on stdin and stdout from this
+// process, which holds the store (and shares it while it runs).
+func serveStdioDirect(ctx context.Context, e *env, f *surfaceFlags) error {
+	s, o, err := holdStore(ctx, e, f, false)
+	if err != nil {
+		return heldBy(err, "lore mcp --direct")
+	}
+	h, err := startHolder(holderOptions{kind: kindMCP, store: s, path: o.path, readOnly: f.readOnly, log: e.log, getenv: e.getenv})
+	if err != nil {
+		s.Close()
+		return err
+	}
+	cfg := f.sessionConfig(o).key(f.readOnly)
+	srv := newMCPServer(s, cfg, e.log)
+	h.addServer(cfg, srv)
+	logStoreOpen(ctx, e, s, o, f)
+	err = srv.ServeStdio(ctx, e.stdin, e.stdout)
+	h.stop(statusStopping, "lore mcp --direct ended")
+	h.shutdown()
+	return err
+}
+
+// logStoreOpen logs what lore serve and lore mcp --direct opened.
+func logStoreOpen(ctx context.Context, e *env, s graph.Store, o storeOptions, f *surfaceFlags) {
+	if st, err := s.Stats(ctx); err == nil {
+		e.log.Info("store open", "path", o.path, "nodes", st.Nodes, "edges", st.Edges, "changes", st.LastSeq, "ceilings", f.cf.limits())
+	}
 }
 
 // cmdServe serves MCP over Streamable HTTP until interrupted.
@@ -146,12 +178,23 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, srv, err := f.open(ctx, e)
+	s, o, err := holdStore(ctx, e, &f, true)
 	if err != nil {
 		ln.Close()
+		return heldBy(err, "lore serve")
+	}
+	h, err := startHolder(holderOptions{kind: kindServe, store: s, path: o.path, readOnly: f.readOnly, log: e.log, getenv: e.getenv})
+	if err != nil {
+		ln.Close()
+		s.Close()
 		return err
 	}
-	defer s.Close()
+	defer h.shutdown()
+	defer h.stop(statusStopping, "lore serve stopped")
+	cfg := f.sessionConfig(o).key(f.readOnly)
+	srv := newMCPServer(s, cfg, e.log)
+	h.addServer(cfg, srv)
+	logStoreOpen(ctx, e, s, o, &f)
 	off := func(n int) int { // the flags' 0 is the options' "no limit"
 		if n == 0 {
 			return -1
@@ -162,24 +205,17 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if rate == 0 {
 		rate = -1
 	}
-	h := web.NewHandler(srv, &web.Options{Logger: e.log, Version: version, StorePath: s.Path(), HTTP: mcp.HTTPOptions{Logger: e.log,
+	wh := web.NewHandler(srv, &web.Options{Logger: e.log, Version: version, StorePath: o.path, HTTP: mcp.HTTPOptions{Logger: e.log,
 		AllowedOrigins: origins, AllowedHosts: hosts, Tokens: tokens, ResourceURL: "http://" + ln.Addr().String() + "/mcp",
 		MaxBodyBytes: *maxBody, MaxJSONDepth: f.maxDepth, RateLimit: rate, AuthFailures: off(*authFailures), MaxSessions: off(*maxSessions)}})
-	hs := web.NewServer(h, &web.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
+	hs := web.NewServer(wh, &web.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
 		MaxConns: *maxConns, Logger: e.log})
-	return serveHTTP(ctx, e, ln, hs, srv)
+	return serveHTTP(ctx, e, ln, hs)
 }
 
-// serveHTTP serves on ln until ctx is done, following the store's change
-// log for the MCP server's notifications meanwhile.
-func serveHTTP(ctx context.Context, e *env, ln net.Listener, hs *web.Server, srv *mcp.Server) error {
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go func() {
-		if err := srv.Watch(watchCtx); err != nil {
-			e.log.Error("change feed stopped", "error", err)
-		}
-	}()
+// serveHTTP serves on ln until ctx is done. (The holder follows the
+// store's change log for the MCP server's notifications meanwhile.)
+func serveHTTP(ctx context.Context, e *env, ln net.Listener, hs *web.Server) error {
 	e.log.Info("serving MCP", "url", "http://"+ln.Addr().String()+"/mcp")
 	err := hs.Serve(ctx, ln)
 	if ctx.Err() != nil {

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/schema"
+)
+
+// This file is the one place in cmd/lore that names the embedded store's
+// constructor, configuration and file: everything else sees graph.Store.
+
+// storeOptions say how to open a store.
+type storeOptions struct {
+	path        string        // the store directory, absolute
+	model       *schema.Model // nil: the store's own
+	modelFile   string        // where model came from, as given, for messages
+	modelPath   string        // where model came from, absolute
+	readOnly    bool
+	lockTimeout time.Duration // 0: the store's default
+	noSync      bool
+	progress    func(graph.RebuildProgress)
+}
+
+func (o storeOptions) embedded() graph.Config {
+	return graph.Config{Path: o.path, Model: o.model, ReadOnly: o.readOnly, LockTimeout: o.lockTimeout, NoSync: o.noSync,
+		Progress: o.progress}
+}
+
+// openEmbedded opens (or creates) the embedded store in o.path.
+func openEmbedded(ctx context.Context, o storeOptions) (graph.Store, error) {
+	s, err := graph.Open(ctx, o.embedded())
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// compactEmbedded rewrites the embedded store in o.path into a fresh file.
+func compactEmbedded(ctx context.Context, o storeOptions) (*graph.CompactStats, error) {
+	return graph.Compact(ctx, o.embedded())
+}
+
+// storeExists reports whether dir holds a store.
+func storeExists(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, graph.FileName))
+	return err == nil && fi.Size() > 0
+}
+
+// removeNew returns a function that removes the store about to be created
+// at dir: its file, and dir itself if it does not exist yet.
+func removeNew(dir string) func() {
+	_, err := os.Stat(dir)
+	dirExisted := err == nil
+	return func() {
+		os.Remove(filepath.Join(dir, graph.FileName))
+		if !dirExisted {
+			os.Remove(dir) // only if nothing else is in it
+		}
+	}
+}
+
+// A checker verifies, and repairs, a store (the embedded store does).
+type checker interface {
+	Check(ctx context.Context) (*graph.CheckReport, error)
+	Repair(ctx context.Context) (*graph.CheckReport, error)
+}
