@@ -1,12 +1,14 @@
-# Lore. `make run` serves the embedded store with the example data; `make test` runs every test.
+# Lore. `make run` serves the embedded store with the example data (ADDR=host:port listens elsewhere, ARGS adds flags);
+# `make test` runs every test; `make test-race` runs them with the race detector, as CI does (.ci/run).
 GO ?= go
 
-.PHONY: all run test test-short race lint bench bench-mcp bench-go generate check-generate fuzz conformance web check-web browser-test attack interop
+.PHONY: all run test test-race test-short race lint bench bench-mcp bench-go generate check-generate fuzz conformance web check-web browser-test attack interop
 
 all: generate lint test
 
-run:            ; $(GO) run ./cmd/lore serve
-test:           ; $(GO) test -race -timeout 20m ./...
+run:            ; $(GO) run ./cmd/lore serve $(if $(ADDR),--addr '$(ADDR)') $(ARGS)
+test:           ; $(GO) test -timeout 20m ./...
+test-race:      ; $(GO) test -race -timeout 30m ./...
 test-short:     ; $(GO) test -short ./...
 lint:           ; test -z "$$(gofmt -l .)" && $(GO) vet -tags browser,interop,attack ./... && $(GO) tool staticcheck -tags browser,interop,attack ./...
 bench:          ; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./graph -lore.sizes $(or $(SIZES),10000,100000,1000000) -lore.qsizes $(or $(SIZES),10000,100000,1000000)
