@@ -86,6 +86,25 @@ func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	return mcp.Recover(mux, o.Logger, internalError)
 }
 
+// An Endpoint is a place the handler serves: what it is, and its path.
+type Endpoint struct {
+	Name, Path string
+}
+
+// Endpoints are the handler's surfaces and pages, in the order a person
+// meets them: lore serve logs each one's URL when it starts.
+func Endpoints() []Endpoint {
+	return []Endpoint{
+		{"landing page", "/"},
+		{"MCP", "/mcp"},
+		{"GraphQL console", "/console/"},
+		{"graph explorer", "/explore/"},
+		{"GraphQL", "/graphql"},
+		{"OpenAPI", "/openapi.json"},
+		{"llms.txt", "/llms.txt"},
+	}
+}
+
 // internalError answers a panic in the shape of the route it hit.
 func internalError(w http.ResponseWriter, r *http.Request) {
 	switch {

@@ -131,3 +131,23 @@ func TestLLMsTxt(t *testing.T) {
 		t.Errorf("%d links, want %d (every tool, every resource, 3 API documents, llms-full.txt)", links, want)
 	}
 }
+
+// TestEndpointsAreServed: every endpoint lore serve logs at startup is a
+// route of the handler; the pages and documents among them answer 200 to
+// a plain GET (/mcp and /graphql want more than that, but are there).
+func TestEndpointsAreServed(t *testing.T) {
+	f := newFixture(t)
+	eps := web.Endpoints()
+	if len(eps) < 7 {
+		t.Fatalf("endpoints: %v", eps)
+	}
+	for _, ep := range eps {
+		resp, body := f.get(t, ep.Path)
+		switch {
+		case resp.StatusCode == http.StatusNotFound:
+			t.Errorf("%s (%s): 404 %s", ep.Name, ep.Path, body)
+		case ep.Path != "/mcp" && ep.Path != "/graphql" && resp.StatusCode != http.StatusOK:
+			t.Errorf("%s (%s): %d %s", ep.Name, ep.Path, resp.StatusCode, body)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/schema"
 )
 
 // defaultIdle is how long a background holder stays without clients.
@@ -138,14 +140,25 @@ func heldBy(err error, what string) error {
 		"(lore mcp without --direct and the CLI commands do share it)", graph.ErrLocked, he.holder.info.describe(), what)}
 }
 
-// loadExampleIfNew loads the example dataset into a new, empty store
-// opened with the default model, unless the flags say otherwise.
+// loadExampleIfNew loads the example dataset into a new, empty store on
+// the default model, unless --no-example says otherwise. A new store on
+// another model starts empty, and the log says why: the example data fits
+// only the default model.
 func (f *surfaceFlags) loadExampleIfNew(ctx context.Context, e *env, s graph.Store) error {
 	st, err := s.Stats(ctx)
 	if err != nil {
 		return err
 	}
-	if st.LastSeq != 0 || st.Nodes != 0 || f.sf.model != "" || f.noExample || f.readOnly {
+	if st.LastSeq != 0 || st.Nodes != 0 || f.readOnly {
+		return nil
+	}
+	switch {
+	case f.noExample:
+		e.log.Info("new store: starting empty (--no-example)")
+		return nil
+	case !bytes.Equal(s.Model().JSON(), schema.DefaultJSON()):
+		e.log.Info("new store: starting empty, without the example data, which fits only the default model; "+
+			"this store's model is another (lore import loads data)", "model", f.sf.model)
 		return nil
 	}
 	is, err := loadExample(ctx, s)

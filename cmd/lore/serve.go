@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/lore-dev/lore/graph"
@@ -132,7 +134,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		"[limit flags] [store and ceiling flags]")
 	var f surfaceFlags
 	f.register(fs, e)
-	addr := fs.String("addr", DefaultAddr, "listen `address` (host:port); a non-loopback host needs --tokens")
+	addr := fs.String("addr", cmp.Or(e.getenv("LORE_ADDR"), DefaultAddr),
+		"listen `address` (host:port; env LORE_ADDR, which the flag overrides); a non-loopback host needs --tokens")
 	tokensFile := fs.String("tokens", "", "bearer tokens `file`: one 'NAME SCOPE TOKEN' per line, SCOPE read or write; readable by its owner only")
 	var origins, hosts listFlag
 	fs.Var(&origins, "allow-origin", "a browser `origin` allowed besides loopback ones (repeatable)")
@@ -148,9 +151,13 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
+	addrFrom := "--addr"
+	if !isSet(fs, "addr") && e.getenv("LORE_ADDR") != "" {
+		addrFrom = "LORE_ADDR"
+	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
-		return usageErr(fs, "--addr %q: want HOST:PORT, such as %s", *addr, DefaultAddr)
+		return usageErr(fs, "%s %q: want HOST:PORT, such as %s", addrFrom, *addr, DefaultAddr)
 	}
 	for name, d := range map[string]time.Duration{"--read-timeout": *readTimeout, "--write-timeout": *writeTimeout} {
 		if d <= f.cf.timeout {
@@ -176,7 +183,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		return err
+		return listenError(*addr, addrFrom, err)
 	}
 	s, o, err := holdStore(ctx, e, &f, true)
 	if err != nil {
@@ -213,10 +220,35 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	return serveHTTP(ctx, e, ln, hs)
 }
 
+// listenError says why lore serve cannot listen on addr (from names where
+// the address came from: --addr or LORE_ADDR), and how to pick another.
+func listenError(addr, from string, err error) error {
+	const hint = "pass --addr HOST:PORT, or set LORE_ADDR (make run ADDR=HOST:PORT), for another address, such as 127.0.0.1:0 for any free port"
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return &exitError{1, fmt.Errorf("cannot listen on %s (%s): the address is in use, perhaps by another lore serve; %s", addr, from, hint)}
+	}
+	return &exitError{1, fmt.Errorf("cannot listen on %s (%s): %v; %s", addr, from, err, hint)}
+}
+
+// isSet reports whether the flag called name was given.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // serveHTTP serves on ln until ctx is done. (The holder follows the
 // store's change log for the MCP server's notifications meanwhile.)
+// It first logs the URL of every surface and page.
 func serveHTTP(ctx context.Context, e *env, ln net.Listener, hs *web.Server) error {
-	e.log.Info("serving MCP", "url", "http://"+ln.Addr().String()+"/mcp")
+	base := "http://" + ln.Addr().String()
+	for _, ep := range web.Endpoints() {
+		msg := ep.Name
+		if ep.Path == "/mcp" {
+			msg = "serving MCP" // what scripts and tests look for
+		}
+		e.log.Info(msg, "url", base+ep.Path)
+	}
 	err := hs.Serve(ctx, ln)
 	if ctx.Err() != nil {
 		e.log.Info("shut down")
