@@ -41,7 +41,9 @@ func TestCLIThroughHolder(t *testing.T) {
 		out   string // in stdout
 		err   string // in stderr
 	}{
-		{"stats", "", []string{"stats"}, 0, "nodes    101", ""},
+		{"stats", "", []string{"stats"}, 0, `"nodes": 101`, ""},
+		{"stats table", "", []string{"stats", "-o", "table"}, 0, "nodes    101", ""},
+		{"get table", "", []string{"get", "-o", "table", "team/payments"}, 0, "Team  team/payments  Payments\n", ""},
 		{"get", "", []string{"get", "team/payments"}, 0, `"id": "team/payments"`, ""},
 		{"get missing", "", []string{"get", "team/nobody"}, 1, "", "lore: "},
 		{"search", "", []string{"search", "billing"}, 0, "service/billing", ""},
@@ -449,7 +451,7 @@ func TestSocketInRuntimeDir(t *testing.T) {
 		}
 	}
 	t.Setenv("XDG_RUNTIME_DIR", "") // the client finds it by the owner file
-	if out, errOut, code := loreIn(t, "", nil, "stats", "--store", store); code != 0 || !strings.Contains(out, "nodes    101") {
+	if out, errOut, code := loreIn(t, "", nil, "stats", "--store", store); code != 0 || !strings.Contains(out, `"nodes": 101`) {
 		t.Errorf("stats: %s%s", out, errOut)
 	}
 	// A runtime directory others may enter is made owner-only.

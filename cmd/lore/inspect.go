@@ -5,26 +5,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
+	"io"
 	"strings"
 
 	"github.com/lore-dev/lore/graph"
 )
 
 func cmdGet(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "get", "get ID   (a node ID such as service/billing, or an edge ID such as memberOf(person/ada,team/core))")
+	fs := newFlagSet(e, "get", "get [--json | -o table|json] ID   (a node ID such as service/billing, or an edge ID such as memberOf(person/ada,team/core))")
 	var sf storeFlags
+	var of outputFlags
 	sf.register(fs, e)
-	return readStore(ctx, e, fs, &sf, args, 1, "get takes one ID", func(s graph.Store, pos []string) (any, error) {
+	of.register(fs)
+	return readStore(ctx, e, fs, &sf, &of, args, 1, "get takes one ID", func(s graph.Store, pos []string) (any, view, error) {
 		if strings.Contains(pos[0], "(") {
 			k, err := graph.ParseEdgeKey(pos[0])
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return s.Edge(ctx, k)
+			ed, err := s.Edge(ctx, k)
+			return ed, func(w io.Writer) error { return viewEdge(w, ed) }, err
 		}
-		return s.Node(ctx, graph.ID(pos[0]))
+		n, err := s.Node(ctx, graph.ID(pos[0]))
+		return n, func(w io.Writer) error { return viewNode(w, s.Model(), n) }, err
 	})
 }
 
@@ -36,12 +39,17 @@ func printJSON(e *env, v any) error {
 }
 
 func cmdStats(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "stats", "stats [--json]")
+	fs := newFlagSet(e, "stats", "stats [--json | -o table|json]")
 	var sf storeFlags
+	var of outputFlags
 	sf.register(fs, e)
-	asJSON := fs.Bool("json", false, "print JSON")
+	of.register(fs)
 	if _, err := parse(fs, args); err != nil {
 		return err
+	}
+	human, err := of.table(e)
+	if err != nil {
+		return usageErr(fs, "%v", err)
 	}
 	o, err := sf.options(e, true)
 	if err != nil {
@@ -56,17 +64,10 @@ func cmdStats(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if !human {
 		return printJSON(e, st)
 	}
-	fmt.Fprintf(e.stdout, "store    %s\nnodes    %d\nedges    %d\nquads    %d\nchanges  %d\n", o.path, st.Nodes, st.Edges, st.Quads, st.LastSeq)
-	for _, t := range slices.Sorted(maps.Keys(st.NodeTypes)) {
-		fmt.Fprintf(e.stdout, "  node %-20s %d\n", t, st.NodeTypes[t])
-	}
-	for _, l := range slices.Sorted(maps.Keys(st.EdgeLabels)) {
-		fmt.Fprintf(e.stdout, "  edge %-20s %d\n", l, st.EdgeLabels[l])
-	}
-	return nil
+	return viewStats(e.stdout, o.path, st)
 }
 
 func cmdCheck(ctx context.Context, e *env, args []string) error {

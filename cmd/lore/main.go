@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -21,8 +23,49 @@ import (
 	"github.com/lore-dev/lore/schema"
 )
 
-// version is set by the linker for releases.
-var version = "dev"
+// version is what every surface reports: lore version, the MCP server's
+// serverInfo, the landing page. A release may set it with the linker
+// (-ldflags "-X main.version=v1.2.3"); otherwise it comes from the build
+// info (see buildVersion).
+var version string
+
+func init() {
+	info, ok := debug.ReadBuildInfo()
+	version = cmp.Or(version, buildVersion(info, ok))
+}
+
+// buildVersion returns the version the build info records: the main
+// module's version (go install …@v1.2.3, or the pseudo-version go build
+// stamps in a checkout: v0.0.0-DATE-REVISION, +dirty with uncommitted
+// changes), else the VCS revision, else "dev" (go run and go test stamp
+// neither).
+func buildVersion(info *debug.BuildInfo, ok bool) string {
+	if !ok || info == nil {
+		return "dev"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified == "true" {
+		rev += "+dirty"
+	}
+	return "dev-" + rev
+}
 
 const usage = `lore: a graph-backed knowledge server, MCP-native.
 
@@ -48,7 +91,7 @@ Commands:
   stats      count nodes per type and edges per label
   check      verify the store's integrity (--repair rebuilds Lore's indexes)
   compact    rewrite the store into a fresh file, dropping Cayley's tombstones
-  version    print the version
+  version    print the version (the module version or VCS revision of the build)
 
 Every command that opens a store takes:
   --store PATH   the store directory (env LORE_STORE; default $XDG_DATA_HOME/lore,
@@ -124,6 +167,9 @@ type env struct {
 	dir string
 	// tty reports whether stderr is a terminal (progress is drawn there).
 	tty bool
+	// stdoutTTY reports whether stdout is a terminal: the read commands
+	// then print their human view rather than JSON.
+	stdoutTTY bool
 	// held is the store of the holder this command runs in, for a command
 	// that another process sent to it; nil otherwise.
 	held *heldStore
@@ -132,7 +178,7 @@ type env struct {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, tty: isTerminal(stderr)}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, tty: isTerminal(stderr), stdoutTTY: isTerminal(stdout)}
 	e.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(os.Getenv("LORE_LOG_LEVEL"))}))
 	if exe, err := os.Executable(); err == nil {
 		e.exe = exe
@@ -152,7 +198,16 @@ func (e *env) run(ctx context.Context, args []string) error {
 	case "-h", "--help", "help":
 		fmt.Fprint(e.stdout, usage)
 		return nil
-	case "version", "--version":
+	case "--version":
+		fmt.Fprintln(e.stdout, "lore", version)
+		return nil
+	case "version":
+		fs := newFlagSet(e, "version", "version   (print the version: the module version or VCS revision this binary was built from)")
+		if pos, err := parse(fs, rest); err != nil {
+			return err
+		} else if len(pos) != 0 {
+			return usageErr(fs, "version takes no arguments")
+		}
 		fmt.Fprintln(e.stdout, "lore", version)
 		return nil
 	}

@@ -51,6 +51,9 @@ type runRequest struct {
 	Dir  string            `json:"dir"` // relative paths are resolved against it
 	Env  map[string]string `json:"env"`
 	TTY  bool              `json:"tty"` // the client's stderr is a terminal
+	// StdoutTTY: the client's stdout is a terminal (a holder from before
+	// this field prints JSON, as to a pipe).
+	StdoutTTY bool `json:"stdoutTTY,omitempty"`
 }
 
 // runMessage is a text message from the holder to the client.
@@ -87,7 +90,7 @@ func runRemote(ctx context.Context, e *env, h *holderConn, args []string) error 
 		}
 		dir = wd
 	}
-	req := runRequest{Args: args, Dir: dir, Env: map[string]string{}, TTY: e.tty}
+	req := runRequest{Args: args, Dir: dir, Env: map[string]string{}, TTY: e.tty, StdoutTTY: e.stdoutTTY}
 	for _, k := range remoteEnv {
 		if v := e.getenv(k); v != "" {
 			req.Env[k] = v
@@ -239,7 +242,7 @@ func (h *holder) serveRun(w http.ResponseWriter, r *http.Request) {
 		stdin:  &remoteStdin{c: c, r: stdinR},
 		stdout: stdout, stderr: stderr,
 		getenv: func(k string) string { return req.Env[k] },
-		dir:    req.Dir, tty: req.TTY,
+		dir:    req.Dir, tty: req.TTY, stdoutTTY: req.StdoutTTY,
 		held: &heldStore{store: h.store, path: h.path, info: info},
 	}
 	e.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(req.Env["LORE_LOG_LEVEL"])}))
