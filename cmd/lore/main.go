@@ -74,8 +74,8 @@ Usage:
 
 Commands:
   serve      serve MCP, REST and GraphQL over HTTP on 127.0.0.1:8931 (loading the
-             example data into a new store); --addr, --tokens, --allow-origin,
-             --allow-host, --read-only, and limits (see lore serve --help)
+             example data into a new store); --addr (env LORE_ADDR), --tokens,
+             --allow-origin, --allow-host, --read-only, and limits (see lore serve --help)
   mcp        serve MCP over stdio (for .mcp.json) through the process that holds the
              store, starting a background one if none does (--direct: serve it in
              this process); logs go to stderr
@@ -92,6 +92,9 @@ Commands:
   check      verify the store's integrity (--repair rebuilds Lore's indexes)
   compact    rewrite the store into a fresh file, dropping Cayley's tombstones
   version    print the version (the module version or VCS revision of the build)
+
+get, query, search, neighbors, paths and stats print tables on a terminal and
+JSON otherwise; --json (or -o json) and -o table choose.
 
 Every command that opens a store takes:
   --store PATH   the store directory (env LORE_STORE; default $XDG_DATA_HOME/lore,
