@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"maps"
 	"net/http"
+	"path/filepath"
 	"strings"
 
 	"github.com/lore-dev/lore/mcp"
@@ -33,10 +35,27 @@ func landing(cat *mcp.Catalog, o *Options) http.Handler {
 	// With tokens the page is still public, but the data is not: it shows
 	// neither where the store lives nor what it holds.
 	private := len(o.HTTP.Tokens) > 0
-	storeArg := html.EscapeString(store)
-	if private {
-		storeArg = "DIR"
+	// The stdio snippets: lore mcp on this store.
+	mcpArgs := []string{"mcp"}
+	switch {
+	case private:
+		mcpArgs = append(mcpArgs, "--store", "DIR")
+	case o.StorePath != "":
+		mcpArgs = append(mcpArgs, "--store", o.StorePath)
 	}
+	command, commandNote := o.Command, ""
+	if !filepath.IsAbs(command) {
+		command, commandNote = "/path/to/lore", " (<code>command -v lore</code> prints it)"
+	}
+	stdio := func(command string, extra map[string]any) map[string]any {
+		s := map[string]any{"command": command, "args": mcpArgs}
+		maps.Copy(s, extra)
+		return map[string]any{"lore": s}
+	}
+	desktop := snippet(map[string]any{"mcpServers": stdio(command, nil)})
+	project := snippet(map[string]any{"mcpServers": stdio("lore", nil)})
+	vscode := snippet(map[string]any{"servers": stdio("lore", map[string]any{"type": "stdio"})})
+	claude := "claude mcp add --scope user lore -- lore " + strings.Join(mcpArgs, " ")
 	var tools strings.Builder
 	for _, t := range cat.Tools() {
 		fmt.Fprintf(&tools, "      <li><code>%s</code>: %s", html.EscapeString(t.Name), html.EscapeString(t.Title))
@@ -61,7 +80,7 @@ func landing(cat *mcp.Catalog, o *Options) http.Handler {
 		if tokens != "" {
 			server["headers"] = map[string]string{"Authorization": "Bearer ${LORE_TOKEN}"}
 		}
-		snippet, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"lore": server}}, "", "  ")
+		httpJSON := snippet(map[string]any{"mcpServers": map[string]any{"lore": server}})
 		facts := ""
 		if !private {
 			facts = "\n    · store <code id=\"store\">" + html.EscapeString(store) + "</code>"
@@ -78,10 +97,14 @@ func landing(cat *mcp.Catalog, o *Options) http.Handler {
 		page := strings.NewReplacer(
 			"{{version}}", html.EscapeString(version),
 			"{{store_facts}}", facts,
-			"{{store_arg}}", storeArg,
+			"{{command_note}}", commandNote,
+			"{{desktop_json}}", desktop,
+			"{{project_json}}", project,
+			"{{vscode_json}}", vscode,
+			"{{claude_cmd}}", html.EscapeString(claude),
 			"{{tokens}}", tokens,
 			"{{mcp_url}}", html.EscapeString(mcpURL),
-			"{{mcp_json}}", html.EscapeString(string(snippet)),
+			"{{mcp_json}}", httpJSON,
 			"{{tools}}", tools.String(),
 		).Replace(landingHTML)
 		h := w.Header()
@@ -92,4 +115,10 @@ func landing(cat *mcp.Catalog, o *Options) http.Handler {
 		h.Set("Cache-Control", "no-cache")
 		w.Write([]byte(page))
 	})
+}
+
+// snippet is v as indented JSON, escaped for HTML.
+func snippet(v any) string {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return html.EscapeString(string(b))
 }

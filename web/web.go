@@ -29,6 +29,10 @@ type Options struct {
 	// "unknown" and "(in memory)". With tokens configured the page shows
 	// neither the store nor its counts.
 	Version, StorePath string
+	// Command is this program's absolute path, which the landing page's
+	// snippet for desktop apps runs (they do not read the shell's PATH);
+	// "" shows a placeholder.
+	Command string
 }
 
 // NewHandler returns the server's whole HTTP surface. Every route checks

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -212,12 +213,21 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if rate == 0 {
 		rate = -1
 	}
-	wh := web.NewHandler(srv, &web.Options{Logger: e.log, Version: version, StorePath: o.path, HTTP: mcp.HTTPOptions{Logger: e.log,
+	wh := web.NewHandler(srv, &web.Options{Logger: e.log, Version: version, StorePath: o.path, Command: installedExe(e.exe), HTTP: mcp.HTTPOptions{Logger: e.log,
 		AllowedOrigins: origins, AllowedHosts: hosts, Tokens: tokens, ResourceURL: "http://" + ln.Addr().String() + "/mcp",
 		MaxBodyBytes: *maxBody, MaxJSONDepth: f.maxDepth, RateLimit: rate, AuthFailures: off(*authFailures), MaxSessions: off(*maxSessions)}})
 	hs := web.NewServer(wh, &web.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
 		MaxConns: *maxConns, Logger: e.log})
 	return serveHTTP(ctx, e, ln, hs)
+}
+
+// installedExe returns exe, this program's path, for the snippets that
+// start it, unless it is a binary go run built and deletes at exit.
+func installedExe(exe string) string {
+	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		return ""
+	}
+	return exe
 }
 
 // listenError says why lore serve cannot listen on addr (from names where
