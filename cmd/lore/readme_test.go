@@ -37,7 +37,7 @@ func readmeSynopsis(t *testing.T) map[string]map[string]bool {
 	groupRE := regexp.MustCompile(`\[(\w+) flags\]`)
 	entries := map[string]string{} // command → its text
 	groups := map[string]string{}  // group → its text
-	cur := "" // the command whose entry goes on
+	cur := ""                      // the command whose entry goes on
 	for line := range strings.SplitSeq(block, "\n") {
 		fields := strings.Fields(line)
 		indented := strings.HasPrefix(line, " ")
