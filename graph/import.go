@@ -142,27 +142,6 @@ type ImportOptions struct {
 	SpoolDir string
 }
 
-// A pipeliner applies a stream of batches, planning each while the one
-// before it commits.
-type pipeliner interface {
-	applyPipelined(ctx context.Context, batches <-chan *importBatch, handle func(*importBatch, *Result, error) bool, tn *turns)
-}
-
-// A bulkLoader can skip per-commit flushes while it is empty. beginBulk
-// reports whether it did; end flushes and restores durable commits.
-type bulkLoader interface {
-	beginBulk() (end func() error, ok bool)
-}
-
-// An atomicLoader can undo a load into a store that holds, and held,
-// nothing. beginLoad reports whether the store is such; done(true) ends
-// the load, done(false) empties the store again (and so does the next
-// Open, if the process dies first). fast makes the load a bulk load (see
-// bulkLoader).
-type atomicLoader interface {
-	beginLoad(fast bool) (done func(ok bool) error, ok bool)
-}
-
 // ImportStats reports an import.
 type ImportStats struct {
 	Lines     int64         `json:"lines"`
@@ -349,8 +328,8 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (*Impo
 	case opt.Partial:
 		return runPass(ctx, s, r, opt, passPartial, start)
 	}
-	if al, ok := s.(atomicLoader); ok {
-		if done, ok := al.beginLoad(!opt.Durable); ok {
+	if al, ok := s.(AtomicLoader); ok {
+		if done, ok := al.BeginLoad(!opt.Durable); ok {
 			st, err := runPass(ctx, s, r, opt, passLoad, start)
 			if err == nil {
 				err = done(true) // which empties the store if it fails
@@ -435,8 +414,8 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 		size = DefaultImportBatch
 	}
 	size = min(size, MaxImportBatch)
-	if bl, ok := s.(bulkLoader); ok && pass == passPartial && !opt.Durable {
-		if end, ok := bl.beginBulk(); ok {
+	if bl, ok := s.(BulkLoader); ok && pass == passPartial && !opt.Durable {
+		if end, ok := bl.BeginBulk(); ok {
 			defer func() {
 				if ferr := end(); ferr != nil && err == nil {
 					err = ferr
@@ -451,14 +430,10 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	batches := make(chan *importBatch, 1)
-	pl, pipelined := s.(pipeliner)
+	batches := make(chan *StreamBatch, 1)
+	pl, pipelined := s.(Pipeliner)
 	pipelined = pipelined && !pass.dry()
-	var tn *turns
-	if pipelined && useTurns {
-		tn = newTurns(runtime.GOMAXPROCS(0))
-	}
-	go readBatches(ctx, s.Model(), dec, size, ramp, pass.dry(), batches, tn)
+	go readBatches(ctx, s.Model(), dec, size, ramp, pass.dry(), batches)
 
 	st := &ImportStats{Checking: pass == passCheck}
 	var (
@@ -511,17 +486,17 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 		return true
 	}
 	if pipelined {
-		pl.applyPipelined(ctx, batches, handle, tn)
+		pl.ApplyStream(ctx, batches, func(sb *StreamBatch, res *Result, err error) bool { return handle(sb.ib, res, err) })
 	} else {
 	loop:
 		for {
 			var ib *importBatch
 			select {
-			case b, ok := <-batches:
+			case sb, ok := <-batches:
 				if !ok {
 					break loop
 				}
-				ib = b
+				ib = sb.ib
 			case <-ctx.Done():
 				break loop
 			}
@@ -595,23 +570,20 @@ type importBatch struct {
 	parseErrs            []*LineError // the first MaxProblems
 	parseMore            int          // parse errors beyond them
 	fatal                bool         // a parse error ends the import
-	last                 bool         // the input ends after this batch
+	sb                   StreamBatch  // what a Pipeliner sees of it
 }
 
 // readBatches decodes the input into prepared batches. A batch ends at the
 // size limit, or before an element the batch already holds (so the later
 // line wins). It closes out when the input ends or ctx is cancelled.
-func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ramp, dryRun bool, out chan<- *importBatch, tn *turns) {
+func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ramp, dryRun bool, out chan<- *StreamBatch) {
 	defer close(out)
-	tn.take(turnRead)
-	defer tn.give()
 	limit := size
 	if ramp {
 		limit = max(size/rampSteps, 1)
 	}
 	newBatch := func() *importBatch {
-		ib := &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun, max: MaxImportBatch,
-			yield: func() { tn.yield(turnRead) }}}
+		ib := &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun, max: MaxImportBatch}}
 		ib.b.rank = func(ptr string) int64 { return lineOf(ptr, ib.nodeLines, ib.edgeLines) }
 		return ib
 	}
@@ -619,10 +591,12 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ra
 	send := func() bool {
 		prepare(m, cur.b)
 		cur.lines = dec.lines()
-		tn.give()
-		defer tn.take(turnRead)
+		cur.sb.Batch, cur.sb.ib = cur.b, cur
+		if cur.fatal || cur.b.Len() == 0 {
+			cur.sb.Batch = nil
+		}
 		select {
-		case out <- cur:
+		case out <- &cur.sb:
 		case <-ctx.Done():
 			return false
 		}
@@ -635,10 +609,9 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ra
 		return true
 	}
 	for ctx.Err() == nil {
-		tn.yield(turnRead)
 		el, err := dec.next()
 		if err == io.EOF {
-			cur.last = true
+			cur.sb.Last = true
 			send()
 			return
 		}
@@ -678,7 +651,7 @@ func (el element) key() string {
 	if el.node != nil {
 		return "n\x00" + string(el.node.ID)
 	}
-	return "e\x00" + string(el.edge.bytes())
+	return "e\x00" + string(el.edge.Bytes())
 }
 
 // lineOf maps a problem's pointer ("/nodes/3/…", "/edges/0/…") to its input line.

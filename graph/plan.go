@@ -12,64 +12,77 @@ import (
 	"time"
 	"unicode/utf8"
 
-	cgraph "github.com/cayleygraph/cayley/graph"
-
 	"github.com/lore-dev/lore/schema"
 )
 
-// nodeRec is a node as Lore stores it. Props is canonical JSON (sorted keys,
-// no HTML escaping), so equal properties are equal bytes.
-type nodeRec struct {
+// Writing a batch has two halves. The engine's half, the same for every
+// backend, is PlanBatch: it validates the batch against the model and the
+// store's current records, as a Snapshot shows them, and returns a Plan of
+// record changes, the batch's Result and its change-log entry. The
+// backend's half commits a Plan: its records, whatever it derives from
+// them (type, property and text indexes, edge counts, Stats' counts), the
+// change-log entry and the idempotency key, atomically, with Seq set to
+// the next sequence number. A backend plans and commits under its writer
+// lock, so that nothing changes between the two.
+
+// A NodeRecord is a node's stored state. Props is canonical JSON (sorted
+// keys, no HTML escaping, as PlanBatch makes it), so equal properties are
+// equal bytes. Times are Unix microseconds.
+type NodeRecord struct {
 	Type    string
 	Props   json.RawMessage
-	Created int64 // Unix microseconds
-	Updated int64
-	Rev     int64
-	// Deg is the node's encoded edge summary (see degree.go). It is not
-	// the node's content: the commit that writes a record sets it from the
-	// committed record and the commit's own edge changes.
-	Deg []byte
-}
-
-// edgeRec is an edge as Lore stores it (its key is the record key).
-type edgeRec struct {
-	Props   json.RawMessage // nil when the edge has none
 	Created int64
 	Updated int64
 	Rev     int64
 }
 
-// A snapshot is what planning reads: the store's state while the writer holds its lock.
-type snapshot interface {
-	nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error)
-	// nodeTypes returns the type of each node, "" for a missing one.
-	nodeTypes(ctx context.Context, ids []ID) ([]string, error)
-	edgeRecs(ctx context.Context, keys []EdgeKey) ([]*edgeRec, error)
-	// incident returns every edge that starts or ends at id.
-	incident(ctx context.Context, id ID) ([]EdgeKey, error)
+// An EdgeRecord is an edge's stored state; its key is stored beside it.
+// Props is nil when the edge has none.
+type EdgeRecord struct {
+	Props   json.RawMessage
+	Created int64
+	Updated int64
+	Rev     int64
+}
+
+// A Snapshot is what PlanBatch reads: the store's committed state as the
+// writer sees it, unchanged for as long as planning lasts (a backend plans
+// under its writer lock, in one read transaction). Results are in the
+// order of the arguments.
+type Snapshot interface {
+	// NodeRecords returns the record of each node, nil for a missing one.
+	NodeRecords(ctx context.Context, ids []ID) ([]*NodeRecord, error)
+	// NodeTypes returns the type of each node, "" for a missing one.
+	NodeTypes(ctx context.Context, ids []ID) ([]string, error)
+	// EdgeRecords returns the record of each edge, nil for a missing one.
+	EdgeRecords(ctx context.Context, keys []EdgeKey) ([]*EdgeRecord, error)
+	// Incident returns every edge that starts or ends at id, a self-loop
+	// once; a node with more than MaxBatch edges is an error wrapping
+	// ErrInvalid (a batch cannot delete them all).
+	Incident(ctx context.Context, id ID) ([]EdgeKey, error)
 }
 
 // assumeSnap answers for nodes a dry run assumes to exist.
 type assumeSnap struct {
-	snapshot
+	Snapshot
 	assume map[ID]string
 }
 
-func (a assumeSnap) nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error) {
-	recs, err := a.snapshot.nodeRecs(ctx, ids)
+func (a assumeSnap) NodeRecords(ctx context.Context, ids []ID) ([]*NodeRecord, error) {
+	recs, err := a.Snapshot.NodeRecords(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	for i, id := range ids {
 		if t, ok := a.assume[id]; ok && recs[i] == nil {
-			recs[i] = &nodeRec{Type: t, Props: json.RawMessage("null"), Rev: 1}
+			recs[i] = &NodeRecord{Type: t, Props: json.RawMessage("null"), Rev: 1}
 		}
 	}
 	return recs, nil
 }
 
-func (a assumeSnap) nodeTypes(ctx context.Context, ids []ID) ([]string, error) {
-	types, err := a.snapshot.nodeTypes(ctx, ids)
+func (a assumeSnap) NodeTypes(ctx context.Context, ids []ID) ([]string, error) {
+	types, err := a.Snapshot.NodeTypes(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -84,29 +97,33 @@ func (a assumeSnap) nodeTypes(ctx context.Context, ids []ID) ([]string, error) {
 // overlaySnap answers from a plan not yet committed, then from the store:
 // it lets the next batch be planned while that plan commits.
 type overlaySnap struct {
-	snapshot
-	nodes map[ID]*nodeRec // nil value: deleted
-	edges map[EdgeKey]*edgeRec
+	Snapshot
+	nodes map[ID]*NodeRecord // nil value: deleted
+	edges map[EdgeKey]*EdgeRecord
 }
 
-func newOverlay(snap snapshot, prev *plan) overlaySnap {
-	o := overlaySnap{snap, make(map[ID]*nodeRec, len(prev.nodes)), make(map[EdgeKey]*edgeRec, len(prev.edges))}
-	for _, op := range prev.nodes {
-		o.nodes[op.id] = op.new
+// OverlaySnapshot returns a Snapshot of the state after prev commits: prev's
+// records, then snap's. It lets a backend plan the next batch while prev
+// commits (see Pipeliner). Its Incident fails: a batch that deletes nodes
+// must be planned against the committed state.
+func OverlaySnapshot(snap Snapshot, prev *Plan) Snapshot {
+	o := overlaySnap{snap, make(map[ID]*NodeRecord, len(prev.Nodes)), make(map[EdgeKey]*EdgeRecord, len(prev.Edges))}
+	for _, op := range prev.Nodes {
+		o.nodes[op.ID] = op.New
 	}
-	for _, op := range prev.edges {
-		o.edges[op.key] = op.new
+	for _, op := range prev.Edges {
+		o.edges[op.Key] = op.New
 	}
 	return o
 }
 
-func (o overlaySnap) node(id ID) (*nodeRec, bool) {
+func (o overlaySnap) node(id ID) (*NodeRecord, bool) {
 	r, ok := o.nodes[id]
 	return r, ok
 }
 
-func (o overlaySnap) nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error) {
-	recs, err := o.snapshot.nodeRecs(ctx, ids)
+func (o overlaySnap) NodeRecords(ctx context.Context, ids []ID) ([]*NodeRecord, error) {
+	recs, err := o.Snapshot.NodeRecords(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +135,8 @@ func (o overlaySnap) nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error)
 	return recs, nil
 }
 
-func (o overlaySnap) nodeTypes(ctx context.Context, ids []ID) ([]string, error) {
-	types, err := o.snapshot.nodeTypes(ctx, ids)
+func (o overlaySnap) NodeTypes(ctx context.Context, ids []ID) ([]string, error) {
+	types, err := o.Snapshot.NodeTypes(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +151,8 @@ func (o overlaySnap) nodeTypes(ctx context.Context, ids []ID) ([]string, error) 
 	return types, nil
 }
 
-func (o overlaySnap) edgeRecs(ctx context.Context, keys []EdgeKey) ([]*edgeRec, error) {
-	recs, err := o.snapshot.edgeRecs(ctx, keys)
+func (o overlaySnap) EdgeRecords(ctx context.Context, keys []EdgeKey) ([]*EdgeRecord, error) {
+	recs, err := o.Snapshot.EdgeRecords(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -147,14 +164,18 @@ func (o overlaySnap) edgeRecs(ctx context.Context, keys []EdgeKey) ([]*edgeRec, 
 	return recs, nil
 }
 
-func (o overlaySnap) incident(context.Context, ID) ([]EdgeKey, error) {
+func (o overlaySnap) Incident(context.Context, ID) ([]EdgeKey, error) {
 	return nil, errors.New("internal: node deletes are never planned beside a commit")
 }
 
-type nodeOp struct {
-	id       ID
-	old, new *nodeRec // new == nil: delete
-	props    Props    // new's properties, decoded
+// A NodeOp is one node change of a Plan: Old is nil for a node the
+// batch creates, New is nil for one it deletes.
+type NodeOp struct {
+	ID       ID
+	Old, New *NodeRecord
+	// Props are New's properties, decoded (nil for a delete): what the
+	// backend indexes.
+	Props Props
 }
 
 // prepared caches the part of validating an element that needs no store:
@@ -184,14 +205,12 @@ func (e *jsonError) Error() string { return e.err.Error() }
 // prepare fills in the prepared state of every element whose type is known.
 func prepare(m *schema.Model, b *Batch) {
 	for i := range b.Nodes {
-		b.pause()
 		n := &b.Nodes[i]
 		if nt, ok := m.Node(n.Type); ok && !n.Merge {
 			n.prep = prepareProps(nt.Validate, n.Properties)
 		}
 	}
 	for i := range b.Edges {
-		b.pause()
 		e := &b.Edges[i]
 		if et, ok := m.Edge(e.Label); ok {
 			e.prep = prepareProps(et.Validate, e.Properties)
@@ -199,33 +218,35 @@ func prepare(m *schema.Model, b *Batch) {
 	}
 }
 
-type edgeOp struct {
-	key      EdgeKey
-	old, new *edgeRec
+// An EdgeOp is one edge change of a Plan: Old is nil for an edge the
+// batch creates, New is nil for one it deletes (explicitly, or because
+// the batch deletes one of its nodes).
+type EdgeOp struct {
+	Key      EdgeKey
+	Old, New *EdgeRecord
 }
 
-// A plan is a validated batch: the element changes, the result and the
-// change-log entry (without its sequence number), ready for a backend to commit.
-type plan struct {
-	nodes  []nodeOp
-	edges  []edgeOp
-	result *Result
-	change *Change
-	// last marks a bulk load's last batch: its commit also writes all the
-	// deferred index entries, sorted beside Cayley's part of the commit
-	// rather than in a transaction of their own after it.
-	last    bool
-	drained bool // its commit carries the deferred index entries
-
-	quadsSet bool
-	deltas   []cgraph.Delta // see quads
+// A Plan is a validated batch, ready for a backend to commit: the element
+// changes (elements the batch leaves unchanged are not among them), the
+// Result and the change-log entry. The backend sets Result.Seq and
+// Change.Seq to the entry's sequence number as it commits; a Plan that
+// changes nothing (Empty) gets no entry and no sequence number.
+type Plan struct {
+	Nodes  []NodeOp
+	Edges  []EdgeOp
+	Result *Result
+	Change *Change
 }
 
-func (p *plan) empty() bool { return len(p.nodes) == 0 && len(p.edges) == 0 }
+// Empty reports whether the plan changes nothing.
+func (p *Plan) Empty() bool { return len(p.Nodes) == 0 && len(p.Edges) == 0 }
 
-// makePlan validates b against the model and the snapshot. It returns a
-// *BatchError listing every problem if the batch must be rejected.
-func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t time.Time) (*plan, error) {
+// PlanBatch validates b against the model and the snapshot, and plans its
+// changes with t (normalised, see NormalizeTime) as their time. A batch
+// that must be rejected returns a *BatchError listing every problem, and
+// no plan. A DryRun batch is planned like any other: the backend commits
+// nothing and returns the plan's Result.
+func PlanBatch(ctx context.Context, m *schema.Model, snap Snapshot, b *Batch, t time.Time) (*Plan, error) {
 	if len(b.Assume) > 0 {
 		snap = assumeSnap{snap, b.Assume}
 	}
@@ -254,7 +275,6 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	edgeKeys := make([]EdgeKey, 0, ne)
 	nodeOK := make([]bool, len(b.Nodes))
 	for i, n := range b.Nodes {
-		b.pause()
 		here := elemRef{"nodes", i}
 		if err := n.ID.Check(); err != nil {
 			ps.add(ErrInvalid, here.String()+"/id", nodeElem(n.ID), "id", "%v", unwrapMsg(err))
@@ -318,7 +338,6 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	edgeOK := make([]bool, len(b.Edges))
 	var endpoints []ID // nodes only edges name: their types are all planning needs
 	for i, e := range b.Edges {
-		b.pause()
 		here := elemRef{"edges", i}
 		edgeOK[i] = checkEdge(here, e.EdgeKey) &&
 			revisionInRange(&ps, here, edgeElem(e.EdgeKey), e.Revision) &&
@@ -340,7 +359,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 	// Stateful checks.
 	endpoints = uniq(endpoints)
 	slices.Sort(endpoints) // sorted lookups walk the index in order
-	types, err := snap.nodeTypes(ctx, endpoints)
+	types, err := snap.NodeTypes(ctx, endpoints)
 	if err != nil {
 		return nil, err
 	}
@@ -350,41 +369,40 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			endpointType[id] = types[i]
 		}
 	}
-	recs, err := snap.nodeRecs(ctx, nodeIDs)
+	recs, err := snap.NodeRecords(ctx, nodeIDs)
 	if err != nil {
 		return nil, err
 	}
-	oldNode := make(map[ID]*nodeRec, len(nodeIDs))
+	oldNode := make(map[ID]*NodeRecord, len(nodeIDs))
 	for i, id := range nodeIDs {
 		if recs[i] != nil {
 			oldNode[id] = recs[i]
 		}
 	}
-	erecs, err := snap.edgeRecs(ctx, edgeKeys)
+	erecs, err := snap.EdgeRecords(ctx, edgeKeys)
 	if err != nil {
 		return nil, err
 	}
-	oldEdge := make(map[EdgeKey]*edgeRec, len(edgeKeys))
+	oldEdge := make(map[EdgeKey]*EdgeRecord, len(edgeKeys))
 	for i, k := range edgeKeys {
 		if erecs[i] != nil {
 			oldEdge[k] = erecs[i]
 		}
 	}
 
-	p := &plan{
-		nodes:  make([]nodeOp, 0, nn),
-		edges:  make([]edgeOp, 0, ne),
-		result: &Result{Nodes: make([]ElementResult, 0, len(b.Nodes)), Edges: make([]ElementResult, 0, len(b.Edges))},
-		change: &Change{Time: t, Op: b.Op, Nodes: make([]NodeChange, 0, nn), Edges: make([]EdgeChange, 0, ne)},
+	p := &Plan{
+		Nodes:  make([]NodeOp, 0, nn),
+		Edges:  make([]EdgeOp, 0, ne),
+		Result: &Result{Nodes: make([]ElementResult, 0, len(b.Nodes)), Edges: make([]ElementResult, 0, len(b.Edges))},
+		Change: &Change{Time: t, Op: b.Op, Nodes: make([]NodeChange, 0, nn), Edges: make([]EdgeChange, 0, ne)},
 	}
 	badNode := map[ID]bool{} // nodes of the batch already reported; their edges are not reported again
-	if p.change.Op == "" {
-		p.change.Op = "write"
+	if p.Change.Op == "" {
+		p.Change.Op = "write"
 	}
 	us := t.UnixMicro()
 	newType := map[ID]string{}
 	for i, n := range b.Nodes {
-		b.pause()
 		here := elemRef{"nodes", i}
 		name := func() string { return nodeElem(n.ID) } // for the problems only
 		if n.ID.Check() == nil && seenNode[n.ID] == here {
@@ -418,7 +436,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		canon := prep.canon
 		newType[n.ID] = n.Type
 		delete(badNode, n.ID)
-		rec := &nodeRec{Type: n.Type, Props: canon}
+		rec := &NodeRecord{Type: n.Type, Props: canon}
 		st := Created
 		switch {
 		case old == nil:
@@ -427,7 +445,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 				restoreMeta(&rec.Created, &rec.Updated, &rec.Rev, n.CreatedAt, n.UpdatedAt, n.Revision)
 			}
 		case bytes.Equal(old.Props, canon):
-			p.result.Nodes = append(p.result.Nodes, ElementResult{ID: string(n.ID), Status: Unchanged, Revision: old.Rev})
+			p.Result.Nodes = append(p.Result.Nodes, ElementResult{ID: string(n.ID), Status: Unchanged, Revision: old.Rev})
 			continue
 		default:
 			if !revisionLeft(&ps, here, name, old.Rev) {
@@ -436,9 +454,9 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			st = Updated
 			rec.Created, rec.Updated, rec.Rev = old.Created, us, old.Rev+1
 		}
-		p.nodes = append(p.nodes, nodeOp{id: n.ID, old: old, new: rec, props: prep.props})
-		p.result.Nodes = append(p.result.Nodes, ElementResult{ID: string(n.ID), Status: st, Revision: rec.Rev})
-		p.change.Nodes = append(p.change.Nodes, NodeChange{ID: n.ID, Type: n.Type, Action: st, Revision: rec.Rev})
+		p.Nodes = append(p.Nodes, NodeOp{ID: n.ID, Old: old, New: rec, Props: prep.props})
+		p.Result.Nodes = append(p.Result.Nodes, ElementResult{ID: string(n.ID), Status: st, Revision: rec.Rev})
+		p.Change.Nodes = append(p.Change.Nodes, NodeChange{ID: n.ID, Type: n.Type, Action: st, Revision: rec.Rev})
 	}
 
 	deletedNode := map[ID]bool{}
@@ -459,10 +477,10 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			continue
 		}
 		deletedNode[d.ID] = true
-		p.nodes = append(p.nodes, nodeOp{id: d.ID, old: old})
-		p.result.DeletedNodes = append(p.result.DeletedNodes, d.ID)
-		p.change.Nodes = append(p.change.Nodes, NodeChange{ID: d.ID, Type: old.Type, Action: Deleted, Revision: old.Rev})
-		inc, err := snap.incident(ctx, d.ID)
+		p.Nodes = append(p.Nodes, NodeOp{ID: d.ID, Old: old})
+		p.Result.DeletedNodes = append(p.Result.DeletedNodes, d.ID)
+		p.Change.Nodes = append(p.Change.Nodes, NodeChange{ID: d.ID, Type: old.Type, Action: Deleted, Revision: old.Rev})
+		inc, err := snap.Incident(ctx, d.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -488,7 +506,6 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		return t, ok
 	}
 	for i, e := range b.Edges {
-		b.pause()
 		if !edgeOK[i] {
 			continue
 		}
@@ -538,7 +555,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		if bytes.Equal(canon, []byte("{}")) {
 			canon = nil
 		}
-		rec := &edgeRec{Props: canon}
+		rec := &EdgeRecord{Props: canon}
 		st := Created
 		switch {
 		case old == nil:
@@ -547,7 +564,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 				restoreMeta(&rec.Created, &rec.Updated, &rec.Rev, e.CreatedAt, e.UpdatedAt, e.Revision)
 			}
 		case bytes.Equal(old.Props, canon):
-			p.result.Edges = append(p.result.Edges, ElementResult{ID: e.String(), Status: Unchanged, Revision: old.Rev})
+			p.Result.Edges = append(p.Result.Edges, ElementResult{ID: e.String(), Status: Unchanged, Revision: old.Rev})
 			continue
 		default:
 			if !revisionLeft(&ps, here, name, old.Rev) {
@@ -556,9 +573,9 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			st = Updated
 			rec.Created, rec.Updated, rec.Rev = old.Created, us, old.Rev+1
 		}
-		p.edges = append(p.edges, edgeOp{key: e.EdgeKey, old: old, new: rec})
-		p.result.Edges = append(p.result.Edges, ElementResult{ID: e.String(), Status: st, Revision: rec.Rev})
-		p.change.Edges = append(p.change.Edges, EdgeChange{EdgeKey: e.EdgeKey, Action: st, Revision: rec.Rev})
+		p.Edges = append(p.Edges, EdgeOp{Key: e.EdgeKey, Old: old, New: rec})
+		p.Result.Edges = append(p.Result.Edges, ElementResult{ID: e.String(), Status: st, Revision: rec.Rev})
+		p.Change.Edges = append(p.Change.Edges, EdgeChange{EdgeKey: e.EdgeKey, Action: st, Revision: rec.Rev})
 	}
 
 	deletedEdge := map[EdgeKey]bool{}
@@ -577,7 +594,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			continue
 		}
 		deletedEdge[d.EdgeKey] = true
-		p.edges = append(p.edges, edgeOp{key: d.EdgeKey, old: old})
+		p.Edges = append(p.Edges, EdgeOp{Key: d.EdgeKey, Old: old})
 	}
 	if len(ps.list) > 0 {
 		return nil, ps.err()
@@ -589,7 +606,7 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			casc = append(casc, k)
 		}
 	}
-	crecs, err := snap.edgeRecs(ctx, casc)
+	crecs, err := snap.EdgeRecords(ctx, casc)
 	if err != nil {
 		return nil, err
 	}
@@ -597,12 +614,12 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 		if crecs[i] == nil {
 			return nil, fmt.Errorf("edge %s is in Cayley's index but has no record: run lore check", k)
 		}
-		p.edges = append(p.edges, edgeOp{key: k, old: crecs[i]})
+		p.Edges = append(p.Edges, EdgeOp{Key: k, Old: crecs[i]})
 	}
-	for _, op := range p.edges {
-		if op.new == nil {
-			p.result.DeletedEdges = append(p.result.DeletedEdges, op.key.String())
-			p.change.Edges = append(p.change.Edges, EdgeChange{EdgeKey: op.key, Action: Deleted, Revision: op.old.Rev})
+	for _, op := range p.Edges {
+		if op.New == nil {
+			p.Result.DeletedEdges = append(p.Result.DeletedEdges, op.Key.String())
+			p.Change.Edges = append(p.Change.Edges, EdgeChange{EdgeKey: op.Key, Action: Deleted, Revision: op.Old.Rev})
 		}
 	}
 	return p, nil
@@ -617,14 +634,14 @@ type elemRef struct {
 
 func (r elemRef) String() string { return "/" + r.list + "/" + strconv.Itoa(r.i) }
 
-func (r *nodeRec) rev() int64 {
+func (r *NodeRecord) rev() int64 {
 	if r == nil {
 		return 0
 	}
 	return r.Rev
 }
 
-func (r *edgeRec) rev() int64 {
+func (r *EdgeRecord) rev() int64 {
 	if r == nil {
 		return 0
 	}
@@ -734,7 +751,7 @@ func canonicalProps(p Props) (json.RawMessage, map[string]any, error) {
 	if pureJSON(p) {
 		return raw, p, nil
 	}
-	decoded, err := decodeProps(raw)
+	decoded, err := DecodeProps(raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -770,7 +787,9 @@ func pureJSON(v any) bool {
 	return false
 }
 
-func decodeProps(raw []byte) (Props, error) {
+// DecodeProps decodes stored properties (canonical JSON, as PlanBatch
+// makes them) as Lore hands them out: numbers as json.Number.
+func DecodeProps(raw []byte) (Props, error) {
 	p := Props{}
 	if len(raw) == 0 {
 		return p, nil
@@ -782,7 +801,7 @@ func decodeProps(raw []byte) (Props, error) {
 }
 
 func mergeProps(old json.RawMessage, patch Props) (Props, error) {
-	base, err := decodeProps(old)
+	base, err := DecodeProps(old)
 	if err != nil {
 		return nil, err
 	}

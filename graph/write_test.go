@@ -275,9 +275,7 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Errorf("the retry wrote something (-before +after):\n%s", diff)
 	}
 	// The key survives a restart, so a retry after a crash is safe too.
-	dir := s.Path()
-	s.Close()
-	s = graphtest.Open(t, dir, nil)
+	s = graphtest.Reopen(t, s)
 	if again := mustApply(t, s, b); !again.Replayed {
 		t.Errorf("after reopening: %+v, want a replay", again)
 	}
@@ -316,10 +314,7 @@ func TestCascadeDelete(t *testing.T) {
 	if len(changes) != 1 || len(changes[0].Edges) != 2 || changes[0].Nodes[0].Action != graph.Deleted {
 		t.Errorf("change-log entry = %+v", changes)
 	}
-	r, err := s.Check(ctx)
-	if err != nil || !r.OK() {
-		t.Errorf("check after cascade: %v %v", err, r.Problems)
-	}
+	graphtest.CheckOK(t, s)
 }
 
 func TestBatchEdgesToNewNodesAndDeletedNodes(t *testing.T) {

@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 	hkv "github.com/hidal-go/hidalgo/kv"
 	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // hookKV is the KV Cayley runs on. Write transactions are Lore's own thin
@@ -34,11 +34,11 @@ import (
 type hookKV struct {
 	*hbolt.DB
 	mu   sync.Mutex
-	hook func(tx *bolt.Tx) error
+	hook func(tx *bbolt.Tx) error
 	// begin, if set, is called when the next write transaction begins,
 	// before Cayley writes; the transaction waits for the function it
 	// returns before it commits or rolls back.
-	begin func(tx *bolt.Tx) (wait func())
+	begin func(tx *bbolt.Tx) (wait func())
 	// absent, during a bulk load, answers lookups of keys the load never
 	// wrote (see absentKeys).
 	absent *absentKeys
@@ -85,10 +85,10 @@ var valueMergeChunk = 1 << 18
 // and deleting them. A crash between transactions leaves the rest in the
 // old buckets, where the next open finds and moves them: the store's
 // version changes only once none is left.
-func mergeValueBuckets(db *bolt.DB, chunk int) error {
+func mergeValueBuckets(db *bbolt.DB, chunk int) error {
 	for {
 		left := false
-		err := db.Update(func(tx *bolt.Tx) error {
+		err := db.Update(func(tx *bbolt.Tx) error {
 			var names [][]byte
 			c := tx.Cursor()
 			for name, v := c.Seek([]byte{'n'}); name != nil && name[0] <= 'v'; name, v = c.Next() {
@@ -96,7 +96,7 @@ func mergeValueBuckets(db *bolt.DB, chunk int) error {
 					names = append(names, bytes.Clone(name))
 				}
 			}
-			to := map[string]*bolt.Bucket{}
+			to := map[string]*bbolt.Bucket{}
 			for _, name := range [][]byte{bValueIDs, bValueRefs} {
 				b, err := tx.CreateBucketIfNotExists(name)
 				if err != nil {
@@ -140,26 +140,26 @@ func mergeValueBuckets(db *bolt.DB, chunk int) error {
 func (k *hookKV) filterAbsent(on bool) {
 	var a *absentKeys
 	if on {
-		_ = k.DB.DB().View(func(tx *bolt.Tx) error { a = newAbsentKeys(tx); return nil })
+		_ = k.DB.DB().View(func(tx *bbolt.Tx) error { a = newAbsentKeys(tx); return nil })
 	}
 	k.mu.Lock()
 	k.absent = a
 	k.mu.Unlock()
 }
 
-func (k *hookKV) setHook(f func(tx *bolt.Tx) error) {
+func (k *hookKV) setHook(f func(tx *bbolt.Tx) error) {
 	k.mu.Lock()
 	k.hook = f
 	k.mu.Unlock()
 }
 
-func (k *hookKV) setBegin(f func(tx *bolt.Tx) (wait func())) {
+func (k *hookKV) setBegin(f func(tx *bbolt.Tx) (wait func())) {
 	k.mu.Lock()
 	k.begin = f
 	k.mu.Unlock()
 }
 
-func (k *hookKV) takeBegin() func(tx *bolt.Tx) (wait func()) {
+func (k *hookKV) takeBegin() func(tx *bbolt.Tx) (wait func()) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f := k.begin
@@ -167,7 +167,7 @@ func (k *hookKV) takeBegin() func(tx *bolt.Tx) (wait func()) {
 	return f
 }
 
-func (k *hookKV) takeHook() func(tx *bolt.Tx) error {
+func (k *hookKV) takeHook() func(tx *bbolt.Tx) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f := k.hook
@@ -190,7 +190,7 @@ func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 	k.mu.Lock()
 	absent := k.absent
 	k.mu.Unlock()
-	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bolt.Bucket{}, absent: absent}
+	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bbolt.Bucket{}, absent: absent}
 	if f := k.takeBegin(); f != nil {
 		t.wait = f(tx)
 	}
@@ -224,9 +224,9 @@ func (t readTx) GetBatch(ctx context.Context, keys []hkv.Key) ([]hkv.Value, erro
 
 // writeTx is a hidalgo write transaction over one *bolt.Tx.
 type writeTx struct {
-	tx      *bolt.Tx
+	tx      *bbolt.Tx
 	kv      *hookKV
-	buckets map[string]*bolt.Bucket
+	buckets map[string]*bbolt.Bucket
 	absent  *absentKeys
 	wait    func() // see hookKV.begin
 }
@@ -238,11 +238,11 @@ var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
 // split a full page again, so fuller pages are free.
 const appendFill = 0.95
 
-func (t *writeTx) bucket(name []byte, create bool) (*bolt.Bucket, error) {
+func (t *writeTx) bucket(name []byte, create bool) (*bbolt.Bucket, error) {
 	if b, ok := t.buckets[string(name)]; ok {
 		return b, nil
 	}
-	var b *bolt.Bucket
+	var b *bbolt.Bucket
 	var err error
 	if create {
 		b, err = t.tx.CreateBucketIfNotExists(name)
@@ -350,7 +350,7 @@ func (t *writeTx) Close() error {
 	if t.wait != nil {
 		t.wait() // the rollback has the transaction to itself
 	}
-	if err := t.tx.Rollback(); err != nil && !errors.Is(err, bolt.ErrTxClosed) {
+	if err := t.tx.Rollback(); err != nil && !errors.Is(err, bbolt.ErrTxClosed) {
 		return err
 	}
 	return nil
