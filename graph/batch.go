@@ -10,6 +10,9 @@ import (
 // MaxBatch is the most elements (upserts and deletes together) one batch may hold.
 const MaxBatch = 10000
 
+// MaxIdempotencyKey is the longest idempotency key, in bytes.
+const MaxIdempotencyKey = 256
+
 // MaxRevision is the highest revision an element may reach: 2^53-1, the
 // largest integer every JSON client (JavaScript's numbers among them)
 // keeps exactly. A revision or expected revision outside 0 to MaxRevision

@@ -23,9 +23,6 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-// MaxIdempotencyKey is the longest idempotency key, in bytes.
-const MaxIdempotencyKey = 256
-
 // idemRec remembers the result of a batch applied with an idempotency key.
 type idemRec struct {
 	Hash   []byte        `json:"h"`
@@ -38,8 +35,8 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 	if b == nil {
 		return nil, fmt.Errorf("nil batch: %w", graph.ErrInvalid)
 	}
-	if len(b.IdempotencyKey) > MaxIdempotencyKey {
-		return nil, fmt.Errorf("idempotency key longer than %d bytes: %w", MaxIdempotencyKey, graph.ErrInvalid)
+	if len(b.IdempotencyKey) > graph.MaxIdempotencyKey {
+		return nil, fmt.Errorf("idempotency key longer than %d bytes: %w", graph.MaxIdempotencyKey, graph.ErrInvalid)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -124,7 +121,11 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time, 
 		err error
 	}
 	ready := make(chan prepared, 1)
-	beside := len(deltas) > 0 && useWriteBeside
+	dels, adds := splitDeltas(deltas)
+	// A commit that both adds and removes quads runs them as two
+	// ApplyDeltas in one bbolt transaction (see applyDeltas), and writes
+	// Lore's records after Cayley's part, not beside it.
+	beside := len(deltas) > 0 && useWriteBeside && (len(dels) == 0 || len(adds) == 0)
 	began := make(chan map[string]*bbolt.Bucket, 1) // Lore's buckets in Cayley's transaction
 	abort := make(chan struct{})                    // closed if Cayley began none
 	done := make(chan struct{})                     // closed when the goroutine no longer uses the transaction
@@ -177,7 +178,7 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time, 
 		if beside {
 			s.kv.setBegin(begin)
 		}
-		err = s.qs.ApplyDeltas(deltas, cgraph.IgnoreOpts{})
+		err = s.applyDeltas(dels, adds)
 		if s.kv.takeBegin() != nil {
 			close(abort) // Cayley failed before it began its transaction
 		}
@@ -210,6 +211,41 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time, 
 		s.changed.Notify()
 	}
 	return nil
+}
+
+// splitDeltas returns the quads deltas removes and those it adds.
+func splitDeltas(deltas []cgraph.Delta) (dels, adds []cgraph.Delta) {
+	for _, d := range deltas {
+		if d.Action == cgraph.Delete {
+			dels = append(dels, d)
+		} else {
+			adds = append(adds, d)
+		}
+	}
+	return dels, adds
+}
+
+// applyDeltas has Cayley remove and add quads in one bbolt transaction,
+// which Lore's hook commits. Cayley's ApplyDeltas drops a quad's
+// direction from an added quad whose value a batch's deletes use more
+// often than its adds (graph/log.SplitDeltas counts the value among those
+// to decrement, and the adds resolve only those to increment): creating a
+// node and deleting two in one call stored the new node's quad without
+// its predicate, and no delete of it could succeed afterwards. So the
+// removals run first, in a call of their own whose transaction is held
+// open (hookKV.holdNext), and the additions run in a second call on the
+// same transaction, whose commit writes Lore's records too.
+func (s *Store) applyDeltas(dels, adds []cgraph.Delta) error {
+	if len(dels) == 0 || len(adds) == 0 {
+		return s.qs.ApplyDeltas(append(dels, adds...), cgraph.IgnoreOpts{})
+	}
+	s.kv.holdNext()
+	err := s.qs.ApplyDeltas(dels, cgraph.IgnoreOpts{})
+	if err == nil {
+		err = s.qs.ApplyDeltas(adds, cgraph.IgnoreOpts{})
+	}
+	s.kv.dropHeld() // if the second call failed before it took the transaction
+	return err
 }
 
 // pipelineable reports whether a batch may be planned while the previous

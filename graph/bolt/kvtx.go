@@ -42,6 +42,31 @@ type hookKV struct {
 	// absent, during a bulk load, answers lookups of keys the load never
 	// wrote (see absentKeys).
 	absent *absentKeys
+	// hold makes the next write transaction's Commit hand the bbolt
+	// transaction on, uncommitted, to the one after it (held), which
+	// commits it: two ApplyDeltas calls then make one commit (see
+	// Store.applyDeltas).
+	hold bool
+	held *bbolt.Tx
+}
+
+// holdNext makes the next write transaction's commit keep it open for the
+// one after it.
+func (k *hookKV) holdNext() {
+	k.mu.Lock()
+	k.hold = true
+	k.mu.Unlock()
+}
+
+// dropHeld rolls back a transaction held for a next one that never took it.
+func (k *hookKV) dropHeld() {
+	k.mu.Lock()
+	tx := k.held
+	k.held, k.hold = nil, false
+	k.mu.Unlock()
+	if tx != nil {
+		_ = tx.Rollback()
+	}
 }
 
 // Where Lore keeps Cayley's value IDs and reference counts (see hookKV).
@@ -183,14 +208,17 @@ func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 		}
 		return readTx{tx}, nil
 	}
-	tx, err := k.DB.DB().Begin(true)
-	if err != nil {
-		return nil, err
-	}
 	k.mu.Lock()
-	absent := k.absent
+	absent, tx, hold := k.absent, k.held, k.hold
+	k.held, k.hold = nil, false
 	k.mu.Unlock()
-	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bbolt.Bucket{}, absent: absent}
+	if tx == nil {
+		var err error
+		if tx, err = k.DB.DB().Begin(true); err != nil {
+			return nil, err
+		}
+	}
+	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bbolt.Bucket{}, absent: absent, hold: hold}
 	if f := k.takeBegin(); f != nil {
 		t.wait = f(tx)
 	}
@@ -229,6 +257,8 @@ type writeTx struct {
 	buckets map[string]*bbolt.Bucket
 	absent  *absentKeys
 	wait    func() // see hookKV.begin
+	hold    bool   // Commit hands the transaction on (see hookKV.hold)
+	handed  bool   // it did
 }
 
 var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
@@ -332,6 +362,13 @@ func (t *writeTx) Scan(ctx context.Context, opts ...hkv.IteratorOption) hkv.Iter
 }
 
 func (t *writeTx) Commit(ctx context.Context) error {
+	if t.hold {
+		t.kv.mu.Lock()
+		t.kv.held = t.tx
+		t.kv.mu.Unlock()
+		t.handed = true
+		return nil
+	}
 	var err error
 	if f := t.kv.takeHook(); f != nil {
 		err = f(t.tx)
@@ -347,6 +384,9 @@ func (t *writeTx) Commit(ctx context.Context) error {
 }
 
 func (t *writeTx) Close() error {
+	if t.handed {
+		return nil // the next write transaction has it
+	}
 	if t.wait != nil {
 		t.wait() // the rollback has the transaction to itself
 	}
