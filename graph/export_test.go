@@ -24,9 +24,3 @@ const (
 
 // Fingerprint returns the fingerprint a query's cursors carry.
 func Fingerprint(q *Query) string { return q.fingerprint() }
-
-// LargeImport is where ImportGCPercentAt switches to ImportGCPercent.
-var LargeImport = &largeImport
-
-// RampSteps is how much smaller than the default an import's first batch is.
-var RampSteps = rampSteps

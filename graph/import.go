@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -52,19 +51,23 @@ func ParseFormat(s string) (Format, error) {
 const ImportGCPercent = 400
 
 // ImportGCPercentAt returns the collector's percent for an import that has
-// committed n elements: 200 for its first 300,000 elements, then
-// ImportGCPercent. A small load's heap is small, and collecting it more
-// often costs less than touching fresh memory: a 10k-node load took 6%
-// less time at 200 than at 400, 100k nodes 8% less; a 1M-node load took 7%
-// longer at 200 throughout.
-func ImportGCPercentAt(n int64) int {
-	if n < largeImport {
+// committed n elements: 200 for its first DefaultLargeImport elements,
+// then ImportGCPercent. A small load's heap is small, and collecting it
+// more often costs less than touching fresh memory: a 10k-node load took
+// 6% less time at 200 than at 400, 100k nodes 8% less; a 1M-node load took
+// 7% longer at 200 throughout.
+func ImportGCPercentAt(n int64) int { return gcPercentAt(n, DefaultLargeImport) }
+
+// DefaultLargeImport is where an import's collector percent goes from 200
+// to ImportGCPercent (see ImportGCPercentAt, ImportOptions.LargeImport).
+const DefaultLargeImport = 300000
+
+func gcPercentAt(n, large int64) int {
+	if n < large {
 		return 200
 	}
 	return ImportGCPercent
 }
-
-var largeImport int64 = 300000 // a variable so that tests can lower it
 
 // ImportMemoryLimit returns the soft memory limit for imports: a quarter
 // of physical memory, between 1 GiB and 4 GiB (2 GiB where physical memory
@@ -93,14 +96,14 @@ const (
 	MaxImportBatch     = 100000
 )
 
-// rampSteps: an import at the default batch size starts with batches this
-// many times smaller (2,000 elements) and doubles them up to the default,
-// so that the store starts committing soon after the input starts, and
-// even a small import is read, checked and written in a pipeline. At 10k
-// nodes and 20k edges, a first batch of 2,000 took 6% less time than one
-// of 6,250: Cayley's single-threaded part starts sooner, and more batches
-// do not cost more than that.
-var rampSteps = 25
+// DefaultFirstBatch is the size of an import's first batch at the default
+// batch size: it doubles batch by batch up to DefaultImportBatch, so that
+// the store starts committing soon after the input starts, and even a
+// small import is read, checked and written in a pipeline. At 10k nodes
+// and 20k edges, a first batch of 2,000 took 6% less time than one of
+// 6,250: Cayley's single-threaded part starts sooner, and more batches do
+// not cost more than that.
+const DefaultFirstBatch = DefaultImportBatch / 25
 
 // MaxLine is the longest line an import reads, in bytes.
 const MaxLine = 16 << 20
@@ -110,8 +113,11 @@ type ImportOptions struct {
 	Format Format
 	// BatchSize is the number of elements per transaction, capped at
 	// MaxImportBatch. 0 means DefaultImportBatch, reached by doubling from
-	// a 25th of it (see rampSteps).
+	// FirstBatch.
 	BatchSize int
+	// FirstBatch is the size of the first batch when BatchSize is 0; 0
+	// means DefaultFirstBatch.
+	FirstBatch int
 	// DryRun validates the whole input against the store and writes
 	// nothing. Every problem is counted; the first MaxProblems, by line,
 	// are listed.
@@ -125,6 +131,9 @@ type ImportOptions struct {
 	// TuneGC has the import set the collector's percent as it grows
 	// (ImportGCPercentAt), and restore it when it returns.
 	TuneGC bool
+	// LargeImport is where TuneGC goes from 200 to ImportGCPercent, in
+	// elements committed; 0 means DefaultLargeImport.
+	LargeImport int64
 	// Durable makes every batch durable (fsynced) when it commits. Without
 	// it, an import into an empty store is a bulk load: batches commit
 	// atomically but are flushed to disk once, at the end, as bbolt advises
@@ -424,8 +433,9 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 		}
 	}
 	gcPercent := 0 // the collector's percent as the import set it
+	large := cmp.Or(opt.LargeImport, DefaultLargeImport)
 	if opt.TuneGC {
-		gcPercent = ImportGCPercentAt(0)
+		gcPercent = gcPercentAt(0, large)
 		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -433,7 +443,11 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 	batches := make(chan *StreamBatch, 1)
 	pl, pipelined := s.(Pipeliner)
 	pipelined = pipelined && !pass.dry()
-	go readBatches(ctx, s.Model(), dec, size, ramp, pass.dry(), batches)
+	first := size
+	if ramp {
+		first = min(max(cmp.Or(opt.FirstBatch, DefaultFirstBatch), 1), size)
+	}
+	go readBatches(ctx, s.Model(), dec, first, size, pass.dry(), batches)
 
 	st := &ImportStats{Checking: pass == passCheck}
 	var (
@@ -475,7 +489,7 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 		}
 		st.Nodes += int64(len(ib.b.Nodes))
 		st.Edges += int64(len(ib.b.Edges))
-		if p := ImportGCPercentAt(st.Elements()); opt.TuneGC && p != gcPercent {
+		if p := gcPercentAt(st.Elements(), large); opt.TuneGC && p != gcPercent {
 			debug.SetGCPercent(p) // only when it changes: it stops the world
 			gcPercent = p
 		}
@@ -573,15 +587,13 @@ type importBatch struct {
 	sb                   StreamBatch  // what a Pipeliner sees of it
 }
 
-// readBatches decodes the input into prepared batches. A batch ends at the
+// readBatches decodes the input into prepared batches, the first of first
+// elements, then each twice the one before, up to size. A batch ends at the
 // size limit, or before an element the batch already holds (so the later
 // line wins). It closes out when the input ends or ctx is cancelled.
-func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ramp, dryRun bool, out chan<- *StreamBatch) {
+func readBatches(ctx context.Context, m *schema.Model, dec decoder, first, size int, dryRun bool, out chan<- *StreamBatch) {
 	defer close(out)
-	limit := size
-	if ramp {
-		limit = max(size/rampSteps, 1)
-	}
+	limit := first
 	newBatch := func() *importBatch {
 		ib := &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun, max: MaxImportBatch}}
 		ib.b.rank = func(ptr string) int64 { return lineOf(ptr, ib.nodeLines, ib.edgeLines) }
@@ -600,9 +612,6 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ra
 		case <-ctx.Done():
 			return false
 		}
-		// The planner, woken by the send, would wait in this core's queue
-		// until the reader blocks or is preempted: let it run now.
-		runtime.Gosched()
 		cur = newBatch()
 		clear(inBatch)
 		limit = min(2*limit, size)

@@ -14,9 +14,6 @@ import (
 // An import that tunes the collector sets its percent as it grows, and
 // puts the caller's back when it returns.
 func TestImportTunesGC(t *testing.T) {
-	old := *graph.LargeImport
-	*graph.LargeImport = 150
-	t.Cleanup(func() { *graph.LargeImport = old })
 	gcPercent := func() int {
 		p := debug.SetGCPercent(-1)
 		debug.SetGCPercent(p)
@@ -29,7 +26,7 @@ func TestImportTunesGC(t *testing.T) {
 	}
 	var seen []int
 	s := graphtest.New(t)
-	opt := graph.ImportOptions{BatchSize: 100, TuneGC: true, Progress: func(graph.ImportStats) { seen = append(seen, gcPercent()) }}
+	opt := graph.ImportOptions{BatchSize: 100, TuneGC: true, LargeImport: 150, Progress: func(graph.ImportStats) { seen = append(seen, gcPercent()) }}
 	if _, err := graph.Import(t.Context(), s, strings.NewReader(data.String()), opt); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +42,7 @@ func TestImportTunesGC(t *testing.T) {
 // doubles them; one with a batch size given keeps it.
 func TestImportRampsBatches(t *testing.T) {
 	var data strings.Builder
-	n := graph.DefaultImportBatch/graph.RampSteps*3 + 100 // the first two batches, and part of the third
+	n := graph.DefaultFirstBatch*3 + 100 // the first two batches, and part of the third
 	for i := range n {
 		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"t%d"}}`+"\n", i, i)
 	}
@@ -64,7 +61,7 @@ func TestImportRampsBatches(t *testing.T) {
 		}
 		return out
 	}
-	first := graph.DefaultImportBatch / graph.RampSteps
+	first := graph.DefaultFirstBatch
 	if got, want := sizes(graph.ImportOptions{}), []int{first, 2 * first, 100}; !slices.Equal(got, want) {
 		t.Errorf("batches at the default size: %v, want %v", got, want)
 	}

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -250,197 +251,298 @@ func PlanBatch(ctx context.Context, m *schema.Model, snap Snapshot, b *Batch, t 
 	if len(b.Assume) > 0 {
 		snap = assumeSnap{snap, b.Assume}
 	}
-	ps := problems{rank: b.rank}
+	pl := &planner{m: m, snap: snap, b: b, us: t.UnixMicro(), ps: problems{rank: b.rank}}
+	if err := pl.checkSize(); err != nil {
+		return nil, err
+	}
+	// Static checks, which need no store. An element that fails one is
+	// left out of the stateful checks; the others still go through them,
+	// so that one answer lists every problem to fix.
+	pl.checkNodes()
+	pl.checkNodeDeletes()
+	pl.checkEdges()
+	pl.checkEdgeDeletes()
+	// Stateful checks, against the records the snapshot holds.
+	if err := pl.readRecords(ctx); err != nil {
+		return nil, err
+	}
+	pl.startPlan(t)
+	if err := pl.planNodes(); err != nil {
+		return nil, err
+	}
+	if err := pl.planNodeDeletes(ctx); err != nil {
+		return nil, err
+	}
+	pl.planEdges()
+	pl.planEdgeDeletes()
+	if len(pl.ps.list) > 0 {
+		return nil, pl.ps.err()
+	}
+	if err := pl.planCascade(ctx); err != nil {
+		return nil, err
+	}
+	return pl.p, nil
+}
+
+// A planner is PlanBatch's state as it goes through its phases.
+type planner struct {
+	m    *schema.Model
+	snap Snapshot
+	b    *Batch
+	us   int64 // the plan's time, Unix microseconds
+	ps   problems
+
+	// From the static checks: each element's first place in the batch,
+	// whether each element passed, the records to read, and the nodes
+	// only edges name (their types are all planning needs of them).
+	seenNode                             map[ID]elemRef
+	seenEdge                             map[EdgeKey]elemRef
+	nodeOK, delNodeOK, edgeOK, delEdgeOK []bool
+	nodeIDs                              []ID
+	edgeKeys                             []EdgeKey
+	endpoints                            []ID
+
+	// From the snapshot.
+	endpointType map[ID]string
+	oldNode      map[ID]*NodeRecord
+	oldEdge      map[EdgeKey]*EdgeRecord
+
+	// From planning.
+	p            *Plan
+	badNode      map[ID]bool   // nodes of the batch already reported: their edges are not reported again
+	newType      map[ID]string // nodes the batch writes
+	deletedNode  map[ID]bool
+	deletedEdge  map[EdgeKey]bool
+	cascade      map[EdgeKey]bool // edges of deleted nodes
+	cascadeOrder []EdgeKey
+}
+
+// checkSize refuses an empty batch and one over its size limit.
+func (pl *planner) checkSize() error {
+	b := pl.b
 	if b.Len() == 0 {
-		ps.add(ErrInvalid, "", "batch", "empty", "the batch holds no element; give nodes, edges, deleteNodes or deleteEdges")
-		return nil, ps.err()
+		pl.ps.add(ErrInvalid, "", "batch", "empty", "the batch holds no element; give nodes, edges, deleteNodes or deleteEdges")
+		return pl.ps.err()
 	}
 	if b.Len() > b.limit() {
-		ps.add(ErrInvalid, "", "batch", "size", "%d elements; split it into batches of at most %d", b.Len(), b.limit())
-		return nil, ps.err()
+		pl.ps.add(ErrInvalid, "", "batch", "size", "%d elements; split it into batches of at most %d", b.Len(), b.limit())
+		return pl.ps.err()
 	}
 	// Sized up front: an import's batches are tens of thousands of
 	// elements, and growing maps and lists copies them again and again.
 	nn, ne := len(b.Nodes)+len(b.DeleteNodes), len(b.Edges)+len(b.DeleteEdges)
-	seenNode := make(map[ID]elemRef, nn)
-	seenEdge := make(map[EdgeKey]elemRef, ne)
-	dup := func(ptr, elem string, first elemRef) {
-		ps.add(ErrInvalid, ptr, elem, "duplicate", "already appears at %s; each element may appear once per batch", first)
-	}
+	pl.seenNode = make(map[ID]elemRef, nn)
+	pl.seenEdge = make(map[EdgeKey]elemRef, ne)
+	pl.nodeIDs = make([]ID, 0, nn)
+	pl.edgeKeys = make([]EdgeKey, 0, ne)
+	return nil
+}
 
-	// Static checks, and the records to read. An element that fails one
-	// is left out of the stateful checks; the others still go through
-	// them, so that one answer lists every problem to fix.
-	nodeIDs := make([]ID, 0, nn)
-	edgeKeys := make([]EdgeKey, 0, ne)
-	nodeOK := make([]bool, len(b.Nodes))
-	for i, n := range b.Nodes {
+func (pl *planner) dup(ptr, elem string, first elemRef) {
+	pl.ps.add(ErrInvalid, ptr, elem, "duplicate", "already appears at %s; each element may appear once per batch", first)
+}
+
+// checkNodes checks each node upsert's ID, uniqueness, revisions and type.
+func (pl *planner) checkNodes() {
+	pl.nodeOK = make([]bool, len(pl.b.Nodes))
+	for i, n := range pl.b.Nodes {
 		here := elemRef{"nodes", i}
 		if err := n.ID.Check(); err != nil {
-			ps.add(ErrInvalid, here.String()+"/id", nodeElem(n.ID), "id", "%v", unwrapMsg(err))
+			pl.ps.add(ErrInvalid, here.String()+"/id", nodeElem(n.ID), "id", "%v", unwrapMsg(err))
 			continue
 		}
-		if first, ok := seenNode[n.ID]; ok {
-			dup(here.String(), nodeElem(n.ID), first)
+		if first, ok := pl.seenNode[n.ID]; ok {
+			pl.dup(here.String(), nodeElem(n.ID), first)
 			continue
 		}
-		seenNode[n.ID] = here
-		nodeIDs = append(nodeIDs, n.ID)
-		ok := revisionInRange(&ps, here, nodeElem(n.ID), n.Revision) &&
-			expectedInRange(&ps, here, nodeElem(n.ID), n.ExpectedRevision)
-		if _, known := m.Node(n.Type); !known {
-			ps.add(ErrInvalid, here.String()+"/type", nodeElem(n.ID), "unknown-type", "unknown node type %q; the model has %s", n.Type, list(m.NodeTypeNames()))
+		pl.seenNode[n.ID] = here
+		pl.nodeIDs = append(pl.nodeIDs, n.ID)
+		ok := revisionInRange(&pl.ps, here, nodeElem(n.ID), n.Revision) &&
+			expectedInRange(&pl.ps, here, nodeElem(n.ID), n.ExpectedRevision)
+		if _, known := pl.m.Node(n.Type); !known {
+			pl.ps.add(ErrInvalid, here.String()+"/type", nodeElem(n.ID), "unknown-type", "unknown node type %q; the model has %s", n.Type, list(pl.m.NodeTypeNames()))
 			ok = false
 		}
-		nodeOK[i] = ok
+		pl.nodeOK[i] = ok
 	}
-	delNodeOK := make([]bool, len(b.DeleteNodes))
-	for i, d := range b.DeleteNodes {
+}
+
+// checkNodeDeletes checks each node delete's ID, uniqueness and expected revision.
+func (pl *planner) checkNodeDeletes() {
+	pl.delNodeOK = make([]bool, len(pl.b.DeleteNodes))
+	for i, d := range pl.b.DeleteNodes {
 		here := elemRef{"deleteNodes", i}
 		if err := d.ID.Check(); err != nil {
-			ps.add(ErrInvalid, here.String()+"/id", nodeElem(d.ID), "id", "%v", unwrapMsg(err))
+			pl.ps.add(ErrInvalid, here.String()+"/id", nodeElem(d.ID), "id", "%v", unwrapMsg(err))
 			continue
 		}
-		if first, ok := seenNode[d.ID]; ok {
-			dup(here.String(), nodeElem(d.ID), first)
+		if first, ok := pl.seenNode[d.ID]; ok {
+			pl.dup(here.String(), nodeElem(d.ID), first)
 			continue
 		}
-		seenNode[d.ID] = here
-		nodeIDs = append(nodeIDs, d.ID)
-		delNodeOK[i] = expectedInRange(&ps, here, nodeElem(d.ID), d.ExpectedRevision)
+		pl.seenNode[d.ID] = here
+		pl.nodeIDs = append(pl.nodeIDs, d.ID)
+		pl.delNodeOK[i] = expectedInRange(&pl.ps, here, nodeElem(d.ID), d.ExpectedRevision)
 	}
-	checkEdge := func(here elemRef, k EdgeKey) bool {
-		if err := k.Check(); err != nil {
-			ps.add(ErrInvalid, here.String(), edgeElem(k), "id", "%v", unwrapMsg(err))
-			return false
-		}
-		et, ok := m.Edge(k.Label)
-		if !ok {
-			ps.add(ErrInvalid, here.String()+"/label", edgeElem(k), "unknown-label", "unknown edge label %q; the model has %s", k.Label, list(m.EdgeLabels()))
-			return false
-		}
-		if et.Keyed && k.Key == "" {
-			ps.add(ErrInvalid, here.String()+"/key", edgeElem(k), "key", "%s edges are keyed; give a key (for a relation, its type)", k.Label)
-			return false
-		}
-		if !et.Keyed && k.Key != "" {
-			ps.add(ErrInvalid, here.String()+"/key", edgeElem(k), "key", "%s edges take no key; remove it", k.Label)
-			return false
-		}
-		if first, ok := seenEdge[k]; ok {
-			dup(here.String(), edgeElem(k), first)
-			return false
-		}
-		seenEdge[k] = here
-		edgeKeys = append(edgeKeys, k)
-		return true
+}
+
+// checkEdgeKey checks an edge key against the model (its label, and a key
+// where the label takes one) and for uniqueness in the batch.
+func (pl *planner) checkEdgeKey(here elemRef, k EdgeKey) bool {
+	if err := k.Check(); err != nil {
+		pl.ps.add(ErrInvalid, here.String(), edgeElem(k), "id", "%v", unwrapMsg(err))
+		return false
 	}
-	edgeOK := make([]bool, len(b.Edges))
-	var endpoints []ID // nodes only edges name: their types are all planning needs
-	for i, e := range b.Edges {
+	et, ok := pl.m.Edge(k.Label)
+	if !ok {
+		pl.ps.add(ErrInvalid, here.String()+"/label", edgeElem(k), "unknown-label", "unknown edge label %q; the model has %s", k.Label, list(pl.m.EdgeLabels()))
+		return false
+	}
+	if et.Keyed && k.Key == "" {
+		pl.ps.add(ErrInvalid, here.String()+"/key", edgeElem(k), "key", "%s edges are keyed; give a key (for a relation, its type)", k.Label)
+		return false
+	}
+	if !et.Keyed && k.Key != "" {
+		pl.ps.add(ErrInvalid, here.String()+"/key", edgeElem(k), "key", "%s edges take no key; remove it", k.Label)
+		return false
+	}
+	if first, ok := pl.seenEdge[k]; ok {
+		pl.dup(here.String(), edgeElem(k), first)
+		return false
+	}
+	pl.seenEdge[k] = here
+	pl.edgeKeys = append(pl.edgeKeys, k)
+	return true
+}
+
+// checkEdges checks each edge upsert's key and revisions, and collects the
+// endpoints the batch does not write itself.
+func (pl *planner) checkEdges() {
+	pl.edgeOK = make([]bool, len(pl.b.Edges))
+	for i, e := range pl.b.Edges {
 		here := elemRef{"edges", i}
-		edgeOK[i] = checkEdge(here, e.EdgeKey) &&
-			revisionInRange(&ps, here, edgeElem(e.EdgeKey), e.Revision) &&
-			expectedInRange(&ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
-		if edgeOK[i] {
+		pl.edgeOK[i] = pl.checkEdgeKey(here, e.EdgeKey) &&
+			revisionInRange(&pl.ps, here, edgeElem(e.EdgeKey), e.Revision) &&
+			expectedInRange(&pl.ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
+		if pl.edgeOK[i] {
 			for _, id := range []ID{e.From, e.To} {
-				if _, ok := seenNode[id]; !ok {
-					endpoints = append(endpoints, id)
+				if _, ok := pl.seenNode[id]; !ok {
+					pl.endpoints = append(pl.endpoints, id)
 				}
 			}
 		}
 	}
-	delEdgeOK := make([]bool, len(b.DeleteEdges))
-	for i, e := range b.DeleteEdges {
-		here := elemRef{"deleteEdges", i}
-		delEdgeOK[i] = checkEdge(here, e.EdgeKey) && expectedInRange(&ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
-	}
+}
 
-	// Stateful checks.
-	endpoints = uniq(endpoints)
-	slices.Sort(endpoints) // sorted lookups walk the index in order
-	types, err := snap.NodeTypes(ctx, endpoints)
-	if err != nil {
-		return nil, err
+// checkEdgeDeletes checks each edge delete's key and expected revision.
+func (pl *planner) checkEdgeDeletes() {
+	pl.delEdgeOK = make([]bool, len(pl.b.DeleteEdges))
+	for i, e := range pl.b.DeleteEdges {
+		here := elemRef{"deleteEdges", i}
+		pl.delEdgeOK[i] = pl.checkEdgeKey(here, e.EdgeKey) && expectedInRange(&pl.ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
 	}
-	endpointType := make(map[ID]string, len(endpoints))
+}
+
+// readRecords reads what the stateful checks need from the snapshot: the
+// types of the endpoints, and the records of the batch's nodes and edges.
+func (pl *planner) readRecords(ctx context.Context) error {
+	endpoints := uniq(pl.endpoints)
+	slices.Sort(endpoints) // sorted lookups walk the index in order
+	types, err := pl.snap.NodeTypes(ctx, endpoints)
+	if err != nil {
+		return err
+	}
+	pl.endpointType = make(map[ID]string, len(endpoints))
 	for i, id := range endpoints {
 		if types[i] != "" {
-			endpointType[id] = types[i]
+			pl.endpointType[id] = types[i]
 		}
 	}
-	recs, err := snap.NodeRecords(ctx, nodeIDs)
+	recs, err := pl.snap.NodeRecords(ctx, pl.nodeIDs)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	oldNode := make(map[ID]*NodeRecord, len(nodeIDs))
-	for i, id := range nodeIDs {
+	pl.oldNode = make(map[ID]*NodeRecord, len(pl.nodeIDs))
+	for i, id := range pl.nodeIDs {
 		if recs[i] != nil {
-			oldNode[id] = recs[i]
+			pl.oldNode[id] = recs[i]
 		}
 	}
-	erecs, err := snap.EdgeRecords(ctx, edgeKeys)
+	erecs, err := pl.snap.EdgeRecords(ctx, pl.edgeKeys)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	oldEdge := make(map[EdgeKey]*EdgeRecord, len(edgeKeys))
-	for i, k := range edgeKeys {
+	pl.oldEdge = make(map[EdgeKey]*EdgeRecord, len(pl.edgeKeys))
+	for i, k := range pl.edgeKeys {
 		if erecs[i] != nil {
-			oldEdge[k] = erecs[i]
+			pl.oldEdge[k] = erecs[i]
 		}
 	}
+	return nil
+}
 
-	p := &Plan{
+// startPlan makes the empty plan the planning phases fill in.
+func (pl *planner) startPlan(t time.Time) {
+	b := pl.b
+	nn, ne := len(b.Nodes)+len(b.DeleteNodes), len(b.Edges)+len(b.DeleteEdges)
+	pl.p = &Plan{
 		Nodes:  make([]NodeOp, 0, nn),
 		Edges:  make([]EdgeOp, 0, ne),
 		Result: &Result{Nodes: make([]ElementResult, 0, len(b.Nodes)), Edges: make([]ElementResult, 0, len(b.Edges))},
-		Change: &Change{Time: t, Op: b.Op, Nodes: make([]NodeChange, 0, nn), Edges: make([]EdgeChange, 0, ne)},
+		Change: &Change{Time: t, Op: cmp.Or(b.Op, "write"), Nodes: make([]NodeChange, 0, nn), Edges: make([]EdgeChange, 0, ne)},
 	}
-	badNode := map[ID]bool{} // nodes of the batch already reported; their edges are not reported again
-	if p.Change.Op == "" {
-		p.Change.Op = "write"
-	}
-	us := t.UnixMicro()
-	newType := map[ID]string{}
+	pl.badNode = map[ID]bool{}
+	pl.newType = map[ID]string{}
+	pl.deletedNode = map[ID]bool{}
+	pl.deletedEdge = map[EdgeKey]bool{}
+	pl.cascade = map[EdgeKey]bool{}
+}
+
+// planNodes plans each node upsert against its record: a type change, a
+// stale expected revision and invalid properties are refused; equal
+// properties leave the node unchanged.
+func (pl *planner) planNodes() error {
+	p, b := pl.p, pl.b
 	for i, n := range b.Nodes {
 		here := elemRef{"nodes", i}
 		name := func() string { return nodeElem(n.ID) } // for the problems only
-		if n.ID.Check() == nil && seenNode[n.ID] == here {
-			badNode[n.ID] = true // its edges are not reported again
+		if n.ID.Check() == nil && pl.seenNode[n.ID] == here {
+			pl.badNode[n.ID] = true // until it passes: its edges are not reported again
 		}
-		if !nodeOK[i] {
+		if !pl.nodeOK[i] {
 			continue
 		}
-		nt, _ := m.Node(n.Type)
-		old := oldNode[n.ID]
+		nt, _ := pl.m.Node(n.Type)
+		old := pl.oldNode[n.ID]
 		if old != nil && old.Type != n.Type {
-			ps.add(ErrInvalid, here.String()+"/type", name(), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
+			pl.ps.add(ErrInvalid, here.String()+"/type", name(), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
 			continue
 		}
-		if !revisionOK(&ps, here, name, n.ExpectedRevision, old.rev()) {
+		if !revisionOK(&pl.ps, here, name, n.ExpectedRevision, old.rev()) {
 			continue
 		}
 		prep := n.prep
 		if prep == nil || n.Merge {
 			props := n.Properties
 			if n.Merge && old != nil {
+				var err error
 				if props, err = mergeProps(old.Props, n.Properties); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			prep = prepareProps(nt.Validate, props)
 		}
-		if !propsOK(&ps, here, name, prep) {
+		if !propsOK(&pl.ps, here, name, prep) {
 			continue
 		}
 		canon := prep.canon
-		newType[n.ID] = n.Type
-		delete(badNode, n.ID)
+		pl.newType[n.ID] = n.Type
+		delete(pl.badNode, n.ID)
 		rec := &NodeRecord{Type: n.Type, Props: canon}
 		st := Created
 		switch {
 		case old == nil:
-			rec.Created, rec.Updated, rec.Rev = us, us, 1
+			rec.Created, rec.Updated, rec.Rev = pl.us, pl.us, 1
 			if b.Restore {
 				restoreMeta(&rec.Created, &rec.Updated, &rec.Rev, n.CreatedAt, n.UpdatedAt, n.Revision)
 			}
@@ -448,75 +550,87 @@ func PlanBatch(ctx context.Context, m *schema.Model, snap Snapshot, b *Batch, t 
 			p.Result.Nodes = append(p.Result.Nodes, ElementResult{ID: string(n.ID), Status: Unchanged, Revision: old.Rev})
 			continue
 		default:
-			if !revisionLeft(&ps, here, name, old.Rev) {
+			if !revisionLeft(&pl.ps, here, name, old.Rev) {
 				continue
 			}
 			st = Updated
-			rec.Created, rec.Updated, rec.Rev = old.Created, us, old.Rev+1
+			rec.Created, rec.Updated, rec.Rev = old.Created, pl.us, old.Rev+1
 		}
 		p.Nodes = append(p.Nodes, NodeOp{ID: n.ID, Old: old, New: rec, Props: prep.props})
 		p.Result.Nodes = append(p.Result.Nodes, ElementResult{ID: string(n.ID), Status: st, Revision: rec.Rev})
 		p.Change.Nodes = append(p.Change.Nodes, NodeChange{ID: n.ID, Type: n.Type, Action: st, Revision: rec.Rev})
 	}
+	return nil
+}
 
-	deletedNode := map[ID]bool{}
-	cascade := map[EdgeKey]bool{}
-	var cascadeOrder []EdgeKey
-	for i, d := range b.DeleteNodes {
-		if !delNodeOK[i] {
+// planNodeDeletes plans each node delete, and collects the edges of the
+// deleted nodes (the cascade).
+func (pl *planner) planNodeDeletes(ctx context.Context) error {
+	p := pl.p
+	for i, d := range pl.b.DeleteNodes {
+		if !pl.delNodeOK[i] {
 			continue
 		}
 		here := elemRef{"deleteNodes", i}
 		name := func() string { return nodeElem(d.ID) }
-		old := oldNode[d.ID]
+		old := pl.oldNode[d.ID]
 		if old == nil {
-			ps.add(ErrNotFound, here.String()+"/id", name(), "not-found", "no such node")
+			pl.ps.add(ErrNotFound, here.String()+"/id", name(), "not-found", "no such node")
 			continue
 		}
-		if !revisionOK(&ps, here, name, d.ExpectedRevision, old.Rev) {
+		if !revisionOK(&pl.ps, here, name, d.ExpectedRevision, old.Rev) {
 			continue
 		}
-		deletedNode[d.ID] = true
+		pl.deletedNode[d.ID] = true
 		p.Nodes = append(p.Nodes, NodeOp{ID: d.ID, Old: old})
 		p.Result.DeletedNodes = append(p.Result.DeletedNodes, d.ID)
 		p.Change.Nodes = append(p.Change.Nodes, NodeChange{ID: d.ID, Type: old.Type, Action: Deleted, Revision: old.Rev})
-		inc, err := snap.Incident(ctx, d.ID)
+		inc, err := pl.snap.Incident(ctx, d.ID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, k := range inc {
-			if !cascade[k] {
-				cascade[k] = true
-				cascadeOrder = append(cascadeOrder, k)
+			if !pl.cascade[k] {
+				pl.cascade[k] = true
+				pl.cascadeOrder = append(pl.cascadeOrder, k)
 			}
 		}
 	}
+	return nil
+}
 
-	typeOf := func(id ID) (string, bool) {
-		if deletedNode[id] {
-			return "", false
-		}
-		if t, ok := newType[id]; ok {
-			return t, true
-		}
-		if r := oldNode[id]; r != nil {
-			return r.Type, true
-		}
-		t, ok := endpointType[id]
-		return t, ok
+// typeOf returns the type a node has once the batch is applied, and
+// whether it exists then.
+func (pl *planner) typeOf(id ID) (string, bool) {
+	if pl.deletedNode[id] {
+		return "", false
 	}
+	if t, ok := pl.newType[id]; ok {
+		return t, true
+	}
+	if r := pl.oldNode[id]; r != nil {
+		return r.Type, true
+	}
+	t, ok := pl.endpointType[id]
+	return t, ok
+}
+
+// planEdges plans each edge upsert: its endpoints must exist once the
+// batch is applied and have types its label allows.
+func (pl *planner) planEdges() {
+	p, b := pl.p, pl.b
 	for i, e := range b.Edges {
-		if !edgeOK[i] {
+		if !pl.edgeOK[i] {
 			continue
 		}
 		here := elemRef{"edges", i}
 		name := func() string { return edgeElem(e.EdgeKey) } // for the problems only
-		if badNode[e.From] || badNode[e.To] {
+		if pl.badNode[e.From] || pl.badNode[e.To] {
 			continue // the node's own problem is reported
 		}
-		et, _ := m.Edge(e.Label)
-		ft, fok := typeOf(e.From)
-		tt, tok := typeOf(e.To)
+		et, _ := pl.m.Edge(e.Label)
+		ft, fok := pl.typeOf(e.From)
+		tt, tok := pl.typeOf(e.To)
 		bad := false
 		for _, end := range []struct {
 			ok   bool
@@ -526,29 +640,29 @@ func PlanBatch(ctx context.Context, m *schema.Model, snap Snapshot, b *Batch, t 
 			if !end.ok {
 				bad = true
 				why := "no such node"
-				if deletedNode[end.id] {
+				if pl.deletedNode[end.id] {
 					why = "the batch deletes that node"
 				}
-				ps.add(ErrInvalid, here.String()+"/"+end.name, name(), "dangling", "%s node %q: %s; create it first or in the same batch", end.name, end.id, why)
+				pl.ps.add(ErrInvalid, here.String()+"/"+end.name, name(), "dangling", "%s node %q: %s; create it first or in the same batch", end.name, end.id, why)
 			}
 		}
 		if bad {
 			continue
 		}
 		if !et.Allows(ft, tt) {
-			ps.add(ErrInvalid, here.String(), name(), "endpoint-type", "%s edges join %s to %s, not %s to %s",
+			pl.ps.add(ErrInvalid, here.String(), name(), "endpoint-type", "%s edges join %s to %s, not %s to %s",
 				e.Label, list(et.From), list(et.To), ft, tt)
 			continue
 		}
-		old := oldEdge[e.EdgeKey]
-		if !revisionOK(&ps, here, name, e.ExpectedRevision, old.rev()) {
+		old := pl.oldEdge[e.EdgeKey]
+		if !revisionOK(&pl.ps, here, name, e.ExpectedRevision, old.rev()) {
 			continue
 		}
 		prep := e.prep
 		if prep == nil {
 			prep = prepareProps(et.Validate, e.Properties)
 		}
-		if !propsOK(&ps, here, name, prep) {
+		if !propsOK(&pl.ps, here, name, prep) {
 			continue
 		}
 		canon := prep.canon
@@ -559,7 +673,7 @@ func PlanBatch(ctx context.Context, m *schema.Model, snap Snapshot, b *Batch, t 
 		st := Created
 		switch {
 		case old == nil:
-			rec.Created, rec.Updated, rec.Rev = us, us, 1
+			rec.Created, rec.Updated, rec.Rev = pl.us, pl.us, 1
 			if b.Restore {
 				restoreMeta(&rec.Created, &rec.Updated, &rec.Rev, e.CreatedAt, e.UpdatedAt, e.Revision)
 			}
@@ -567,52 +681,57 @@ func PlanBatch(ctx context.Context, m *schema.Model, snap Snapshot, b *Batch, t 
 			p.Result.Edges = append(p.Result.Edges, ElementResult{ID: e.String(), Status: Unchanged, Revision: old.Rev})
 			continue
 		default:
-			if !revisionLeft(&ps, here, name, old.Rev) {
+			if !revisionLeft(&pl.ps, here, name, old.Rev) {
 				continue
 			}
 			st = Updated
-			rec.Created, rec.Updated, rec.Rev = old.Created, us, old.Rev+1
+			rec.Created, rec.Updated, rec.Rev = old.Created, pl.us, old.Rev+1
 		}
 		p.Edges = append(p.Edges, EdgeOp{Key: e.EdgeKey, Old: old, New: rec})
 		p.Result.Edges = append(p.Result.Edges, ElementResult{ID: e.String(), Status: st, Revision: rec.Rev})
 		p.Change.Edges = append(p.Change.Edges, EdgeChange{EdgeKey: e.EdgeKey, Action: st, Revision: rec.Rev})
 	}
+}
 
-	deletedEdge := map[EdgeKey]bool{}
-	for i, d := range b.DeleteEdges {
-		if !delEdgeOK[i] {
+// planEdgeDeletes plans each explicit edge delete.
+func (pl *planner) planEdgeDeletes() {
+	for i, d := range pl.b.DeleteEdges {
+		if !pl.delEdgeOK[i] {
 			continue
 		}
 		here := elemRef{"deleteEdges", i}
 		name := func() string { return edgeElem(d.EdgeKey) }
-		old := oldEdge[d.EdgeKey]
+		old := pl.oldEdge[d.EdgeKey]
 		if old == nil {
-			ps.add(ErrNotFound, here.String(), name(), "not-found", "no such edge")
+			pl.ps.add(ErrNotFound, here.String(), name(), "not-found", "no such edge")
 			continue
 		}
-		if !revisionOK(&ps, here, name, d.ExpectedRevision, old.Rev) {
+		if !revisionOK(&pl.ps, here, name, d.ExpectedRevision, old.Rev) {
 			continue
 		}
-		deletedEdge[d.EdgeKey] = true
-		p.Edges = append(p.Edges, EdgeOp{Key: d.EdgeKey, Old: old})
+		pl.deletedEdge[d.EdgeKey] = true
+		pl.p.Edges = append(pl.p.Edges, EdgeOp{Key: d.EdgeKey, Old: old})
 	}
-	if len(ps.list) > 0 {
-		return nil, ps.err()
-	}
-	// Cascaded edges: those not deleted explicitly.
+}
+
+// planCascade deletes the edges of deleted nodes that the batch does not
+// delete itself, and lists every deleted edge in the result and the
+// change-log entry.
+func (pl *planner) planCascade(ctx context.Context) error {
+	p := pl.p
 	var casc []EdgeKey
-	for _, k := range cascadeOrder {
-		if !deletedEdge[k] {
+	for _, k := range pl.cascadeOrder {
+		if !pl.deletedEdge[k] {
 			casc = append(casc, k)
 		}
 	}
-	crecs, err := snap.EdgeRecords(ctx, casc)
+	crecs, err := pl.snap.EdgeRecords(ctx, casc)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i, k := range casc {
 		if crecs[i] == nil {
-			return nil, fmt.Errorf("edge %s is in Cayley's index but has no record: run lore check", k)
+			return fmt.Errorf("edge %s is in the store's index but has no record: run lore check", k)
 		}
 		p.Edges = append(p.Edges, EdgeOp{Key: k, Old: crecs[i]})
 	}
@@ -622,7 +741,7 @@ func PlanBatch(ctx context.Context, m *schema.Model, snap Snapshot, b *Batch, t 
 			p.Change.Edges = append(p.Change.Edges, EdgeChange{EdgeKey: op.Key, Action: Deleted, Revision: op.Old.Rev})
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // elemRef names an element of a batch: its list and index. Its pointer

@@ -53,8 +53,10 @@ import (
 // the last entry returns none (it never wraps around to the first). Stats
 // reports LastSeq, the newest entry's number. Changed returns a channel
 // that is closed once a commit after the call is visible to every read
-// (and by Close); a reader waits on it, then calls Since. Closing is the
-// only signal: several commits may close one channel.
+// (and by Close): a commit through this Store closes it before its Apply
+// returns; a batch that commits no entry (rejected, unchanged, dry run)
+// does not. A reader waits on it, then calls Since. Closing is the only
+// signal: several commits may close one channel.
 //
 // # Reads
 //
@@ -65,8 +67,9 @@ import (
 // items after its cursor in the listing's order as they are when it is
 // read: an item written in between shows up if it sorts after the cursor,
 // and none is listed twice. A cursor is a backend's own, valid for the same
-// query on the same store only; a malformed one is ErrInvalid. Comparing
-// IDs, labels, types and tokens means comparing their bytes.
+// query on the same store only; one the store cannot read is ErrInvalid
+// (Edges always tells). Comparing IDs, labels, types and tokens means
+// comparing their bytes.
 //
 // Every method is safe for concurrent use. Calls after Close return
 // ErrClosed (Close itself returns nil again).

@@ -117,22 +117,17 @@ func runChild(job, file, dir string) error {
 			debug.SetMemoryLimit(n) // to try other limits
 		}
 	}
-	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERFLUSH")); err == nil {
-		deferFlush = n // to try other flush sizes: the deferred entries a bulk load holds
-	}
-	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERAFTER")); err == nil {
-		deferAfter = n // to try other thresholds: the elements a bulk load writes before it defers
-	}
-	if os.Getenv("LORE_BENCH_BESIDE") == "0" {
-		useWriteBeside = false // to compare: Lore's writes after Cayley's, on the commit goroutine
-	}
-	if os.Getenv("LORE_BENCH_TURNS") == "0" {
-		useTurns = false // to compare: goroutines left to the scheduler
-	}
 	start := time.Now()
 	switch job {
 	case "lore":
-		s, err := Open(ctx, Config{Path: dir})
+		cfg := Config{Path: dir}
+		if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERFLUSH")); err == nil {
+			cfg.DeferFlush = n // to try other flush sizes: the deferred entries a bulk load holds
+		}
+		if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERAFTER")); err == nil {
+			cfg.DeferAfter = n // to try other thresholds: the elements a bulk load writes before it defers
+		}
+		s, err := Open(ctx, cfg)
 		if err != nil {
 			return err
 		}

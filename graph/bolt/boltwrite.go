@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -81,7 +80,7 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 	if b.DryRun || p.Empty() && b.IdempotencyKey == "" {
 		return p.Result, nil
 	}
-	if err := s.commit(newCommitPlan(p), b.IdempotencyKey, hash, t, nil); err != nil {
+	if err := s.commit(newCommitPlan(p), b.IdempotencyKey, hash, t); err != nil {
 		return nil, err
 	}
 	return p.Result, nil
@@ -102,86 +101,37 @@ func newCommitPlan(p *graph.Plan) *commitPlan { return &commitPlan{Plan: p, delt
 
 // commit writes a plan: Cayley's quads and Lore's records in one bbolt
 // transaction, then wakes subscribers. The caller holds wmu.
-func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time, tn *turns) (err error) {
-	tn.take(turnCommit)
-	defer tn.give()
+func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) (err error) {
 	seq := s.lastSeq
 	if !p.Empty() {
 		seq++
 		p.Result.Seq, p.Change.Seq = seq, seq
 	}
-	deltas := p.deltas
 	// Lore's writes are prepared on another goroutine while Cayley does its
-	// part of the commit, and written there too, into the same bbolt
-	// transaction once Cayley has begun it (see writeOpsBeside). The hook
-	// at Cayley's commit waits for them, and writes them itself when they
-	// could not be written beside Cayley.
+	// part of the commit (prepareWrites reads committed state only); the
+	// hook at Cayley's commit waits for them and writes them into Cayley's
+	// transaction.
 	type prepared struct {
-		ops []kvOp // left for the hook to write
+		ops []kvOp
 		err error
 	}
 	ready := make(chan prepared, 1)
-	dels, adds := splitDeltas(deltas)
-	// A commit that both adds and removes quads runs them as two
-	// ApplyDeltas in one bbolt transaction (see applyDeltas), and writes
-	// Lore's records after Cayley's part, not beside it.
-	beside := len(deltas) > 0 && useWriteBeside && (len(dels) == 0 || len(adds) == 0)
-	began := make(chan map[string]*bbolt.Bucket, 1) // Lore's buckets in Cayley's transaction
-	abort := make(chan struct{})                    // closed if Cayley began none
-	done := make(chan struct{})                     // closed when the goroutine no longer uses the transaction
 	go func() {
-		defer close(done)
-		tn.take(turnPrepare)
-		defer tn.give()
-		ops, err := s.prepareWrites(p, idemKey, hash, t, tn)
-		if err != nil || !beside || resetsBucket(ops) {
-			ready <- prepared{ops, err}
-			return
-		}
-		tn.give()
-		select {
-		case bs := <-began:
-			tn.take(turnPrepare)
-			ready <- prepared{nil, writeOpsBeside(bs, ops, tn)}
-		case <-abort:
-			tn.take(turnPrepare)
-			ready <- prepared{nil, errors.New("internal: Cayley began no transaction")}
-		}
+		ops, err := s.prepareWrites(p, idemKey, hash, t)
+		ready <- prepared{ops, err}
 	}()
-	// The new goroutine waits in this core's queue until this one blocks
-	// or is preempted (10 ms): let it take its turn, or queue for one, now.
-	runtime.Gosched()
 	write := func(tx *bbolt.Tx) error {
-		tn.give() // while Lore's writes are prepared
 		w := <-ready
-		tn.take(turnCommit)
 		if w.err != nil {
 			return w.err
 		}
 		return writeOps(tx, w.ops)
 	}
-	begin := func(tx *bbolt.Tx) (wait func()) {
-		bs := make(map[string]*bbolt.Bucket, len(allBuckets))
-		for _, name := range allBuckets {
-			if b := tx.Bucket(name); b != nil {
-				b.FillPercent = fillFor(name)
-				bs[string(name)] = b
-			}
-		}
-		began <- bs
-		return func() { <-done }
-	}
 
 	s.rw.Lock()
-	if len(deltas) > 0 {
+	if len(p.deltas) > 0 {
 		s.kv.setHook(write)
-		if beside {
-			s.kv.setBegin(begin)
-		}
-		err = s.applyDeltas(dels, adds)
-		if s.kv.takeBegin() != nil {
-			close(abort) // Cayley failed before it began its transaction
-		}
+		err = s.applyDeltas(splitDeltas(p.deltas))
 		if s.kv.takeHook() != nil {
 			<-ready // Cayley failed before its commit: the writes were never used
 		}
@@ -260,10 +210,6 @@ func pipelineable(b *graph.Batch) bool {
 // the one before it commits: against the committed state plus the plan in
 // flight (see graph.Pipeliner).
 func (s *Store) ApplyStream(ctx context.Context, batches <-chan *graph.StreamBatch, handle func(*graph.StreamBatch, *graph.Result, error) bool) {
-	var tn *turns
-	if useTurns {
-		tn = newTurns(runtime.GOMAXPROCS(0))
-	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	type flight struct {
@@ -335,7 +281,6 @@ func (s *Store) ApplyStream(ctx context.Context, batches <-chan *graph.StreamBat
 		}
 		t := now()
 		var p *commitPlan
-		tn.take(turnPlan)
 		err := s.db.DB().View(func(tx *bbolt.Tx) error {
 			var snap graph.Snapshot = &boltSnap{s: s, tx: tx}
 			if prev != nil {
@@ -347,7 +292,6 @@ func (s *Store) ApplyStream(ctx context.Context, batches <-chan *graph.StreamBat
 			}
 			return err
 		})
-		tn.give()
 		if cur != nil && !finish() {
 			return
 		}
@@ -363,8 +307,7 @@ func (s *Store) ApplyStream(ctx context.Context, batches <-chan *graph.StreamBat
 		}
 		p.last = sb.Last
 		cur = &flight{sb: sb, p: p, done: make(chan error, 1)}
-		go func(f *flight) { f.done <- s.commit(f.p, "", nil, t, tn) }(cur)
-		runtime.Gosched() // as in commit: the new goroutine queues for its turn now
+		go func(f *flight) { f.done <- s.commit(f.p, "", nil, t) }(cur)
 	}
 	if cur != nil {
 		finish()
@@ -478,7 +421,7 @@ type counterKey struct {
 // change-log entry and the idempotency key, sorted so that the commit
 // touches each page once and in order. It reads committed state only, so
 // it may run while Cayley prepares its own part of the same commit.
-func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time.Time, tn *turns) ([]kvOp, error) {
+func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time.Time) ([]kvOp, error) {
 	ops := make([]kvOp, 0, len(p.Edges)+2*len(p.Nodes)+4)
 	counters := map[counterKey]int64{}
 	recs := map[graph.ID]*nodeRec{} // the node records this commit writes
@@ -513,7 +456,6 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 	}
 
 	for i, op := range p.Nodes {
-		tn.yield(turnPrepare)
 		if i == 1 {
 			// A node writes a dozen entries or more (its tokens): make room
 			// for the rest at the first one's rate, not by doubling, which
@@ -562,7 +504,6 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		}
 	}
 	for _, op := range p.Edges {
-		tn.yield(turnPrepare)
 		k := op.Key
 		switch {
 		case op.New != nil:
@@ -588,7 +529,7 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		rec, _ := json.Marshal(idemRec{Hash: hash, Time: t, Result: p.Result})
 		put(bIdem, []byte(idemKey), rec)
 	}
-	if d != nil && (d.size() >= deferFlush || p.last) {
+	if d != nil && (d.size() >= d.flush || p.last) {
 		// This commit also writes the deferred index entries, with room
 		// for the counters and records still to come.
 		ops = d.drain(ops, len(counters)+len(d.counters)+2*len(recs)+4, counters)
@@ -741,58 +682,6 @@ func writeOp(b *bbolt.Bucket, op kvOp) error {
 	return b.Put(op.key, val)
 }
 
-// useWriteBeside: a commit writes Lore's records beside Cayley's part of
-// it (a variable, so that the benchmarks can compare).
-var useWriteBeside = true
-
-// writeOpsBeside writes sorted writes, none of which empties a bucket,
-// into a write transaction that Cayley is using on another goroutine,
-// through handles of Lore's buckets opened before either started.
-//
-// A bbolt transaction is not safe for concurrent use in general; this
-// relies on what a write to one bucket touches in bbolt v1.3.10, the
-// version go.mod pins: the bucket's own cursor and the nodes it
-// materialises (a top-level bucket's nodes have no parent outside it), the
-// transaction's statistics (updated atomically), and pages read from the
-// memory map or the transaction's dirty pages, which change only at
-// commit, where pages are allocated and nodes split. Opening a bucket
-// caches it in the root, which changes when a bucket is created: so the
-// handles are opened first, every bucket Cayley writes exists before its
-// transaction begins (Open creates them, see hookKV), and a write that
-// empties a bucket (it deletes and creates one in the root) is never
-// written beside Cayley.
-// Cayley's commit, and its rollback, wait for these writes. The race
-// detector runs over the pipelined imports of the tests.
-func writeOpsBeside(bs map[string]*bbolt.Bucket, ops []kvOp, tn *turns) error {
-	var b *bbolt.Bucket
-	var name []byte
-	for i, op := range ops {
-		if i%256 == 0 {
-			tn.yield(turnPrepare)
-		}
-		if b == nil || !bytes.Equal(op.bucket, name) {
-			name, b = op.bucket, bs[string(op.bucket)]
-			if b == nil {
-				return fmt.Errorf("internal: a write to bucket %q, which is not Lore's", op.bucket)
-			}
-		}
-		if err := writeOp(b, op); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// resetsBucket reports whether some write empties a bucket.
-func resetsBucket(ops []kvOp) bool {
-	for i := range ops {
-		if ops[i].del && ops[i].key == nil {
-			return true
-		}
-	}
-	return false
-}
-
 // nodeIndexKeys returns the property index keys and the search tokens of a
 // node record; props, if given, are its decoded properties.
 func (s *Store) nodeIndexKeys(id graph.ID, r *graph.NodeRecord, props graph.Props) ([][]byte, map[string]byte) {
@@ -826,7 +715,7 @@ outer:
 
 // A bulk load defers the derived index entries (type, property and search
 // indexes, edge summaries): they are collected here and written in key
-// order every deferFlush entries and at the end, instead of at scattered
+// order every Config.DeferFlush entries and at the end, instead of at scattered
 // positions at every commit. The store is marked "deferred" meanwhile; if
 // the load dies, Open rebuilds them from the records.
 type deferredIndexes struct {
@@ -838,32 +727,24 @@ type deferredIndexes struct {
 	n        int // entries held; the chunks past the last used one are spares
 	counters map[counterKey]int64
 	written  int  // elements the load has committed or is committing
+	after    int  // it defers entries once written passes after (Config.DeferAfter)
+	flush    int  // it writes them every flush entries (Config.DeferFlush)
 	done     bool // the last batch's commit wrote them all and cleared the mark
 	lost     bool // a commit that carried some of them failed: the load must rebuild them
 }
 
 const deferChunk = 4096
 
-// deferFlush is how many deferred entries are written at a time.
-var deferFlush = 1 << 18 // a variable so that tests can lower it
-
-// deferAfter is how many elements a bulk load writes before it defers
-// index entries. Below it the indexes are small, and writing each
-// commit's entries with it costs less than collecting, sorting and writing
-// them all in the last commit, which nothing overlaps: at 10k nodes and
-// 20k edges (30k elements), the load took 4% less time without deferring.
-var deferAfter = graph.DefaultImportBatch // a variable so that tests can lower it
-
 // startCommit counts a commit of n more elements, and reports whether it
-// defers its index entries: once the load has written deferAfter
-// elements, it defers them to its end.
+// defers its index entries: once the load has written d.after elements,
+// it defers them to its end.
 func (d *deferredIndexes) startCommit(n int) (deferring bool) {
 	d.written += n
-	return d.written > deferAfter
+	return d.written > d.after
 }
 
-func newDeferred() *deferredIndexes {
-	return &deferredIndexes{counters: map[counterKey]int64{}}
+func newDeferred(after, flush int) *deferredIndexes {
+	return &deferredIndexes{counters: map[counterKey]int64{}, after: after, flush: flush}
 }
 
 func (d *deferredIndexes) holds(bucket []byte) bool {

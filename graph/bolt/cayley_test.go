@@ -561,10 +561,7 @@ func loadModelString(s string) (*schema.Model, error) { return schema.Load([]byt
 // they pile up and at the end, and a load that dies leaves a store whose
 // indexes Open rebuilds.
 func TestBulkLoadDefersIndexes(t *testing.T) {
-	deferFrom(t, 0)
-	old := deferFlush
-	deferFlush = 700
-	t.Cleanup(func() { deferFlush = old })
+	cfg := Config{DeferAfter: -1, DeferFlush: 700}
 	var data strings.Builder
 	for i := range 1500 {
 		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
@@ -588,7 +585,7 @@ func TestBulkLoadDefersIndexes(t *testing.T) {
 		}
 	}
 
-	s := openTest(t, t.TempDir(), Config{})
+	s := openTest(t, t.TempDir(), cfg)
 	if _, err := graph.Import(t.Context(), s, strings.NewReader(data.String()), graph.ImportOptions{BatchSize: 200}); err != nil {
 		t.Fatal(err)
 	}
@@ -596,7 +593,7 @@ func TestBulkLoadDefersIndexes(t *testing.T) {
 
 	// A load that dies before its final flush.
 	dir := t.TempDir()
-	s = openTest(t, dir, Config{})
+	s = openTest(t, dir, cfg)
 	end, ok := s.BeginBulk()
 	if !ok {
 		t.Fatal("an empty store did not start a bulk load")
@@ -629,17 +626,14 @@ func TestBulkLoadDefersIndexes(t *testing.T) {
 	apply(t, s, b)
 	s.deferred = nil // what a dead process leaves: entries never written
 	s.Close()
-	verify(openTest(t, dir, Config{}))
+	verify(openTest(t, dir, cfg))
 }
 
 // Edge summaries collected by a bulk load build up across many deferred
 // flushes: every node gains in- and out-edges in batches far apart, and
 // each flush must add to what the one before wrote.
 func TestBulkLoadSummariesAcrossFlushes(t *testing.T) {
-	deferFrom(t, 0)
-	old := deferFlush
-	deferFlush = 300
-	t.Cleanup(func() { deferFlush = old })
+	cfg := Config{DeferAfter: -1, DeferFlush: 300}
 	const topics, docs = 400, 1200
 	var data strings.Builder
 	for i := range topics {
@@ -664,7 +658,7 @@ func TestBulkLoadSummariesAcrossFlushes(t *testing.T) {
 			fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"%s %d"}}`+"\n", i, name, i)
 		}
 	}
-	s := openTest(t, t.TempDir(), Config{})
+	s := openTest(t, t.TempDir(), cfg)
 	if _, err := graph.Import(t.Context(), s, strings.NewReader(data.String()), graph.ImportOptions{BatchSize: 100}); err != nil {
 		t.Fatal(err)
 	}
@@ -801,8 +795,8 @@ func TestUpgradeFromOlderLayouts(t *testing.T) {
 // deleted and put again by three batches of one bulk load is there at the
 // end.
 func TestBulkLoadKeepsWriteOrder(t *testing.T) {
-	deferFrom(t, 0)
-	s := openTest(t, t.TempDir(), Config{})
+	cfg := Config{DeferAfter: -1}
+	s := openTest(t, t.TempDir(), cfg)
 	end, ok := s.BeginBulk()
 	if !ok {
 		t.Fatal("an empty store did not start a bulk load")
@@ -975,10 +969,7 @@ func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
 			}
 			s.Close()
 
-			old := valueMergeChunk
-			valueMergeChunk = 500 // several transactions
-			t.Cleanup(func() { valueMergeChunk = old })
-			s = openTest(t, dir, Config{})
+			s = openTest(t, dir, Config{UpgradeChunk: 500}) // several transactions
 			checkValueLayout(t, s, vals)
 			if after := exportString(t, s); after != before {
 				t.Error("the graph exports differently after the move")
@@ -987,20 +978,12 @@ func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
 	}
 }
 
-// deferFrom makes bulk loads defer index entries once they have written n
-// elements, for the test.
-func deferFrom(t *testing.T, n int) {
-	old := deferAfter
-	deferAfter = n
-	t.Cleanup(func() { deferAfter = old })
-}
-
 // A bulk load writes each commit's index entries with it until it has
-// written deferAfter elements, and defers them from then on: the batches
+// written Config.DeferAfter elements, and defers them from then on: the batches
 // committed before are searchable while the load runs, the later ones once
 // it ends; and the indexes and summaries are whole at the end.
 func TestBulkLoadDefersPastThreshold(t *testing.T) {
-	deferFrom(t, 250)
+	cfg := Config{DeferAfter: 250}
 	var data strings.Builder
 	for i := range 100 { // 300 elements, then 100 edges: batches of 100 pass 250 at the third
 		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
@@ -1010,7 +993,7 @@ func TestBulkLoadDefersPastThreshold(t *testing.T) {
 	for i := range 100 { // each topic's second edge comes after the threshold
 		fmt.Fprintf(&data, `{"kind":"edge","from":"doc/d%d","label":"about","to":"topic/t%d"}`+"\n", i, (i+1)%100)
 	}
-	s := openTest(t, t.TempDir(), Config{})
+	s := openTest(t, t.TempDir(), cfg)
 	found := func(id graph.ID, text string) bool {
 		t.Helper()
 		res, err := graph.Search(t.Context(), s, graph.SearchQuery{Text: text}, graph.Limits{})
@@ -1045,9 +1028,9 @@ func TestBulkLoadDefersPastThreshold(t *testing.T) {
 // clears the store's mark, so the load needs no transaction of its own
 // after it, and the next Open has nothing to rebuild.
 func TestBulkLoadLastBatchWritesDeferred(t *testing.T) {
-	deferFrom(t, 0)
+	cfg := Config{DeferAfter: -1}
 	dir := t.TempDir()
-	s := openTest(t, dir, Config{})
+	s := openTest(t, dir, cfg)
 	var data strings.Builder
 	for i := range 300 {
 		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
@@ -1078,7 +1061,7 @@ func TestBulkLoadLastBatchWritesDeferred(t *testing.T) {
 // batch does. The load rebuilds them from the records before it returns,
 // so the open store's indexes hold the batches that did commit.
 func TestBulkLoadFailedFlushRebuilds(t *testing.T) {
-	deferFrom(t, 0)
+	cfg := Config{DeferAfter: -1}
 	var data strings.Builder
 	for i := range 100 {
 		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
@@ -1095,7 +1078,7 @@ func TestBulkLoadFailedFlushRebuilds(t *testing.T) {
 		{"last batch", `{"kind":"node","id":"topic/last","type":"Topic","properties":{"name":"last"}}` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openTest(t, t.TempDir(), Config{})
+			s := openTest(t, t.TempDir(), cfg)
 			batches := 0
 			progress := func(graph.ImportStats) {
 				if batches++; batches == 1 {
@@ -1176,8 +1159,7 @@ func TestSummaryFollowsRecordRewrites(t *testing.T) {
 }
 
 // A commit whose Cayley part fails after Cayley began its transaction
-// rolls back Lore's writes too, though they were written beside Cayley's:
-// the rollback waits for them, and nothing of the batch remains.
+// rolls back Lore's writes too: nothing of the batch remains.
 func TestCommitFailingInCayleyWritesNothing(t *testing.T) {
 	s := openTest(t, t.TempDir(), Config{})
 	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{{ID: "topic/a", Type: "Topic", Properties: graph.Props{"name": "a"}}}})
@@ -1204,9 +1186,9 @@ func TestCommitFailingInCayleyWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A quad that exists already: Cayley refuses it in the middle of its
-	// part, after Lore's writes have begun beside it.
+	// part, while Lore's writes are prepared.
 	p.deltas = append(p.deltas, deltas(&graph.Plan{Nodes: []graph.NodeOp{{ID: "topic/a", New: &graph.NodeRecord{Type: "Topic"}}}})...)
-	err = s.commit(p, "", nil, now(), nil)
+	err = s.commit(p, "", nil, now())
 	s.wmu.Unlock()
 	if err == nil {
 		t.Fatal("the commit of an existing quad succeeded")
@@ -1253,24 +1235,4 @@ func TestCommitAddsAndDeletesSharingValues(t *testing.T) {
 	if st, err := s.Stats(t.Context()); err != nil || st.Nodes != 1 || st.Quads != 1 {
 		t.Errorf("stats: %+v, %v", st, err)
 	}
-}
-
-// writeOpsBeside writes Lore's buckets while Cayley writes its own in the
-// same transaction, which is sound only for what a write to one bucket
-// touches inside the bbolt it was checked against: an upgrade must check
-// that again first.
-func TestWriteBesideKnowsItsBbolt(t *testing.T) {
-	data, err := os.ReadFile("../../go.mod") // tests run in the package's directory
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(data)) {
-		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "go.etcd.io/bbolt" || f[0] == "replace" && f[1] == "go.etcd.io/bbolt") {
-			if f[0] == "replace" || f[1] != "v1.3.10" {
-				t.Fatalf("go.mod: %q; writeOpsBeside was checked against bbolt v1.3.10: check its reasoning against this version, then update this test", strings.TrimSpace(line))
-			}
-			return
-		}
-	}
-	t.Fatal("go.mod does not require go.etcd.io/bbolt")
 }

@@ -31,10 +31,37 @@
 //
 // # Concurrency
 //
-// One writer at a time: wmu serialises Apply, ApplyStream, bulk loads and
-// Close. Cayley's bbolt store deadlocks when a commit remaps the file while
-// readers hold transactions, so readers take the read side of an RW lock
-// (rw) for each primitive call and a commit takes the write side while
-// Cayley commits. Every primitive is bounded (pages, frontier sizes), so a
-// writer never waits long.
+// Two locks, always taken in this order: wmu, then rw.
+//
+//   - wmu serialises the writers: Apply (from its idempotency-key lookup
+//     and planning to its commit), ApplyStream (for its whole stream), the
+//     start and end of bulk and atomic loads, Repair's rebuild, and Close. Planning therefore reads a state nothing else changes.
+//   - rw keeps readers and write transactions apart. Every bbolt write
+//     transaction runs under its write side: a commit (Cayley's
+//     ApplyDeltas, one or two calls, and Lore's records, index entries,
+//     counters, change-log entry and idempotency key, written by the hook
+//     at Cayley's commit into the same transaction), a deferred flush, a
+//     rebuild, the marks of a load. Every read primitive runs under its read
+//     side, in one bbolt read transaction plus, for in-edges, Cayley's own
+//     read transactions: they must not meet a commit, because a commit
+//     that grows the file remaps it and waits for every open read
+//     transaction, while a reader opening its second one would wait for the
+//     commit (bbolt's mmap lock) — the deadlock Cayley's bbolt store has.
+//     Every read primitive is bounded (pages, frontier sizes), so a writer
+//     never waits long.
+//   - Two read transactions run under wmu only, beside a commit: the one in
+//     which ApplyStream plans the next batch while the previous one
+//     commits (it reads Lore's records only, through graph.OverlaySnapshot
+//     over the plan in flight, never Cayley, so node deletes are not
+//     pipelined), and the one in which prepareWrites reads the counters and
+//     summaries its commit updates. Each is a single bbolt read transaction
+//     that ends on its own, which a remapping commit may wait for safely.
+//
+// What readers see: a read primitive sees one committed state: all of a
+// batch or none of it, Cayley's quads and Lore's records alike. lastSeq
+// changes under rw's write side with the commit that wrote the entry, and
+// Changed's waiters are woken after rw is released, so a woken reader
+// finds the entry. A failed commit leaves nothing (bbolt rolls the
+// transaction back) and replaces Cayley's QuadStore, whose caches may hold
+// the failed transaction's state.
 package bolt

@@ -35,10 +35,6 @@ type hookKV struct {
 	*hbolt.DB
 	mu   sync.Mutex
 	hook func(tx *bbolt.Tx) error
-	// begin, if set, is called when the next write transaction begins,
-	// before Cayley writes; the transaction waits for the function it
-	// returns before it commits or rolls back.
-	begin func(tx *bbolt.Tx) (wait func())
 	// absent, during a bulk load, answers lookups of keys the load never
 	// wrote (see absentKeys).
 	absent *absentKeys
@@ -99,10 +95,6 @@ func physical(key hkv.Key) (hkv.Key, error) {
 	}
 	return hkv.Key{b, key[1]}, nil
 }
-
-// valueMergeChunk is about how many values mergeValueBuckets moves per
-// transaction (a variable so that tests can lower it).
-var valueMergeChunk = 1 << 18
 
 // mergeValueBuckets moves Cayley's values out of the value buckets of
 // store layouts 3 and before into bValueIDs and bValueRefs (see hookKV), a
@@ -178,20 +170,6 @@ func (k *hookKV) setHook(f func(tx *bbolt.Tx) error) {
 	k.mu.Unlock()
 }
 
-func (k *hookKV) setBegin(f func(tx *bbolt.Tx) (wait func())) {
-	k.mu.Lock()
-	k.begin = f
-	k.mu.Unlock()
-}
-
-func (k *hookKV) takeBegin() func(tx *bbolt.Tx) (wait func()) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	f := k.begin
-	k.begin = nil
-	return f
-}
-
 func (k *hookKV) takeHook() func(tx *bbolt.Tx) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -219,9 +197,6 @@ func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 		}
 	}
 	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bbolt.Bucket{}, absent: absent, hold: hold}
-	if f := k.takeBegin(); f != nil {
-		t.wait = f(tx)
-	}
 	return t, nil
 }
 
@@ -256,9 +231,8 @@ type writeTx struct {
 	kv      *hookKV
 	buckets map[string]*bbolt.Bucket
 	absent  *absentKeys
-	wait    func() // see hookKV.begin
-	hold    bool   // Commit hands the transaction on (see hookKV.hold)
-	handed  bool   // it did
+	hold    bool // Commit hands the transaction on (see hookKV.hold)
+	handed  bool // it did
 }
 
 var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
@@ -373,9 +347,6 @@ func (t *writeTx) Commit(ctx context.Context) error {
 	if f := t.kv.takeHook(); f != nil {
 		err = f(t.tx)
 	}
-	if t.wait != nil {
-		t.wait() // the commit, or the rollback, has the transaction to itself
-	}
 	if err != nil {
 		_ = t.tx.Rollback()
 		return err
@@ -386,9 +357,6 @@ func (t *writeTx) Commit(ctx context.Context) error {
 func (t *writeTx) Close() error {
 	if t.handed {
 		return nil // the next write transaction has it
-	}
-	if t.wait != nil {
-		t.wait() // the rollback has the transaction to itself
 	}
 	if err := t.tx.Rollback(); err != nil && !errors.Is(err, bbolt.ErrTxClosed) {
 		return err

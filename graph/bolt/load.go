@@ -28,14 +28,14 @@ var (
 // BeginLoad starts an all-or-nothing load (see atomicLoader); fast makes
 // it a bulk load as well. Until done, Apply refuses other writes: undoing
 // the load would undo them too. (The load itself commits through
-// applyPipelined, not Apply.)
+// ApplyStream, not Apply.)
 func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.closed || s.readOnly || s.lastSeq != s.base || s.deferred != nil || s.loading {
 		return nil, false
 	}
-	err := s.db.DB().Update(func(tx *bbolt.Tx) error {
+	err := s.update(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bMeta)
 		if fast {
 			if err := meta.Put(metaDeferred, []byte{1}); err != nil {
