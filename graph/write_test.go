@@ -290,18 +290,6 @@ func TestDryRun(t *testing.T) {
 	}
 }
 
-func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
-}
-
 // TestStatsDuringWrites reads Stats while batches commit: under the race
 // detector this catches the change-log end moving outside the lock.
 func TestStatsDuringWrites(t *testing.T) {
