@@ -10,6 +10,9 @@ import (
 // MaxBatch is the most elements (upserts and deletes together) one batch may hold.
 const MaxBatch = 10000
 
+// MaxIdempotencyKey is the longest idempotency key, in bytes.
+const MaxIdempotencyKey = 256
+
 // MaxRevision is the highest revision an element may reach: 2^53-1, the
 // largest integer every JSON client (JavaScript's numbers among them)
 // keeps exactly. A revision or expected revision outside 0 to MaxRevision
@@ -39,18 +42,11 @@ type Batch struct {
 	// an import whose earlier batches were not written.
 	Assume map[ID]string `json:"-"`
 
-	max   int    // the size limit if not MaxBatch (imports: MaxImportBatch)
-	yield func() // called between elements by long tasks over the batch (see turns)
+	max int // the size limit if not MaxBatch (imports: MaxImportBatch)
 	// rank, if set, orders the batch's problems (an import's: by input
 	// line); the MaxProblems a BatchError lists are then the first in
 	// that order instead of the first found.
 	rank func(ptr string) int64
-}
-
-func (b *Batch) pause() {
-	if b.yield != nil {
-		b.yield()
-	}
 }
 
 func (b *Batch) limit() int {

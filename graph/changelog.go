@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
-	bolt "go.etcd.io/bbolt"
 )
 
 // A Change is one change-log entry: everything one committed batch did.
@@ -159,21 +157,25 @@ func Subscribe(ctx context.Context, s Store, seq uint64) (<-chan Change, func() 
 	}
 }
 
-// notifier wakes subscribers after each commit.
-type notifier struct {
+// A Notifier wakes the waiters of Store.Changed: a backend calls Notify
+// after each commit. Its zero value is not ready; use NewNotifier.
+type Notifier struct {
 	mu sync.Mutex
 	ch chan struct{}
 }
 
-func newNotifier() *notifier { return &notifier{ch: make(chan struct{})} }
+// NewNotifier returns a Notifier with no waiter.
+func NewNotifier() *Notifier { return &Notifier{ch: make(chan struct{})} }
 
-func (n *notifier) wait() <-chan struct{} {
+// Wait returns a channel closed at the next Notify.
+func (n *Notifier) Wait() <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.ch
 }
 
-func (n *notifier) notify() {
+// Notify closes the channel Wait returned, and starts a new one.
+func (n *Notifier) Notify() {
 	n.mu.Lock()
 	close(n.ch)
 	n.ch = make(chan struct{})
@@ -185,7 +187,9 @@ func (n *notifier) notify() {
 // leading 'z' (JSON never starts with it).
 const compressAbove = 2048
 
-func encodeChange(c *Change) []byte {
+// EncodeChange encodes a change-log entry as Lore stores it: JSON,
+// compressed when large. DecodeChange and LogEntry read it back.
+func EncodeChange(c *Change) []byte {
 	data, _ := json.Marshal(c)
 	if len(data) < compressAbove {
 		return data
@@ -198,7 +202,8 @@ func encodeChange(c *Change) []byte {
 	return buf.Bytes()
 }
 
-func decodeChange(data []byte, c *Change) error {
+// DecodeChange decodes what EncodeChange returned into c.
+func DecodeChange(data []byte, c *Change) error {
 	if len(data) > 0 && data[0] == 'z' {
 		raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(data[1:])))
 		if err != nil {
@@ -216,6 +221,10 @@ type LogEntry struct {
 	data []byte
 }
 
+// NewLogEntry returns the entry of sequence number seq whose data is what
+// EncodeChange returned for it, for a backend's ReadRawLog (see LogReader).
+func NewLogEntry(seq uint64, data []byte) LogEntry { return LogEntry{Seq: seq, data: data} }
+
 // Size returns the entry's stored size in bytes (compressed if large).
 func (e *LogEntry) Size() int { return len(e.data) }
 
@@ -231,7 +240,7 @@ func (e *LogEntry) Size() int { return len(e.data) }
 func (e *LogEntry) Decode(offset, budget int) (*Change, error) {
 	if offset == 0 && budget < 0 {
 		var c Change
-		if err := decodeChange(e.data, &c); err != nil {
+		if err := DecodeChange(e.data, &c); err != nil {
 			return nil, fmt.Errorf("change %d: corrupt entry: %w", e.Seq, err)
 		}
 		return &c, nil
@@ -272,13 +281,6 @@ func ReadLogNewest(ctx context.Context, s Store, fn func(*LogEntry) (bool, error
 	return readLog(ctx, s, math.MaxUint64, true, fn)
 }
 
-// A logReader reads stored change-log entries without decoding them: from
-// the first after seq on, or (newest) from the newest at or before seq
-// back, up to limit stored bytes, at least one entry.
-type logReader interface {
-	rawLog(ctx context.Context, seq uint64, newest bool, limit int) ([]LogEntry, error)
-}
-
 func readLog(ctx context.Context, s Store, seq uint64, newest bool, fn func(*LogEntry) (bool, error)) error {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -286,8 +288,8 @@ func readLog(ctx context.Context, s Store, seq uint64, newest bool, fn func(*Log
 		}
 		var batch []LogEntry
 		var err error
-		if r, ok := s.(logReader); ok {
-			batch, err = r.rawLog(ctx, seq, newest, readLimit)
+		if r, ok := s.(LogReader); ok {
+			batch, err = r.ReadRawLog(ctx, seq, newest, readLimit)
 		} else {
 			batch, err = sinceRaw(ctx, s, seq, newest)
 		}
@@ -317,7 +319,7 @@ func readLog(ctx context.Context, s Store, seq uint64, newest bool, fn func(*Log
 }
 
 // sinceRaw reads one entry through Store.Since, for stores that do not
-// implement logReader.
+// implement LogReader.
 func sinceRaw(ctx context.Context, s Store, seq uint64, newest bool) ([]LogEntry, error) {
 	if newest {
 		st, err := s.Stats(ctx)
@@ -340,42 +342,6 @@ func sinceRaw(ctx context.Context, s Store, seq uint64, newest bool) ([]LogEntry
 	}
 	data, err := json.Marshal(&chs[0])
 	return []LogEntry{{Seq: chs[0].Seq, data: data}}, err
-}
-
-// rawLog copies stored entries out of one read transaction.
-func (s *Bolt) rawLog(ctx context.Context, seq uint64, newest bool, limit int) ([]LogEntry, error) {
-	var out []LogEntry
-	size := 0
-	err := s.read(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bLog).Cursor()
-		var k, v []byte
-		switch {
-		case newest:
-			if k, v = c.Seek(u64(seq)); k == nil {
-				k, v = c.Last()
-			} else if binary.BigEndian.Uint64(k) > seq {
-				k, v = c.Prev()
-			}
-		case seq == math.MaxUint64:
-			return nil // nothing follows the last sequence number
-		default:
-			k, v = c.Seek(u64(seq + 1))
-		}
-		for k != nil && (len(out) == 0 || size+len(v) <= limit) {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			out = append(out, LogEntry{Seq: binary.BigEndian.Uint64(k), data: bytes.Clone(v)})
-			size += len(v)
-			if newest {
-				k, v = c.Prev()
-			} else {
-				k, v = c.Next()
-			}
-		}
-		return nil
-	})
-	return out, err
 }
 
 // A cut chooses the elements of an entry to keep: from offset on, in

@@ -19,46 +19,6 @@ func topic(i int) graph.NodeInput {
 	return graph.NodeInput{ID: graph.ID(fmt.Sprintf("topic/t%d", i)), Type: "Topic", Properties: graph.Props{"name": fmt.Sprint(i)}}
 }
 
-func TestChangeLog(t *testing.T) {
-	dir := t.TempDir()
-	s := graphtest.Open(t, dir, nil)
-	ctx := t.Context()
-	for i := range 5 {
-		if r := mustApply(t, s, &graph.Batch{Nodes: []graph.NodeInput{topic(i)}}); r.Seq != uint64(i+1) {
-			t.Fatalf("batch %d got seq %d", i, r.Seq)
-		}
-	}
-	// A rejected batch records nothing.
-	if _, err := s.Apply(ctx, &graph.Batch{Nodes: []graph.NodeInput{{ID: "topic/bad", Type: "Topic"}}}); err == nil {
-		t.Fatal("invalid batch accepted")
-	}
-	all, err := s.Since(ctx, 0, 100)
-	if err != nil || len(all) != 5 {
-		t.Fatalf("Since(0) = %d entries, %v; want 5", len(all), err)
-	}
-	for i, c := range all {
-		if c.Seq != uint64(i+1) || c.Op != "write" || c.Nodes[0].ID != graph.ID(fmt.Sprintf("topic/t%d", i)) || c.Nodes[0].Action != graph.Created {
-			t.Errorf("entry %d = %+v", i, c)
-		}
-		if i > 0 && c.Time.Before(all[i-1].Time) {
-			t.Errorf("entry %d's time %v precedes the previous %v", i, c.Time, all[i-1].Time)
-		}
-	}
-	page, _ := s.Since(ctx, 2, 2)
-	if len(page) != 2 || page[0].Seq != 3 || page[1].Seq != 4 {
-		t.Errorf("Since(2, 2) = %+v", page)
-	}
-	// The sequence survives a restart and continues without reuse.
-	s.Close()
-	s = graphtest.Open(t, dir, nil)
-	if r := mustApply(t, s, &graph.Batch{Nodes: []graph.NodeInput{topic(5)}}); r.Seq != 6 {
-		t.Errorf("first seq after reopening = %d, want 6", r.Seq)
-	}
-	if st, _ := s.Stats(ctx); st.LastSeq != 6 {
-		t.Errorf("LastSeq = %d", st.LastSeq)
-	}
-}
-
 func TestSubscribeDeliversEverythingInOrder(t *testing.T) {
 	dir := t.TempDir()
 	s := graphtest.Open(t, dir, nil)

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,8 +9,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // A CursorKeyer is a Store that keeps a secret key with its data, under
@@ -51,23 +48,6 @@ func cursorKey(s Store) []byte {
 	}
 	return processCursorKey()
 }
-
-// metaCursorKey holds the embedded store's cursor key in its meta bucket.
-var metaCursorKey = []byte("cursorKey")
-
-// loadCursorKey returns the cursor key kept in meta, creating it for a new
-// store or one made before stores kept a key.
-func loadCursorKey(meta *bolt.Bucket) ([]byte, error) {
-	if k := meta.Get(metaCursorKey); len(k) == cursorKeySize {
-		return bytes.Clone(k), nil
-	}
-	k := make([]byte, cursorKeySize)
-	rand.Read(k)
-	return k, meta.Put(metaCursorKey, k)
-}
-
-// CursorKey returns the store's cursor key (see CursorKeyer).
-func (s *Bolt) CursorKey() []byte { return s.cursorKey }
 
 // cursorMAC authenticates a cursor's payload under key; kind (the Go type
 // it decodes to) keeps a cursor of one kind from passing for another.

@@ -1,15 +1,15 @@
-package graph
+package graph_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/graphtest"
 
 	"github.com/lore-dev/lore/schema"
 )
@@ -18,9 +18,9 @@ import (
 // data. Each cursor is either accepted (it authenticates and is well
 // formed) or refused with ErrInvalid; nothing panics.
 
-func cursorStore(f *testing.F) *Bolt {
-	s := openTest(f, f.TempDir(), Config{})
-	if _, err := Import(f.Context(), s, bytes.NewReader(schema.ExampleData()), ImportOptions{}); err != nil {
+func cursorStore(f *testing.F) graph.Store {
+	s := graphtest.New(f)
+	if _, err := graph.Import(f.Context(), s, bytes.NewReader(schema.ExampleData()), graph.ImportOptions{}); err != nil {
 		f.Fatal(err)
 	}
 	return s
@@ -39,12 +39,12 @@ var cursorQueries = []string{
 	`{"from":{"ids":["service/checkout","service/payments","team/payments"]},"traverse":[{"hops":[1,3]}],"limit":2,"limits":{"maxVisited":20}}`,
 }
 
-var cursorLimits = Limits{MaxResults: 50, MaxHops: 4, MaxVisited: 5000, TimeoutMs: 500, MaxBytes: 64 << 10}
+var cursorLimits = graph.Limits{MaxResults: 50, MaxHops: 4, MaxVisited: 5000, TimeoutMs: 500, MaxBytes: 64 << 10}
 
-func parseCursorQueries(f *testing.F, s Store) []*Query {
-	var qs []*Query
+func parseCursorQueries(f *testing.F, s graph.Store) []*graph.Query {
+	var qs []*graph.Query
 	for _, text := range cursorQueries {
-		q, err := ParseQuery(s.Model(), []byte(text))
+		q, err := graph.ParseQuery(s.Model(), []byte(text))
 		if err != nil {
 			f.Fatalf("%s: %v", text, err)
 		}
@@ -54,12 +54,12 @@ func parseCursorQueries(f *testing.F, s Store) []*Query {
 }
 
 // queryCursors pages through each query and returns up to three cursors of each.
-func queryCursors(f *testing.F, s Store, qs []*Query) (byQuery [][]string) {
+func queryCursors(f *testing.F, s graph.Store, qs []*graph.Query) (byQuery [][]string) {
 	for _, q := range qs {
 		var cs []string
 		c := *q
 		for range 3 {
-			res, err := Run(f.Context(), s, &c, cursorLimits)
+			res, err := graph.Run(f.Context(), s, &c, cursorLimits)
 			if err != nil {
 				f.Fatal(err)
 			}
@@ -77,12 +77,12 @@ func queryCursors(f *testing.F, s Store, qs []*Query) (byQuery [][]string) {
 func kindOf[T any]() string { return reflect.TypeFor[T]().String() }
 
 // runWithCursor runs query qi with a cursor and checks the outcome.
-func runWithCursor(t *testing.T, s Store, qs []*Query, qi uint8, cursor string) {
+func runWithCursor(t *testing.T, s graph.Store, qs []*graph.Query, qi uint8, cursor string) {
 	q := *qs[int(qi)%len(qs)]
 	q.Cursor = cursor
-	res, err := Run(t.Context(), s, &q, cursorLimits)
+	res, err := graph.Run(t.Context(), s, &q, cursorLimits)
 	if err != nil {
-		if !errors.Is(err, ErrInvalid) {
+		if !errors.Is(err, graph.ErrInvalid) {
 			t.Fatalf("cursor %q: %v is not ErrInvalid", cursor, err)
 		}
 		return
@@ -122,19 +122,19 @@ func FuzzCursorQueryPayload(f *testing.F) {
 	qs := parseCursorQueries(f, s)
 	for i, cs := range queryCursors(f, s, qs) {
 		for _, c := range cs {
-			payload, err := openCursor(s, kindOf[queryCursor](), c)
+			payload, err := graph.OpenCursor(s, kindOf[graph.QueryCursor](), c)
 			if err != nil {
 				f.Fatal(err)
 			}
 			f.Add(uint8(i), payload, []byte(nil), 0, 0, 0, 0, 0, false, "", "")
-			var qc queryCursor
+			var qc graph.QueryCursor
 			if err := json.Unmarshal(payload, &qc); err != nil {
 				f.Fatal(err)
 			}
 			after, _ := json.Marshal(qc.After)
 			pos := []byte(qc.At.A)
 			if qs[i].From.Search != "" && qc.At.A != "" {
-				if pos, err = openCursor(s, kindOf[searchCursor](), qc.At.A); err != nil {
+				if pos, err = graph.OpenCursor(s, kindOf[graph.SearchCursor](), qc.At.A); err != nil {
 					f.Fatal(err)
 				}
 			}
@@ -145,14 +145,14 @@ func FuzzCursorQueryPayload(f *testing.F) {
 		q := qs[int(qi)%len(qs)]
 		payload := raw
 		if len(raw) == 0 {
-			c := queryCursor{F: q.fingerprint(), At: startPos{Plan: plan, Q: qn, K: k, A: string(pos)}, N: n, Rest: rest, Chunk: chunk, ID: ID(id)}
+			c := graph.QueryCursor{F: graph.Fingerprint(q), At: graph.StartPos{Plan: plan, Q: qn, K: k, A: string(pos)}, N: n, Rest: rest, Chunk: chunk, ID: graph.ID(id)}
 			_ = json.Unmarshal([]byte(after), &c.After)
 			if q.From.Search != "" && len(pos) > 0 {
-				c.At.A = sealCursor(s, kindOf[searchCursor](), pos) // a search position is itself a sealed cursor
+				c.At.A = graph.SealCursor(s, kindOf[graph.SearchCursor](), pos) // a search position is itself a sealed cursor
 			}
 			payload, _ = json.Marshal(c)
 		}
-		runWithCursor(t, s, qs, qi, sealCursor(s, kindOf[queryCursor](), payload))
+		runWithCursor(t, s, qs, qi, graph.SealCursor(s, kindOf[graph.QueryCursor](), payload))
 	})
 }
 
@@ -163,20 +163,20 @@ func FuzzCursorSearch(f *testing.F) {
 	s := cursorStore(f)
 	texts := []string{"service", "postgres", "pay", "a"}
 	for i, text := range texts {
-		q := SearchQuery{Text: text, Limit: 2}
+		q := graph.SearchQuery{Text: text, Limit: 2}
 		for range 3 {
-			res, err := Search(f.Context(), s, q, cursorLimits)
+			res, err := graph.Search(f.Context(), s, q, cursorLimits)
 			if err != nil {
 				f.Fatal(err)
 			}
 			if res.Cursor == "" {
 				break
 			}
-			payload, err := openCursor(s, kindOf[searchCursor](), res.Cursor)
+			payload, err := graph.OpenCursor(s, kindOf[graph.SearchCursor](), res.Cursor)
 			if err != nil {
 				f.Fatal(err)
 			}
-			var sc searchCursor
+			var sc graph.SearchCursor
 			if err := json.Unmarshal(payload, &sc); err != nil {
 				f.Fatal(err)
 			}
@@ -190,13 +190,13 @@ func FuzzCursorSearch(f *testing.F) {
 		text := texts[int(ti)%len(texts)]
 		switch {
 		case len(payload) > 0:
-			cursor = sealCursor(s, kindOf[searchCursor](), payload)
+			cursor = graph.SealCursor(s, kindOf[graph.SearchCursor](), payload)
 		case sealed:
-			cursor = encodeCursor(s, searchCursor{Q: "\x00" + strings.Join(queryTerms(text), " "), Score: score, Len: length, ID: ID(id)})
+			cursor = graph.EncodeCursor(s, graph.SearchCursor{Q: "\x00" + strings.Join(graph.QueryTerms(text), " "), Score: score, Len: length, ID: graph.ID(id)})
 		}
-		res, err := Search(t.Context(), s, SearchQuery{Text: text, Limit: 2, Cursor: cursor}, cursorLimits)
+		res, err := graph.Search(t.Context(), s, graph.SearchQuery{Text: text, Limit: 2, Cursor: cursor}, cursorLimits)
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
+			if !errors.Is(err, graph.ErrInvalid) {
 				t.Fatalf("cursor %q: %v is not ErrInvalid", cursor, err)
 			}
 			return
@@ -209,51 +209,51 @@ func FuzzCursorSearch(f *testing.F) {
 
 // storePages are the store listings whose page cursors are fuzzed: each
 // reads the page after a cursor and returns its size and next cursor.
-var storePages = []func(t testing.TB, s *Bolt, after string) (int, string, error){
-	func(t testing.TB, s *Bolt, after string) (int, string, error) {
-		p, err := s.Edges(t.Context(), EdgeQuery{Nodes: []ID{"service/checkout", "service/payments", "team/payments"}, Direction: Both, Page: Page{After: after, Limit: 2}})
+var storePages = []func(t testing.TB, s graph.Store, after string) (int, string, error){
+	func(t testing.TB, s graph.Store, after string) (int, string, error) {
+		p, err := s.Edges(t.Context(), graph.EdgeQuery{Nodes: []graph.ID{"service/checkout", "service/payments", "team/payments"}, Direction: graph.Both, Page: graph.Page{After: after, Limit: 2}})
 		if err != nil {
 			return 0, "", err
 		}
 		return len(p.Edges), p.Next, nil
 	},
-	func(t testing.TB, s *Bolt, after string) (int, string, error) {
-		p, err := s.Edges(t.Context(), EdgeQuery{Nodes: []ID{"service/postgres-cluster"}, Labels: []string{"dependsOn"}, Direction: In, KeysOnly: true, Page: Page{After: after, Limit: 2}})
+	func(t testing.TB, s graph.Store, after string) (int, string, error) {
+		p, err := s.Edges(t.Context(), graph.EdgeQuery{Nodes: []graph.ID{"service/postgres-cluster"}, Labels: []string{"dependsOn"}, Direction: graph.In, KeysOnly: true, Page: graph.Page{After: after, Limit: 2}})
 		if err != nil {
 			return 0, "", err
 		}
 		return len(p.Edges), p.Next, nil
 	},
-	func(t testing.TB, s *Bolt, after string) (int, string, error) {
-		p, err := s.NodesByType(t.Context(), "Service", Page{After: after, Limit: 2})
+	func(t testing.TB, s graph.Store, after string) (int, string, error) {
+		p, err := s.NodesByType(t.Context(), "Service", graph.Page{After: after, Limit: 2})
 		if err != nil {
 			return 0, "", err
 		}
 		return len(p.Nodes), p.Next, nil
 	},
-	func(t testing.TB, s *Bolt, after string) (int, string, error) {
-		p, err := s.Lookup(t.Context(), IndexQuery{Type: "Service", Property: "tier", Min: 0, Max: 2, Page: Page{After: after, Limit: 2}})
+	func(t testing.TB, s graph.Store, after string) (int, string, error) {
+		p, err := s.Lookup(t.Context(), graph.IndexQuery{Type: "Service", Property: "tier", Min: 0, Max: 2, Page: graph.Page{After: after, Limit: 2}})
 		if err != nil {
 			return 0, "", err
 		}
 		return len(p.IDs), p.Next, nil
 	},
-	func(t testing.TB, s *Bolt, after string) (int, string, error) {
-		p, err := s.ScanNodes(t.Context(), Page{After: after, Limit: 2})
+	func(t testing.TB, s graph.Store, after string) (int, string, error) {
+		p, err := s.ScanNodes(t.Context(), graph.Page{After: after, Limit: 2})
 		if err != nil {
 			return 0, "", err
 		}
 		return len(p.Nodes), p.Next, nil
 	},
-	func(t testing.TB, s *Bolt, after string) (int, string, error) {
-		p, err := s.ScanEdges(t.Context(), Page{After: after, Limit: 2})
+	func(t testing.TB, s graph.Store, after string) (int, string, error) {
+		p, err := s.ScanEdges(t.Context(), graph.Page{After: after, Limit: 2})
 		if err != nil {
 			return 0, "", err
 		}
 		return len(p.Edges), p.Next, nil
 	},
-	func(t testing.TB, s *Bolt, after string) (int, string, error) {
-		p, err := s.Postings(t.Context(), PostingQuery{Prefix: "s", Page: Page{After: after, Limit: 2}})
+	func(t testing.TB, s graph.Store, after string) (int, string, error) {
+		p, err := s.Postings(t.Context(), graph.PostingQuery{Prefix: "s", Page: graph.Page{After: after, Limit: 2}})
 		if err != nil {
 			return 0, "", err
 		}
@@ -284,7 +284,7 @@ func FuzzCursorStorePage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pi uint8, after string) {
 		n, _, err := storePages[int(pi)%len(storePages)](t, s, after)
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
+			if !errors.Is(err, graph.ErrInvalid) {
 				t.Fatalf("listing %d after %q: %v is not ErrInvalid", pi, after, err)
 			}
 			return
@@ -293,29 +293,4 @@ func FuzzCursorStorePage(f *testing.F) {
 			t.Fatalf("listing %d after %q: %d items on a page of 2", pi, after, n)
 		}
 	})
-}
-
-// TestCursorKeyCreatedOnUpgrade: a store made before stores kept a cursor
-// key gets one when it is opened, and keeps it.
-func TestCursorKeyCreatedOnUpgrade(t *testing.T) {
-	dir := t.TempDir()
-	s := openTest(t, dir, Config{})
-	s.Close()
-	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(metaCursorKey) }); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	s = openTest(t, dir, Config{})
-	key := bytes.Clone(s.CursorKey())
-	s.Close()
-	if len(key) != cursorKeySize {
-		t.Fatalf("no cursor key after the upgrade: %x", key)
-	}
-	if s = openTest(t, dir, Config{}); !bytes.Equal(s.CursorKey(), key) {
-		t.Fatal("the key created on upgrade was not kept")
-	}
 }

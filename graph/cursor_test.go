@@ -127,7 +127,7 @@ func TestCursorKeyKept(t *testing.T) {
 	if err != nil || first.Cursor == "" {
 		t.Fatalf("no cursor: %v", err)
 	}
-	key := bytes.Clone(s.CursorKey())
+	key := bytes.Clone(s.(graph.CursorKeyer).CursorKey())
 	if len(key) != 32 {
 		t.Fatalf("cursor key of %d bytes", len(key))
 	}
@@ -135,7 +135,7 @@ func TestCursorKeyKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = graphtest.Open(t, dir, nil)
-	if !bytes.Equal(s.CursorKey(), key) {
+	if !bytes.Equal(s.(graph.CursorKeyer).CursorKey(), key) {
 		t.Fatal("the cursor key changed when the store was reopened")
 	}
 	second, err := runCursor(s, query, first.Cursor)

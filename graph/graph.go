@@ -1,45 +1,26 @@
 // Package graph is Lore's core: the property graph (nodes, edges, IDs,
-// revisions), the Store interface of primitives the query engine is written
-// against, and its embedded implementation on Cayley's KV backend over bbolt,
-// with the write path, the change log, secondary indexes and import/export.
+// revisions, batches), the Store interface of primitives and its written
+// contract, the write planner every backend commits through (PlanBatch over a
+// Snapshot), subscriptions and the change log's encoding, the bounded query
+// engine (query, search, traversal, paths, limits, cursors), written once
+// over the Store primitives, and import and export.
 //
-// The package knows nothing of MCP, HTTP or GraphQL. It never logs: it
+// The package knows nothing of MCP, HTTP or GraphQL, and nothing of a
+// storage engine: backends live in packages of their own (graph/bolt, the
+// embedded store on Cayley and bbolt) and implement Store, plus whichever
+// optional interfaces they can (Checker, Syncer, Pather, CursorKeyer,
+// LogReader, Pipeliner, BulkLoader, AtomicLoader). graph/graphtest holds
+// the conformance suite every backend passes. The package never logs: it
 // returns errors in the categories below.
 //
-// # Storage
+// # The logical quad mapping
 //
-// A store is a directory holding one bbolt file, store.bolt, which Lore opens
-// itself (with a lock timeout and an initial mmap size) and hands to Cayley's
-// KV quad store. Cayley holds the graph's structure as quads:
+// Export writes the full logical graph as N-Quads, and import reads it back:
 //
 //	node   <n:ID>   <pg:type>  <t:TYPE>
 //	edge   <n:FROM> <e:LABEL>  <n:TO>            (unkeyed edge)
 //	edge   <n:FROM> <e:LABEL>  <n:TO>  <k:KEY>   (keyed edge: the key is the quad label)
-//
-// A traversal (edges of a frontier, by label and direction) reads in-edges
-// from Cayley's [O,P,S] index and out-edges from Lore's edge records, keyed
-// from, label, to, key (see Store.Edges). Properties, timestamps and revisions are
-// not quads: Cayley's KV never compacts a deleted quad, so every property
-// update would leave a tombstone that later reads must skip (measured: 3,000
-// updates of one property took a read from 94 µs to 4.5 ms), and a literal per
-// property costs a value entry, a refcount and an index entry (measured here:
-// a 5-property node costs 6 quads and loads at well under half the rate).
-// They live instead in Lore's own buckets in the same bbolt file, written in
-// the same transaction as the quads (see hookKV), together with the type and
-// property indexes, the per-node edge summaries, the change log and the
-// idempotency keys. A crash therefore never leaves them out of step.
-//
-// Export writes the full logical graph as N-Quads, properties included:
-//
-//	<n:ID> <p:NAME> "JSON value"^^<lore:json> .
-//
-// # Concurrency
-//
-// One writer at a time. Cayley's bbolt store deadlocks when a commit remaps
-// the file while readers hold transactions, so readers take the read side of
-// an RW lock for each primitive call and the writer takes the write side while
-// Cayley commits. Every primitive is bounded (pages, frontier sizes), so a
-// writer never waits long.
+//	<n:ID> <p:NAME> "JSON value"^^<lore:json> .   (properties, and pg:createdAt, pg:updatedAt, pg:revision)
 package graph
 
 import (
@@ -128,16 +109,5 @@ type Stats struct {
 	LastSeq uint64 `json:"lastSeq"`
 }
 
-// now returns the current time normalised as Lore stores every timestamp:
-// UTC, truncated to the microsecond (the precision PostgreSQL keeps too).
-func now() time.Time { return NormalizeTime(time.Now()) }
-
 // NormalizeTime returns t in UTC truncated to the microsecond.
 func NormalizeTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
-
-// wrap adds context to a non-nil error: defer wrap(&err, "Apply").
-func wrap(errp *error, format string, args ...any) {
-	if *errp != nil {
-		*errp = fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), *errp)
-	}
-}

@@ -157,8 +157,9 @@ func ParseEdgeKey(s string) (EdgeKey, error) {
 	return k, k.Check()
 }
 
-// bytes returns the record key of the edge: from, label, to and key joined by NUL.
-func (k EdgeKey) bytes() []byte {
+// Bytes returns the edge key as bytes: from, label, to and key joined by
+// NUL, which sort as ScanEdges lists edges. EdgeKeyFromBytes reverses it.
+func (k EdgeKey) Bytes() []byte {
 	b := make([]byte, 0, len(k.From)+len(k.Label)+len(k.To)+len(k.Key)+3)
 	b = append(b, k.From...)
 	b = append(b, 0)
@@ -169,7 +170,8 @@ func (k EdgeKey) bytes() []byte {
 	return append(b, k.Key...)
 }
 
-func edgeKeyFromBytes(b []byte) EdgeKey {
+// EdgeKeyFromBytes returns the edge key that Bytes encoded as b.
+func EdgeKeyFromBytes(b []byte) EdgeKey {
 	parts := strings.SplitN(string(b), "\x00", 4)
 	if len(parts) != 4 {
 		return EdgeKey{}

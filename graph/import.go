@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -52,19 +51,23 @@ func ParseFormat(s string) (Format, error) {
 const ImportGCPercent = 400
 
 // ImportGCPercentAt returns the collector's percent for an import that has
-// committed n elements: 200 for its first 300,000 elements, then
-// ImportGCPercent. A small load's heap is small, and collecting it more
-// often costs less than touching fresh memory: a 10k-node load took 6%
-// less time at 200 than at 400, 100k nodes 8% less; a 1M-node load took 7%
-// longer at 200 throughout.
-func ImportGCPercentAt(n int64) int {
-	if n < largeImport {
+// committed n elements: 200 for its first DefaultLargeImport elements,
+// then ImportGCPercent. A small load's heap is small, and collecting it
+// more often costs less than touching fresh memory: a 10k-node load took
+// 6% less time at 200 than at 400, 100k nodes 8% less; a 1M-node load took
+// 7% longer at 200 throughout.
+func ImportGCPercentAt(n int64) int { return gcPercentAt(n, DefaultLargeImport) }
+
+// DefaultLargeImport is where an import's collector percent goes from 200
+// to ImportGCPercent (see ImportGCPercentAt, ImportOptions.LargeImport).
+const DefaultLargeImport = 300000
+
+func gcPercentAt(n, large int64) int {
+	if n < large {
 		return 200
 	}
 	return ImportGCPercent
 }
-
-var largeImport int64 = 300000 // a variable so that tests can lower it
 
 // ImportMemoryLimit returns the soft memory limit for imports: a quarter
 // of physical memory, between 1 GiB and 4 GiB (2 GiB where physical memory
@@ -93,14 +96,14 @@ const (
 	MaxImportBatch     = 100000
 )
 
-// rampSteps: an import at the default batch size starts with batches this
-// many times smaller (2,000 elements) and doubles them up to the default,
-// so that the store starts committing soon after the input starts, and
-// even a small import is read, checked and written in a pipeline. At 10k
-// nodes and 20k edges, a first batch of 2,000 took 6% less time than one
-// of 6,250: Cayley's single-threaded part starts sooner, and more batches
-// do not cost more than that.
-var rampSteps = 25
+// DefaultFirstBatch is the size of an import's first batch at the default
+// batch size: it doubles batch by batch up to DefaultImportBatch, so that
+// the store starts committing soon after the input starts, and even a
+// small import is read, checked and written in a pipeline. At 10k nodes
+// and 20k edges, a first batch of 2,000 took 6% less time than one of
+// 6,250: Cayley's single-threaded part starts sooner, and more batches do
+// not cost more than that.
+const DefaultFirstBatch = DefaultImportBatch / 25
 
 // MaxLine is the longest line an import reads, in bytes.
 const MaxLine = 16 << 20
@@ -110,8 +113,11 @@ type ImportOptions struct {
 	Format Format
 	// BatchSize is the number of elements per transaction, capped at
 	// MaxImportBatch. 0 means DefaultImportBatch, reached by doubling from
-	// a 25th of it (see rampSteps).
+	// FirstBatch.
 	BatchSize int
+	// FirstBatch is the size of the first batch when BatchSize is 0; 0
+	// means DefaultFirstBatch.
+	FirstBatch int
 	// DryRun validates the whole input against the store and writes
 	// nothing. Every problem is counted; the first MaxProblems, by line,
 	// are listed.
@@ -125,6 +131,9 @@ type ImportOptions struct {
 	// TuneGC has the import set the collector's percent as it grows
 	// (ImportGCPercentAt), and restore it when it returns.
 	TuneGC bool
+	// LargeImport is where TuneGC goes from 200 to ImportGCPercent, in
+	// elements committed; 0 means DefaultLargeImport.
+	LargeImport int64
 	// Durable makes every batch durable (fsynced) when it commits. Without
 	// it, an import into an empty store is a bulk load: batches commit
 	// atomically but are flushed to disk once, at the end, as bbolt advises
@@ -140,27 +149,6 @@ type ImportOptions struct {
 	// data keeps a copy of an input it cannot read twice (one that is not
 	// a seekable file, such as stdin); "" means os.TempDir().
 	SpoolDir string
-}
-
-// A pipeliner applies a stream of batches, planning each while the one
-// before it commits.
-type pipeliner interface {
-	applyPipelined(ctx context.Context, batches <-chan *importBatch, handle func(*importBatch, *Result, error) bool, tn *turns)
-}
-
-// A bulkLoader can skip per-commit flushes while it is empty. beginBulk
-// reports whether it did; end flushes and restores durable commits.
-type bulkLoader interface {
-	beginBulk() (end func() error, ok bool)
-}
-
-// An atomicLoader can undo a load into a store that holds, and held,
-// nothing. beginLoad reports whether the store is such; done(true) ends
-// the load, done(false) empties the store again (and so does the next
-// Open, if the process dies first). fast makes the load a bulk load (see
-// bulkLoader).
-type atomicLoader interface {
-	beginLoad(fast bool) (done func(ok bool) error, ok bool)
 }
 
 // ImportStats reports an import.
@@ -349,8 +337,8 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (*Impo
 	case opt.Partial:
 		return runPass(ctx, s, r, opt, passPartial, start)
 	}
-	if al, ok := s.(atomicLoader); ok {
-		if done, ok := al.beginLoad(!opt.Durable); ok {
+	if al, ok := s.(AtomicLoader); ok {
+		if done, ok := al.BeginLoad(!opt.Durable); ok {
 			st, err := runPass(ctx, s, r, opt, passLoad, start)
 			if err == nil {
 				err = done(true) // which empties the store if it fails
@@ -435,8 +423,8 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 		size = DefaultImportBatch
 	}
 	size = min(size, MaxImportBatch)
-	if bl, ok := s.(bulkLoader); ok && pass == passPartial && !opt.Durable {
-		if end, ok := bl.beginBulk(); ok {
+	if bl, ok := s.(BulkLoader); ok && pass == passPartial && !opt.Durable {
+		if end, ok := bl.BeginBulk(); ok {
 			defer func() {
 				if ferr := end(); ferr != nil && err == nil {
 					err = ferr
@@ -445,20 +433,21 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 		}
 	}
 	gcPercent := 0 // the collector's percent as the import set it
+	large := cmp.Or(opt.LargeImport, DefaultLargeImport)
 	if opt.TuneGC {
-		gcPercent = ImportGCPercentAt(0)
+		gcPercent = gcPercentAt(0, large)
 		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	batches := make(chan *importBatch, 1)
-	pl, pipelined := s.(pipeliner)
+	batches := make(chan *StreamBatch, 1)
+	pl, pipelined := s.(Pipeliner)
 	pipelined = pipelined && !pass.dry()
-	var tn *turns
-	if pipelined && useTurns {
-		tn = newTurns(runtime.GOMAXPROCS(0))
+	first := size
+	if ramp {
+		first = min(max(cmp.Or(opt.FirstBatch, DefaultFirstBatch), 1), size)
 	}
-	go readBatches(ctx, s.Model(), dec, size, ramp, pass.dry(), batches, tn)
+	go readBatches(ctx, s.Model(), dec, first, size, pass.dry(), batches)
 
 	st := &ImportStats{Checking: pass == passCheck}
 	var (
@@ -500,7 +489,7 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 		}
 		st.Nodes += int64(len(ib.b.Nodes))
 		st.Edges += int64(len(ib.b.Edges))
-		if p := ImportGCPercentAt(st.Elements()); opt.TuneGC && p != gcPercent {
+		if p := gcPercentAt(st.Elements(), large); opt.TuneGC && p != gcPercent {
 			debug.SetGCPercent(p) // only when it changes: it stops the world
 			gcPercent = p
 		}
@@ -511,17 +500,17 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 		return true
 	}
 	if pipelined {
-		pl.applyPipelined(ctx, batches, handle, tn)
+		pl.ApplyStream(ctx, batches, func(sb *StreamBatch, res *Result, err error) bool { return handle(sb.ib, res, err) })
 	} else {
 	loop:
 		for {
 			var ib *importBatch
 			select {
-			case b, ok := <-batches:
+			case sb, ok := <-batches:
 				if !ok {
 					break loop
 				}
-				ib = b
+				ib = sb.ib
 			case <-ctx.Done():
 				break loop
 			}
@@ -595,23 +584,18 @@ type importBatch struct {
 	parseErrs            []*LineError // the first MaxProblems
 	parseMore            int          // parse errors beyond them
 	fatal                bool         // a parse error ends the import
-	last                 bool         // the input ends after this batch
+	sb                   StreamBatch  // what a Pipeliner sees of it
 }
 
-// readBatches decodes the input into prepared batches. A batch ends at the
+// readBatches decodes the input into prepared batches, the first of first
+// elements, then each twice the one before, up to size. A batch ends at the
 // size limit, or before an element the batch already holds (so the later
 // line wins). It closes out when the input ends or ctx is cancelled.
-func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ramp, dryRun bool, out chan<- *importBatch, tn *turns) {
+func readBatches(ctx context.Context, m *schema.Model, dec decoder, first, size int, dryRun bool, out chan<- *StreamBatch) {
 	defer close(out)
-	tn.take(turnRead)
-	defer tn.give()
-	limit := size
-	if ramp {
-		limit = max(size/rampSteps, 1)
-	}
+	limit := first
 	newBatch := func() *importBatch {
-		ib := &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun, max: MaxImportBatch,
-			yield: func() { tn.yield(turnRead) }}}
+		ib := &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun, max: MaxImportBatch}}
 		ib.b.rank = func(ptr string) int64 { return lineOf(ptr, ib.nodeLines, ib.edgeLines) }
 		return ib
 	}
@@ -619,26 +603,24 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, size int, ra
 	send := func() bool {
 		prepare(m, cur.b)
 		cur.lines = dec.lines()
-		tn.give()
-		defer tn.take(turnRead)
+		cur.sb.Batch, cur.sb.ib = cur.b, cur
+		if cur.fatal || cur.b.Len() == 0 {
+			cur.sb.Batch = nil
+		}
 		select {
-		case out <- cur:
+		case out <- &cur.sb:
 		case <-ctx.Done():
 			return false
 		}
-		// The planner, woken by the send, would wait in this core's queue
-		// until the reader blocks or is preempted: let it run now.
-		runtime.Gosched()
 		cur = newBatch()
 		clear(inBatch)
 		limit = min(2*limit, size)
 		return true
 	}
 	for ctx.Err() == nil {
-		tn.yield(turnRead)
 		el, err := dec.next()
 		if err == io.EOF {
-			cur.last = true
+			cur.sb.Last = true
 			send()
 			return
 		}
@@ -678,7 +660,7 @@ func (el element) key() string {
 	if el.node != nil {
 		return "n\x00" + string(el.node.ID)
 	}
-	return "e\x00" + string(el.edge.bytes())
+	return "e\x00" + string(el.edge.Bytes())
 }
 
 // lineOf maps a problem's pointer ("/nodes/3/…", "/edges/0/…") to its input line.

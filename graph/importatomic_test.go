@@ -36,11 +36,9 @@ type onlyReader struct{ r io.Reader }
 
 func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
-func checkOK(t *testing.T, s *graph.Bolt) {
+func checkOK(t *testing.T, s graph.Store) {
 	t.Helper()
-	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
-		t.Fatalf("check: %v %v", err, r.Problems)
-	}
+	graphtest.CheckOK(t, s)
 }
 
 // A failed import into an empty store leaves it empty: the batches before

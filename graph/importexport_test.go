@@ -50,9 +50,7 @@ func TestExampleDataset(t *testing.T) {
 	if stats.EdgeLabels["supersedes"] < 3 || stats.EdgeLabels["dependsOn"] < 10 {
 		t.Errorf("example edges: %v", stats.EdgeLabels)
 	}
-	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
-		t.Errorf("check: %v %v", err, r.Problems)
-	}
+	graphtest.CheckOK(t, s)
 }
 
 // Export, import into an empty store, export again: the same bytes.

@@ -13,9 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cayleygraph/quad"
-	"github.com/cayleygraph/quad/nquads"
-
 	"github.com/lore-dev/lore/schema"
 )
 
@@ -34,48 +31,43 @@ import (
 
 const (
 	xsd         = "http://www.w3.org/2001/XMLSchema#"
-	xsdInteger  = quad.IRI(xsd + "integer")
-	xsdDouble   = quad.IRI(xsd + "double")
-	xsdDecimal  = quad.IRI(xsd + "decimal")
-	xsdBoolean  = quad.IRI(xsd + "boolean")
-	xsdString   = quad.IRI(xsd + "string")
-	xsdDateTime = quad.IRI(xsd + "dateTime")
-	loreJSON    = quad.IRI("lore:json")
+	xsdInteger  = xsd + "integer"
+	xsdDouble   = xsd + "double"
+	xsdDecimal  = xsd + "decimal"
+	xsdBoolean  = xsd + "boolean"
+	xsdString   = xsd + "string"
+	xsdDateTime = xsd + "dateTime"
+	loreJSON    = "lore:json"
 )
 
 var intLexical = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 
-func literalOf(v any) (quad.Value, error) {
+func literalOf(v any) (nqTerm, error) {
 	switch x := v.(type) {
 	case string:
-		return quad.String(x), nil
+		return plainLit(x), nil
 	case bool:
-		return quad.TypedString{Value: quad.String(strconv.FormatBool(x)), Type: xsdBoolean}, nil
+		return typedLit(strconv.FormatBool(x), xsdBoolean), nil
 	case json.Number:
 		if intLexical.MatchString(string(x)) {
-			return quad.TypedString{Value: quad.String(x), Type: xsdInteger}, nil
+			return typedLit(string(x), xsdInteger), nil
 		}
-		return quad.TypedString{Value: quad.String(x), Type: xsdDouble}, nil
+		return typedLit(string(x), xsdDouble), nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return nil, err
+		return nqTerm{}, err
 	}
-	return quad.TypedString{Value: quad.String(bytes.TrimSpace(buf.Bytes())), Type: loreJSON}, nil
+	return typedLit(string(bytes.TrimSpace(buf.Bytes())), loreJSON), nil
 }
 
-func valueOf(v quad.Value, maxDepth int) (any, error) {
-	switch x := v.(type) {
-	case quad.String:
-		return string(x), nil
-	case quad.LangString:
-		return string(x.Value), nil
-	case quad.TypedString:
-		s := string(x.Value)
-		switch x.Type {
-		case xsdInteger, xsdDouble, xsdDecimal, quad.IRI(xsd + "float"), quad.IRI(xsd + "long"), quad.IRI(xsd + "int"):
+func valueOf(v nqTerm, maxDepth int) (any, error) {
+	if v.kind == nqLiteral {
+		s := v.val
+		switch v.typ {
+		case xsdInteger, xsdDouble, xsdDecimal, xsd + "float", xsd + "long", xsd + "int":
 			var n json.Number
 			if err := json.Unmarshal([]byte(s), &n); err != nil {
 				return nil, fmt.Errorf("%q is not a number Lore can store", s)
@@ -98,15 +90,36 @@ func valueOf(v quad.Value, maxDepth int) (any, error) {
 	return nil, fmt.Errorf("property value %s must be a literal", v)
 }
 
-func timeLiteral(t time.Time) quad.Value {
-	return quad.TypedString{Value: quad.String(t.UTC().Format(time.RFC3339Nano)), Type: xsdDateTime}
+func timeLiteral(t time.Time) nqTerm {
+	return typedLit(t.UTC().Format(time.RFC3339Nano), xsdDateTime)
 }
 
-func edgeSubject(k EdgeKey) quad.IRI { return quad.IRI("x:" + k.String()) }
+// The IRIs of the logical quad mapping (see the package documentation).
+func nodeIRI(id ID) nqTerm       { return iri("n:" + string(id)) }
+func typeIRI(t string) nqTerm    { return iri("t:" + t) }
+func labelIRI(l string) nqTerm   { return iri("e:" + l) }
+func keyIRI(k string) nqTerm     { return iri("k:" + EscapeSegment(k)) }
+func propIRI(p string) nqTerm    { return iri("p:" + p) }
+func metaIRI(name string) nqTerm { return iri("pg:" + name) }
+
+func nodeQuad(id ID, typ string) nquad {
+	return nquad{subject: nodeIRI(id), predicate: metaIRI("type"), object: typeIRI(typ)}
+}
+
+func edgeQuad(k EdgeKey) nquad {
+	q := nquad{subject: nodeIRI(k.From), predicate: labelIRI(k.Label), object: nodeIRI(k.To)}
+	if k.Key != "" {
+		l := keyIRI(k.Key)
+		q.label = &l
+	}
+	return q
+}
+
+func edgeSubject(k EdgeKey) nqTerm { return iri("x:" + k.String()) }
 
 func exportNQuads(ctx context.Context, s Store, w io.Writer, st *ExportStats) error {
-	nw := nquads.NewWriter(w)
-	writeProps := func(subj quad.Value, props Props, created, updated time.Time, rev int64) error {
+	nw := newNQuadsWriter(w)
+	writeProps := func(subj nqTerm, props Props, created, updated time.Time, rev int64) error {
 		names := make([]string, 0, len(props))
 		for k := range props {
 			names = append(names, k)
@@ -117,16 +130,16 @@ func exportNQuads(ctx context.Context, s Store, w io.Writer, st *ExportStats) er
 			if err != nil {
 				return err
 			}
-			if err := nw.WriteQuad(quad.Quad{Subject: subj, Predicate: propIRI(name), Object: lit}); err != nil {
+			if err := nw.write(nquad{subject: subj, predicate: propIRI(name), object: lit}); err != nil {
 				return err
 			}
 		}
-		for _, q := range []quad.Quad{
-			{Subject: subj, Predicate: metaIRI("createdAt"), Object: timeLiteral(created)},
-			{Subject: subj, Predicate: metaIRI("updatedAt"), Object: timeLiteral(updated)},
-			{Subject: subj, Predicate: metaIRI("revision"), Object: quad.TypedString{Value: quad.String(strconv.FormatInt(rev, 10)), Type: xsdInteger}},
+		for _, q := range []nquad{
+			{subject: subj, predicate: metaIRI("createdAt"), object: timeLiteral(created)},
+			{subject: subj, predicate: metaIRI("updatedAt"), object: timeLiteral(updated)},
+			{subject: subj, predicate: metaIRI("revision"), object: typedLit(strconv.FormatInt(rev, 10), xsdInteger)},
 		} {
-			if err := nw.WriteQuad(q); err != nil {
+			if err := nw.write(q); err != nil {
 				return err
 			}
 		}
@@ -134,7 +147,7 @@ func exportNQuads(ctx context.Context, s Store, w io.Writer, st *ExportStats) er
 	}
 	err := eachNode(ctx, s, func(n *Node) error {
 		st.Nodes++
-		if err := nw.WriteQuad(nodeQuad(n.ID, n.Type)); err != nil {
+		if err := nw.write(nodeQuad(n.ID, n.Type)); err != nil {
 			return err
 		}
 		return writeProps(nodeIRI(n.ID), n.Properties, n.CreatedAt, n.UpdatedAt, n.Revision)
@@ -144,7 +157,7 @@ func exportNQuads(ctx context.Context, s Store, w io.Writer, st *ExportStats) er
 	}
 	err = eachEdge(ctx, s, func(e *Edge) error {
 		st.Edges++
-		if err := nw.WriteQuad(edgeQuad(e.EdgeKey)); err != nil {
+		if err := nw.write(edgeQuad(e.EdgeKey)); err != nil {
 			return err
 		}
 		return writeProps(edgeSubject(e.EdgeKey), e.Properties, e.CreatedAt, e.UpdatedAt, e.Revision)
@@ -152,7 +165,7 @@ func exportNQuads(ctx context.Context, s Store, w io.Writer, st *ExportStats) er
 	if err != nil {
 		return err
 	}
-	return nw.Close()
+	return nw.close()
 }
 
 // nquadsDecoder assembles elements from consecutive quads.
@@ -180,31 +193,30 @@ func (d *nquadsDecoder) next() (element, error) {
 		if err := checkNQuadsText(line); err != nil {
 			return element{line: n}, err
 		}
-		q, err := nquads.ParseRaw(string(line))
+		q, err := parseNQuad(string(line))
 		if err != nil {
 			return element{line: n}, fmt.Errorf("not an N-Quad: %v", err)
 		}
-		subj, ok := q.Subject.(quad.IRI)
-		pred, ok2 := q.Predicate.(quad.IRI)
-		if !ok || !ok2 {
+		if q.subject.kind != nqIRI {
 			return element{line: n}, fmt.Errorf("subject and predicate must be IRIs")
 		}
-		if label, ok := strings.CutPrefix(string(pred), "e:"); ok {
+		subj, pred := q.subject.val, q.predicate.val
+		if label, ok := strings.CutPrefix(pred, "e:"); ok {
 			k, err := edgeOfQuad(q, label)
 			if err != nil {
 				return element{line: n}, err
 			}
-			if out, ready := d.start(element{line: n, edge: &EdgeInput{EdgeKey: k}}, string(edgeSubject(k))); ready {
+			if out, ready := d.start(element{line: n, edge: &EdgeInput{EdgeKey: k}}, edgeSubject(k).val); ready {
 				return out, out.complete()
 			}
 			continue
 		}
-		if string(subj) != d.subject {
-			id, ok := strings.CutPrefix(string(subj), "n:")
+		if d.pending == nil || subj != d.subject {
+			id, ok := strings.CutPrefix(subj, "n:")
 			if !ok {
 				return element{line: n}, fmt.Errorf("%s: subject must be a node <n:ID> or follow its edge quad", subj)
 			}
-			out, ready := d.start(element{line: n, node: &NodeInput{ID: ID(id), Properties: Props{}}}, string(subj))
+			out, ready := d.start(element{line: n, node: &NodeInput{ID: ID(id), Properties: Props{}}}, subj)
 			if err := d.add(q, pred); err != nil {
 				return element{line: n}, err
 			}
@@ -245,7 +257,7 @@ func (el *element) complete() error {
 	return nil
 }
 
-func (d *nquadsDecoder) add(q quad.Quad, pred quad.IRI) error {
+func (d *nquadsDecoder) add(q nquad, pred string) error {
 	el := d.pending
 	var p Props
 	var created, updated *time.Time
@@ -263,18 +275,17 @@ func (d *nquadsDecoder) add(q quad.Quad, pred quad.IRI) error {
 	}
 	switch name := string(pred); {
 	case name == "pg:type" && el.node != nil:
-		t, ok := q.Object.(quad.IRI)
-		typ, ok2 := strings.CutPrefix(string(t), "t:")
+		ok := q.object.kind == nqIRI
+		typ, ok2 := strings.CutPrefix(q.object.val, "t:")
 		if !ok || !ok2 {
 			return fmt.Errorf("<pg:type> object must be <t:TYPE>")
 		}
 		el.node.Type = typ
 	case name == "pg:createdAt", name == "pg:updatedAt":
-		ts, ok := q.Object.(quad.TypedString)
-		if !ok {
+		if q.object.kind != nqLiteral || q.object.typ == "" {
 			return fmt.Errorf("%s must be an xsd:dateTime literal", name)
 		}
-		t, err := time.Parse(time.RFC3339Nano, string(ts.Value))
+		t, err := time.Parse(time.RFC3339Nano, q.object.val)
 		if err != nil {
 			return fmt.Errorf("%s: %v", name, err)
 		}
@@ -284,7 +295,7 @@ func (d *nquadsDecoder) add(q quad.Quad, pred quad.IRI) error {
 			*updated = t
 		}
 	case name == "pg:revision":
-		v, err := valueOf(q.Object, d.maxDepth)
+		v, err := valueOf(q.object, d.maxDepth)
 		n, ok := v.(json.Number)
 		if err == nil && ok {
 			*rev, err = n.Int64()
@@ -293,7 +304,7 @@ func (d *nquadsDecoder) add(q quad.Quad, pred quad.IRI) error {
 			return fmt.Errorf("pg:revision must be an xsd:integer from 1 to %d", MaxRevision)
 		}
 	case strings.HasPrefix(name, "p:"):
-		v, err := valueOf(q.Object, d.maxDepth)
+		v, err := valueOf(q.object, d.maxDepth)
 		if err != nil {
 			return err
 		}
@@ -349,18 +360,17 @@ func checkNQuadsText(line []byte) error {
 	return nil
 }
 
-func edgeOfQuad(q quad.Quad, label string) (EdgeKey, error) {
-	from, ok1 := q.Subject.(quad.IRI)
-	to, ok2 := q.Object.(quad.IRI)
-	f, ok3 := strings.CutPrefix(string(from), "n:")
-	t, ok4 := strings.CutPrefix(string(to), "n:")
+func edgeOfQuad(q nquad, label string) (EdgeKey, error) {
+	ok1, ok2 := q.subject.kind == nqIRI, q.object.kind == nqIRI
+	f, ok3 := strings.CutPrefix(q.subject.val, "n:")
+	t, ok4 := strings.CutPrefix(q.object.val, "n:")
 	if !(ok1 && ok2 && ok3 && ok4) {
 		return EdgeKey{}, fmt.Errorf("an edge quad joins <n:FROM> to <n:TO>")
 	}
 	k := EdgeKey{From: ID(f), Label: label, To: ID(t)}
-	if q.Label != nil {
-		l, ok := q.Label.(quad.IRI)
-		key, ok2 := strings.CutPrefix(string(l), "k:")
+	if q.label != nil {
+		ok := q.label.kind == nqIRI
+		key, ok2 := strings.CutPrefix(q.label.val, "k:")
 		if !ok || !ok2 {
 			return EdgeKey{}, fmt.Errorf("an edge's graph label must be <k:KEY>")
 		}

@@ -144,7 +144,7 @@ func randomGraph(rng *rand.Rand) *oGraph {
 }
 
 // load writes the graph into a new bolt store.
-func (g *oGraph) load(t *testing.T, m *schema.Model) *graph.Bolt {
+func (g *oGraph) load(t *testing.T, m *schema.Model) graph.Store {
 	t.Helper()
 	s := graphtest.Open(t, t.TempDir(), m)
 	var b graph.Batch

@@ -30,7 +30,7 @@ const pathModel = `{"$schema":"https://json-schema.org/draft/2020-12/schema","$d
 	"p":{"x-lore-edge":{"from":["N"],"to":["N"],"keyed":true},"type":"object"},
 	"q":{"x-lore-edge":{"from":["N"],"to":["N"]},"type":"object"}}}`
 
-func pathStore(t testing.TB) *graph.Bolt {
+func pathStore(t testing.TB) graph.Store {
 	t.Helper()
 	m, err := schema.Load([]byte(pathModel))
 	if err != nil {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,64 +13,77 @@ import (
 	"time"
 	"unicode/utf8"
 
-	cgraph "github.com/cayleygraph/cayley/graph"
-
 	"github.com/lore-dev/lore/schema"
 )
 
-// nodeRec is a node as Lore stores it. Props is canonical JSON (sorted keys,
-// no HTML escaping), so equal properties are equal bytes.
-type nodeRec struct {
+// Writing a batch has two halves. The engine's half, the same for every
+// backend, is PlanBatch: it validates the batch against the model and the
+// store's current records, as a Snapshot shows them, and returns a Plan of
+// record changes, the batch's Result and its change-log entry. The
+// backend's half commits a Plan: its records, whatever it derives from
+// them (type, property and text indexes, edge counts, Stats' counts), the
+// change-log entry and the idempotency key, atomically, with Seq set to
+// the next sequence number. A backend plans and commits under its writer
+// lock, so that nothing changes between the two.
+
+// A NodeRecord is a node's stored state. Props is canonical JSON (sorted
+// keys, no HTML escaping, as PlanBatch makes it), so equal properties are
+// equal bytes. Times are Unix microseconds.
+type NodeRecord struct {
 	Type    string
 	Props   json.RawMessage
-	Created int64 // Unix microseconds
-	Updated int64
-	Rev     int64
-	// Deg is the node's encoded edge summary (see degree.go). It is not
-	// the node's content: the commit that writes a record sets it from the
-	// committed record and the commit's own edge changes.
-	Deg []byte
-}
-
-// edgeRec is an edge as Lore stores it (its key is the record key).
-type edgeRec struct {
-	Props   json.RawMessage // nil when the edge has none
 	Created int64
 	Updated int64
 	Rev     int64
 }
 
-// A snapshot is what planning reads: the store's state while the writer holds its lock.
-type snapshot interface {
-	nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error)
-	// nodeTypes returns the type of each node, "" for a missing one.
-	nodeTypes(ctx context.Context, ids []ID) ([]string, error)
-	edgeRecs(ctx context.Context, keys []EdgeKey) ([]*edgeRec, error)
-	// incident returns every edge that starts or ends at id.
-	incident(ctx context.Context, id ID) ([]EdgeKey, error)
+// An EdgeRecord is an edge's stored state; its key is stored beside it.
+// Props is nil when the edge has none.
+type EdgeRecord struct {
+	Props   json.RawMessage
+	Created int64
+	Updated int64
+	Rev     int64
+}
+
+// A Snapshot is what PlanBatch reads: the store's committed state as the
+// writer sees it, unchanged for as long as planning lasts (a backend plans
+// under its writer lock, in one read transaction). Results are in the
+// order of the arguments.
+type Snapshot interface {
+	// NodeRecords returns the record of each node, nil for a missing one.
+	NodeRecords(ctx context.Context, ids []ID) ([]*NodeRecord, error)
+	// NodeTypes returns the type of each node, "" for a missing one.
+	NodeTypes(ctx context.Context, ids []ID) ([]string, error)
+	// EdgeRecords returns the record of each edge, nil for a missing one.
+	EdgeRecords(ctx context.Context, keys []EdgeKey) ([]*EdgeRecord, error)
+	// Incident returns every edge that starts or ends at id, a self-loop
+	// once; a node with more than MaxBatch edges is an error wrapping
+	// ErrInvalid (a batch cannot delete them all).
+	Incident(ctx context.Context, id ID) ([]EdgeKey, error)
 }
 
 // assumeSnap answers for nodes a dry run assumes to exist.
 type assumeSnap struct {
-	snapshot
+	Snapshot
 	assume map[ID]string
 }
 
-func (a assumeSnap) nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error) {
-	recs, err := a.snapshot.nodeRecs(ctx, ids)
+func (a assumeSnap) NodeRecords(ctx context.Context, ids []ID) ([]*NodeRecord, error) {
+	recs, err := a.Snapshot.NodeRecords(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	for i, id := range ids {
 		if t, ok := a.assume[id]; ok && recs[i] == nil {
-			recs[i] = &nodeRec{Type: t, Props: json.RawMessage("null"), Rev: 1}
+			recs[i] = &NodeRecord{Type: t, Props: json.RawMessage("null"), Rev: 1}
 		}
 	}
 	return recs, nil
 }
 
-func (a assumeSnap) nodeTypes(ctx context.Context, ids []ID) ([]string, error) {
-	types, err := a.snapshot.nodeTypes(ctx, ids)
+func (a assumeSnap) NodeTypes(ctx context.Context, ids []ID) ([]string, error) {
+	types, err := a.Snapshot.NodeTypes(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -84,29 +98,33 @@ func (a assumeSnap) nodeTypes(ctx context.Context, ids []ID) ([]string, error) {
 // overlaySnap answers from a plan not yet committed, then from the store:
 // it lets the next batch be planned while that plan commits.
 type overlaySnap struct {
-	snapshot
-	nodes map[ID]*nodeRec // nil value: deleted
-	edges map[EdgeKey]*edgeRec
+	Snapshot
+	nodes map[ID]*NodeRecord // nil value: deleted
+	edges map[EdgeKey]*EdgeRecord
 }
 
-func newOverlay(snap snapshot, prev *plan) overlaySnap {
-	o := overlaySnap{snap, make(map[ID]*nodeRec, len(prev.nodes)), make(map[EdgeKey]*edgeRec, len(prev.edges))}
-	for _, op := range prev.nodes {
-		o.nodes[op.id] = op.new
+// OverlaySnapshot returns a Snapshot of the state after prev commits: prev's
+// records, then snap's. It lets a backend plan the next batch while prev
+// commits (see Pipeliner). Its Incident fails: a batch that deletes nodes
+// must be planned against the committed state.
+func OverlaySnapshot(snap Snapshot, prev *Plan) Snapshot {
+	o := overlaySnap{snap, make(map[ID]*NodeRecord, len(prev.Nodes)), make(map[EdgeKey]*EdgeRecord, len(prev.Edges))}
+	for _, op := range prev.Nodes {
+		o.nodes[op.ID] = op.New
 	}
-	for _, op := range prev.edges {
-		o.edges[op.key] = op.new
+	for _, op := range prev.Edges {
+		o.edges[op.Key] = op.New
 	}
 	return o
 }
 
-func (o overlaySnap) node(id ID) (*nodeRec, bool) {
+func (o overlaySnap) node(id ID) (*NodeRecord, bool) {
 	r, ok := o.nodes[id]
 	return r, ok
 }
 
-func (o overlaySnap) nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error) {
-	recs, err := o.snapshot.nodeRecs(ctx, ids)
+func (o overlaySnap) NodeRecords(ctx context.Context, ids []ID) ([]*NodeRecord, error) {
+	recs, err := o.Snapshot.NodeRecords(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +136,8 @@ func (o overlaySnap) nodeRecs(ctx context.Context, ids []ID) ([]*nodeRec, error)
 	return recs, nil
 }
 
-func (o overlaySnap) nodeTypes(ctx context.Context, ids []ID) ([]string, error) {
-	types, err := o.snapshot.nodeTypes(ctx, ids)
+func (o overlaySnap) NodeTypes(ctx context.Context, ids []ID) ([]string, error) {
+	types, err := o.Snapshot.NodeTypes(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +152,8 @@ func (o overlaySnap) nodeTypes(ctx context.Context, ids []ID) ([]string, error) 
 	return types, nil
 }
 
-func (o overlaySnap) edgeRecs(ctx context.Context, keys []EdgeKey) ([]*edgeRec, error) {
-	recs, err := o.snapshot.edgeRecs(ctx, keys)
+func (o overlaySnap) EdgeRecords(ctx context.Context, keys []EdgeKey) ([]*EdgeRecord, error) {
+	recs, err := o.Snapshot.EdgeRecords(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -147,14 +165,18 @@ func (o overlaySnap) edgeRecs(ctx context.Context, keys []EdgeKey) ([]*edgeRec, 
 	return recs, nil
 }
 
-func (o overlaySnap) incident(context.Context, ID) ([]EdgeKey, error) {
+func (o overlaySnap) Incident(context.Context, ID) ([]EdgeKey, error) {
 	return nil, errors.New("internal: node deletes are never planned beside a commit")
 }
 
-type nodeOp struct {
-	id       ID
-	old, new *nodeRec // new == nil: delete
-	props    Props    // new's properties, decoded
+// A NodeOp is one node change of a Plan: Old is nil for a node the
+// batch creates, New is nil for one it deletes.
+type NodeOp struct {
+	ID       ID
+	Old, New *NodeRecord
+	// Props are New's properties, decoded (nil for a delete): what the
+	// backend indexes.
+	Props Props
 }
 
 // prepared caches the part of validating an element that needs no store:
@@ -184,14 +206,12 @@ func (e *jsonError) Error() string { return e.err.Error() }
 // prepare fills in the prepared state of every element whose type is known.
 func prepare(m *schema.Model, b *Batch) {
 	for i := range b.Nodes {
-		b.pause()
 		n := &b.Nodes[i]
 		if nt, ok := m.Node(n.Type); ok && !n.Merge {
 			n.prep = prepareProps(nt.Validate, n.Properties)
 		}
 	}
 	for i := range b.Edges {
-		b.pause()
 		e := &b.Edges[i]
 		if et, ok := m.Edge(e.Label); ok {
 			e.prep = prepareProps(et.Validate, e.Properties)
@@ -199,307 +219,418 @@ func prepare(m *schema.Model, b *Batch) {
 	}
 }
 
-type edgeOp struct {
-	key      EdgeKey
-	old, new *edgeRec
+// An EdgeOp is one edge change of a Plan: Old is nil for an edge the
+// batch creates, New is nil for one it deletes (explicitly, or because
+// the batch deletes one of its nodes).
+type EdgeOp struct {
+	Key      EdgeKey
+	Old, New *EdgeRecord
 }
 
-// A plan is a validated batch: the element changes, the result and the
-// change-log entry (without its sequence number), ready for a backend to commit.
-type plan struct {
-	nodes  []nodeOp
-	edges  []edgeOp
-	result *Result
-	change *Change
-	// last marks a bulk load's last batch: its commit also writes all the
-	// deferred index entries, sorted beside Cayley's part of the commit
-	// rather than in a transaction of their own after it.
-	last    bool
-	drained bool // its commit carries the deferred index entries
-
-	quadsSet bool
-	deltas   []cgraph.Delta // see quads
+// A Plan is a validated batch, ready for a backend to commit: the element
+// changes (elements the batch leaves unchanged are not among them), the
+// Result and the change-log entry. The backend sets Result.Seq and
+// Change.Seq to the entry's sequence number as it commits; a Plan that
+// changes nothing (Empty) gets no entry and no sequence number.
+type Plan struct {
+	Nodes  []NodeOp
+	Edges  []EdgeOp
+	Result *Result
+	Change *Change
 }
 
-func (p *plan) empty() bool { return len(p.nodes) == 0 && len(p.edges) == 0 }
+// Empty reports whether the plan changes nothing.
+func (p *Plan) Empty() bool { return len(p.Nodes) == 0 && len(p.Edges) == 0 }
 
-// makePlan validates b against the model and the snapshot. It returns a
-// *BatchError listing every problem if the batch must be rejected.
-func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t time.Time) (*plan, error) {
+// PlanBatch validates b against the model and the snapshot, and plans its
+// changes with t (normalised, see NormalizeTime) as their time. A batch
+// that must be rejected returns a *BatchError listing every problem, and
+// no plan. A DryRun batch is planned like any other: the backend commits
+// nothing and returns the plan's Result.
+func PlanBatch(ctx context.Context, m *schema.Model, snap Snapshot, b *Batch, t time.Time) (*Plan, error) {
 	if len(b.Assume) > 0 {
 		snap = assumeSnap{snap, b.Assume}
 	}
-	ps := problems{rank: b.rank}
+	pl := &planner{m: m, snap: snap, b: b, us: t.UnixMicro(), ps: problems{rank: b.rank}}
+	if err := pl.checkSize(); err != nil {
+		return nil, err
+	}
+	// Static checks, which need no store. An element that fails one is
+	// left out of the stateful checks; the others still go through them,
+	// so that one answer lists every problem to fix.
+	pl.checkNodes()
+	pl.checkNodeDeletes()
+	pl.checkEdges()
+	pl.checkEdgeDeletes()
+	// Stateful checks, against the records the snapshot holds.
+	if err := pl.readRecords(ctx); err != nil {
+		return nil, err
+	}
+	pl.startPlan(t)
+	if err := pl.planNodes(); err != nil {
+		return nil, err
+	}
+	if err := pl.planNodeDeletes(ctx); err != nil {
+		return nil, err
+	}
+	pl.planEdges()
+	pl.planEdgeDeletes()
+	if len(pl.ps.list) > 0 {
+		return nil, pl.ps.err()
+	}
+	if err := pl.planCascade(ctx); err != nil {
+		return nil, err
+	}
+	return pl.p, nil
+}
+
+// A planner is PlanBatch's state as it goes through its phases.
+type planner struct {
+	m    *schema.Model
+	snap Snapshot
+	b    *Batch
+	us   int64 // the plan's time, Unix microseconds
+	ps   problems
+
+	// From the static checks: each element's first place in the batch,
+	// whether each element passed, the records to read, and the nodes
+	// only edges name (their types are all planning needs of them).
+	seenNode                             map[ID]elemRef
+	seenEdge                             map[EdgeKey]elemRef
+	nodeOK, delNodeOK, edgeOK, delEdgeOK []bool
+	nodeIDs                              []ID
+	edgeKeys                             []EdgeKey
+	endpoints                            []ID
+
+	// From the snapshot.
+	endpointType map[ID]string
+	oldNode      map[ID]*NodeRecord
+	oldEdge      map[EdgeKey]*EdgeRecord
+
+	// From planning.
+	p            *Plan
+	badNode      map[ID]bool   // nodes of the batch already reported: their edges are not reported again
+	newType      map[ID]string // nodes the batch writes
+	deletedNode  map[ID]bool
+	deletedEdge  map[EdgeKey]bool
+	cascade      map[EdgeKey]bool // edges of deleted nodes
+	cascadeOrder []EdgeKey
+}
+
+// checkSize refuses an empty batch and one over its size limit.
+func (pl *planner) checkSize() error {
+	b := pl.b
 	if b.Len() == 0 {
-		ps.add(ErrInvalid, "", "batch", "empty", "the batch holds no element; give nodes, edges, deleteNodes or deleteEdges")
-		return nil, ps.err()
+		pl.ps.add(ErrInvalid, "", "batch", "empty", "the batch holds no element; give nodes, edges, deleteNodes or deleteEdges")
+		return pl.ps.err()
 	}
 	if b.Len() > b.limit() {
-		ps.add(ErrInvalid, "", "batch", "size", "%d elements; split it into batches of at most %d", b.Len(), b.limit())
-		return nil, ps.err()
+		pl.ps.add(ErrInvalid, "", "batch", "size", "%d elements; split it into batches of at most %d", b.Len(), b.limit())
+		return pl.ps.err()
 	}
 	// Sized up front: an import's batches are tens of thousands of
 	// elements, and growing maps and lists copies them again and again.
 	nn, ne := len(b.Nodes)+len(b.DeleteNodes), len(b.Edges)+len(b.DeleteEdges)
-	seenNode := make(map[ID]elemRef, nn)
-	seenEdge := make(map[EdgeKey]elemRef, ne)
-	dup := func(ptr, elem string, first elemRef) {
-		ps.add(ErrInvalid, ptr, elem, "duplicate", "already appears at %s; each element may appear once per batch", first)
-	}
+	pl.seenNode = make(map[ID]elemRef, nn)
+	pl.seenEdge = make(map[EdgeKey]elemRef, ne)
+	pl.nodeIDs = make([]ID, 0, nn)
+	pl.edgeKeys = make([]EdgeKey, 0, ne)
+	return nil
+}
 
-	// Static checks, and the records to read. An element that fails one
-	// is left out of the stateful checks; the others still go through
-	// them, so that one answer lists every problem to fix.
-	nodeIDs := make([]ID, 0, nn)
-	edgeKeys := make([]EdgeKey, 0, ne)
-	nodeOK := make([]bool, len(b.Nodes))
-	for i, n := range b.Nodes {
-		b.pause()
+func (pl *planner) dup(ptr, elem string, first elemRef) {
+	pl.ps.add(ErrInvalid, ptr, elem, "duplicate", "already appears at %s; each element may appear once per batch", first)
+}
+
+// checkNodes checks each node upsert's ID, uniqueness, revisions and type.
+func (pl *planner) checkNodes() {
+	pl.nodeOK = make([]bool, len(pl.b.Nodes))
+	for i, n := range pl.b.Nodes {
 		here := elemRef{"nodes", i}
 		if err := n.ID.Check(); err != nil {
-			ps.add(ErrInvalid, here.String()+"/id", nodeElem(n.ID), "id", "%v", unwrapMsg(err))
+			pl.ps.add(ErrInvalid, here.String()+"/id", nodeElem(n.ID), "id", "%v", unwrapMsg(err))
 			continue
 		}
-		if first, ok := seenNode[n.ID]; ok {
-			dup(here.String(), nodeElem(n.ID), first)
+		if first, ok := pl.seenNode[n.ID]; ok {
+			pl.dup(here.String(), nodeElem(n.ID), first)
 			continue
 		}
-		seenNode[n.ID] = here
-		nodeIDs = append(nodeIDs, n.ID)
-		ok := revisionInRange(&ps, here, nodeElem(n.ID), n.Revision) &&
-			expectedInRange(&ps, here, nodeElem(n.ID), n.ExpectedRevision)
-		if _, known := m.Node(n.Type); !known {
-			ps.add(ErrInvalid, here.String()+"/type", nodeElem(n.ID), "unknown-type", "unknown node type %q; the model has %s", n.Type, list(m.NodeTypeNames()))
+		pl.seenNode[n.ID] = here
+		pl.nodeIDs = append(pl.nodeIDs, n.ID)
+		ok := revisionInRange(&pl.ps, here, nodeElem(n.ID), n.Revision) &&
+			expectedInRange(&pl.ps, here, nodeElem(n.ID), n.ExpectedRevision)
+		if _, known := pl.m.Node(n.Type); !known {
+			pl.ps.add(ErrInvalid, here.String()+"/type", nodeElem(n.ID), "unknown-type", "unknown node type %q; the model has %s", n.Type, list(pl.m.NodeTypeNames()))
 			ok = false
 		}
-		nodeOK[i] = ok
+		pl.nodeOK[i] = ok
 	}
-	delNodeOK := make([]bool, len(b.DeleteNodes))
-	for i, d := range b.DeleteNodes {
+}
+
+// checkNodeDeletes checks each node delete's ID, uniqueness and expected revision.
+func (pl *planner) checkNodeDeletes() {
+	pl.delNodeOK = make([]bool, len(pl.b.DeleteNodes))
+	for i, d := range pl.b.DeleteNodes {
 		here := elemRef{"deleteNodes", i}
 		if err := d.ID.Check(); err != nil {
-			ps.add(ErrInvalid, here.String()+"/id", nodeElem(d.ID), "id", "%v", unwrapMsg(err))
+			pl.ps.add(ErrInvalid, here.String()+"/id", nodeElem(d.ID), "id", "%v", unwrapMsg(err))
 			continue
 		}
-		if first, ok := seenNode[d.ID]; ok {
-			dup(here.String(), nodeElem(d.ID), first)
+		if first, ok := pl.seenNode[d.ID]; ok {
+			pl.dup(here.String(), nodeElem(d.ID), first)
 			continue
 		}
-		seenNode[d.ID] = here
-		nodeIDs = append(nodeIDs, d.ID)
-		delNodeOK[i] = expectedInRange(&ps, here, nodeElem(d.ID), d.ExpectedRevision)
+		pl.seenNode[d.ID] = here
+		pl.nodeIDs = append(pl.nodeIDs, d.ID)
+		pl.delNodeOK[i] = expectedInRange(&pl.ps, here, nodeElem(d.ID), d.ExpectedRevision)
 	}
-	checkEdge := func(here elemRef, k EdgeKey) bool {
-		if err := k.Check(); err != nil {
-			ps.add(ErrInvalid, here.String(), edgeElem(k), "id", "%v", unwrapMsg(err))
-			return false
-		}
-		et, ok := m.Edge(k.Label)
-		if !ok {
-			ps.add(ErrInvalid, here.String()+"/label", edgeElem(k), "unknown-label", "unknown edge label %q; the model has %s", k.Label, list(m.EdgeLabels()))
-			return false
-		}
-		if et.Keyed && k.Key == "" {
-			ps.add(ErrInvalid, here.String()+"/key", edgeElem(k), "key", "%s edges are keyed; give a key (for a relation, its type)", k.Label)
-			return false
-		}
-		if !et.Keyed && k.Key != "" {
-			ps.add(ErrInvalid, here.String()+"/key", edgeElem(k), "key", "%s edges take no key; remove it", k.Label)
-			return false
-		}
-		if first, ok := seenEdge[k]; ok {
-			dup(here.String(), edgeElem(k), first)
-			return false
-		}
-		seenEdge[k] = here
-		edgeKeys = append(edgeKeys, k)
-		return true
+}
+
+// checkEdgeKey checks an edge key against the model (its label, and a key
+// where the label takes one) and for uniqueness in the batch.
+func (pl *planner) checkEdgeKey(here elemRef, k EdgeKey) bool {
+	if err := k.Check(); err != nil {
+		pl.ps.add(ErrInvalid, here.String(), edgeElem(k), "id", "%v", unwrapMsg(err))
+		return false
 	}
-	edgeOK := make([]bool, len(b.Edges))
-	var endpoints []ID // nodes only edges name: their types are all planning needs
-	for i, e := range b.Edges {
-		b.pause()
+	et, ok := pl.m.Edge(k.Label)
+	if !ok {
+		pl.ps.add(ErrInvalid, here.String()+"/label", edgeElem(k), "unknown-label", "unknown edge label %q; the model has %s", k.Label, list(pl.m.EdgeLabels()))
+		return false
+	}
+	if et.Keyed && k.Key == "" {
+		pl.ps.add(ErrInvalid, here.String()+"/key", edgeElem(k), "key", "%s edges are keyed; give a key (for a relation, its type)", k.Label)
+		return false
+	}
+	if !et.Keyed && k.Key != "" {
+		pl.ps.add(ErrInvalid, here.String()+"/key", edgeElem(k), "key", "%s edges take no key; remove it", k.Label)
+		return false
+	}
+	if first, ok := pl.seenEdge[k]; ok {
+		pl.dup(here.String(), edgeElem(k), first)
+		return false
+	}
+	pl.seenEdge[k] = here
+	pl.edgeKeys = append(pl.edgeKeys, k)
+	return true
+}
+
+// checkEdges checks each edge upsert's key and revisions, and collects the
+// endpoints the batch does not write itself.
+func (pl *planner) checkEdges() {
+	pl.edgeOK = make([]bool, len(pl.b.Edges))
+	for i, e := range pl.b.Edges {
 		here := elemRef{"edges", i}
-		edgeOK[i] = checkEdge(here, e.EdgeKey) &&
-			revisionInRange(&ps, here, edgeElem(e.EdgeKey), e.Revision) &&
-			expectedInRange(&ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
-		if edgeOK[i] {
+		pl.edgeOK[i] = pl.checkEdgeKey(here, e.EdgeKey) &&
+			revisionInRange(&pl.ps, here, edgeElem(e.EdgeKey), e.Revision) &&
+			expectedInRange(&pl.ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
+		if pl.edgeOK[i] {
 			for _, id := range []ID{e.From, e.To} {
-				if _, ok := seenNode[id]; !ok {
-					endpoints = append(endpoints, id)
+				if _, ok := pl.seenNode[id]; !ok {
+					pl.endpoints = append(pl.endpoints, id)
 				}
 			}
 		}
 	}
-	delEdgeOK := make([]bool, len(b.DeleteEdges))
-	for i, e := range b.DeleteEdges {
-		here := elemRef{"deleteEdges", i}
-		delEdgeOK[i] = checkEdge(here, e.EdgeKey) && expectedInRange(&ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
-	}
+}
 
-	// Stateful checks.
-	endpoints = uniq(endpoints)
-	slices.Sort(endpoints) // sorted lookups walk the index in order
-	types, err := snap.nodeTypes(ctx, endpoints)
-	if err != nil {
-		return nil, err
+// checkEdgeDeletes checks each edge delete's key and expected revision.
+func (pl *planner) checkEdgeDeletes() {
+	pl.delEdgeOK = make([]bool, len(pl.b.DeleteEdges))
+	for i, e := range pl.b.DeleteEdges {
+		here := elemRef{"deleteEdges", i}
+		pl.delEdgeOK[i] = pl.checkEdgeKey(here, e.EdgeKey) && expectedInRange(&pl.ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
 	}
-	endpointType := make(map[ID]string, len(endpoints))
+}
+
+// readRecords reads what the stateful checks need from the snapshot: the
+// types of the endpoints, and the records of the batch's nodes and edges.
+func (pl *planner) readRecords(ctx context.Context) error {
+	endpoints := uniq(pl.endpoints)
+	slices.Sort(endpoints) // sorted lookups walk the index in order
+	types, err := pl.snap.NodeTypes(ctx, endpoints)
+	if err != nil {
+		return err
+	}
+	pl.endpointType = make(map[ID]string, len(endpoints))
 	for i, id := range endpoints {
 		if types[i] != "" {
-			endpointType[id] = types[i]
+			pl.endpointType[id] = types[i]
 		}
 	}
-	recs, err := snap.nodeRecs(ctx, nodeIDs)
+	recs, err := pl.snap.NodeRecords(ctx, pl.nodeIDs)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	oldNode := make(map[ID]*nodeRec, len(nodeIDs))
-	for i, id := range nodeIDs {
+	pl.oldNode = make(map[ID]*NodeRecord, len(pl.nodeIDs))
+	for i, id := range pl.nodeIDs {
 		if recs[i] != nil {
-			oldNode[id] = recs[i]
+			pl.oldNode[id] = recs[i]
 		}
 	}
-	erecs, err := snap.edgeRecs(ctx, edgeKeys)
+	erecs, err := pl.snap.EdgeRecords(ctx, pl.edgeKeys)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	oldEdge := make(map[EdgeKey]*edgeRec, len(edgeKeys))
-	for i, k := range edgeKeys {
+	pl.oldEdge = make(map[EdgeKey]*EdgeRecord, len(pl.edgeKeys))
+	for i, k := range pl.edgeKeys {
 		if erecs[i] != nil {
-			oldEdge[k] = erecs[i]
+			pl.oldEdge[k] = erecs[i]
 		}
 	}
+	return nil
+}
 
-	p := &plan{
-		nodes:  make([]nodeOp, 0, nn),
-		edges:  make([]edgeOp, 0, ne),
-		result: &Result{Nodes: make([]ElementResult, 0, len(b.Nodes)), Edges: make([]ElementResult, 0, len(b.Edges))},
-		change: &Change{Time: t, Op: b.Op, Nodes: make([]NodeChange, 0, nn), Edges: make([]EdgeChange, 0, ne)},
+// startPlan makes the empty plan the planning phases fill in.
+func (pl *planner) startPlan(t time.Time) {
+	b := pl.b
+	nn, ne := len(b.Nodes)+len(b.DeleteNodes), len(b.Edges)+len(b.DeleteEdges)
+	pl.p = &Plan{
+		Nodes:  make([]NodeOp, 0, nn),
+		Edges:  make([]EdgeOp, 0, ne),
+		Result: &Result{Nodes: make([]ElementResult, 0, len(b.Nodes)), Edges: make([]ElementResult, 0, len(b.Edges))},
+		Change: &Change{Time: t, Op: cmp.Or(b.Op, "write"), Nodes: make([]NodeChange, 0, nn), Edges: make([]EdgeChange, 0, ne)},
 	}
-	badNode := map[ID]bool{} // nodes of the batch already reported; their edges are not reported again
-	if p.change.Op == "" {
-		p.change.Op = "write"
-	}
-	us := t.UnixMicro()
-	newType := map[ID]string{}
+	pl.badNode = map[ID]bool{}
+	pl.newType = map[ID]string{}
+	pl.deletedNode = map[ID]bool{}
+	pl.deletedEdge = map[EdgeKey]bool{}
+	pl.cascade = map[EdgeKey]bool{}
+}
+
+// planNodes plans each node upsert against its record: a type change, a
+// stale expected revision and invalid properties are refused; equal
+// properties leave the node unchanged.
+func (pl *planner) planNodes() error {
+	p, b := pl.p, pl.b
 	for i, n := range b.Nodes {
-		b.pause()
 		here := elemRef{"nodes", i}
 		name := func() string { return nodeElem(n.ID) } // for the problems only
-		if n.ID.Check() == nil && seenNode[n.ID] == here {
-			badNode[n.ID] = true // its edges are not reported again
+		if n.ID.Check() == nil && pl.seenNode[n.ID] == here {
+			pl.badNode[n.ID] = true // until it passes: its edges are not reported again
 		}
-		if !nodeOK[i] {
+		if !pl.nodeOK[i] {
 			continue
 		}
-		nt, _ := m.Node(n.Type)
-		old := oldNode[n.ID]
+		nt, _ := pl.m.Node(n.Type)
+		old := pl.oldNode[n.ID]
 		if old != nil && old.Type != n.Type {
-			ps.add(ErrInvalid, here.String()+"/type", name(), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
+			pl.ps.add(ErrInvalid, here.String()+"/type", name(), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
 			continue
 		}
-		if !revisionOK(&ps, here, name, n.ExpectedRevision, old.rev()) {
+		if !revisionOK(&pl.ps, here, name, n.ExpectedRevision, old.rev()) {
 			continue
 		}
 		prep := n.prep
 		if prep == nil || n.Merge {
 			props := n.Properties
 			if n.Merge && old != nil {
+				var err error
 				if props, err = mergeProps(old.Props, n.Properties); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			prep = prepareProps(nt.Validate, props)
 		}
-		if !propsOK(&ps, here, name, prep) {
+		if !propsOK(&pl.ps, here, name, prep) {
 			continue
 		}
 		canon := prep.canon
-		newType[n.ID] = n.Type
-		delete(badNode, n.ID)
-		rec := &nodeRec{Type: n.Type, Props: canon}
+		pl.newType[n.ID] = n.Type
+		delete(pl.badNode, n.ID)
+		rec := &NodeRecord{Type: n.Type, Props: canon}
 		st := Created
 		switch {
 		case old == nil:
-			rec.Created, rec.Updated, rec.Rev = us, us, 1
+			rec.Created, rec.Updated, rec.Rev = pl.us, pl.us, 1
 			if b.Restore {
 				restoreMeta(&rec.Created, &rec.Updated, &rec.Rev, n.CreatedAt, n.UpdatedAt, n.Revision)
 			}
 		case bytes.Equal(old.Props, canon):
-			p.result.Nodes = append(p.result.Nodes, ElementResult{ID: string(n.ID), Status: Unchanged, Revision: old.Rev})
+			p.Result.Nodes = append(p.Result.Nodes, ElementResult{ID: string(n.ID), Status: Unchanged, Revision: old.Rev})
 			continue
 		default:
-			if !revisionLeft(&ps, here, name, old.Rev) {
+			if !revisionLeft(&pl.ps, here, name, old.Rev) {
 				continue
 			}
 			st = Updated
-			rec.Created, rec.Updated, rec.Rev = old.Created, us, old.Rev+1
+			rec.Created, rec.Updated, rec.Rev = old.Created, pl.us, old.Rev+1
 		}
-		p.nodes = append(p.nodes, nodeOp{id: n.ID, old: old, new: rec, props: prep.props})
-		p.result.Nodes = append(p.result.Nodes, ElementResult{ID: string(n.ID), Status: st, Revision: rec.Rev})
-		p.change.Nodes = append(p.change.Nodes, NodeChange{ID: n.ID, Type: n.Type, Action: st, Revision: rec.Rev})
+		p.Nodes = append(p.Nodes, NodeOp{ID: n.ID, Old: old, New: rec, Props: prep.props})
+		p.Result.Nodes = append(p.Result.Nodes, ElementResult{ID: string(n.ID), Status: st, Revision: rec.Rev})
+		p.Change.Nodes = append(p.Change.Nodes, NodeChange{ID: n.ID, Type: n.Type, Action: st, Revision: rec.Rev})
 	}
+	return nil
+}
 
-	deletedNode := map[ID]bool{}
-	cascade := map[EdgeKey]bool{}
-	var cascadeOrder []EdgeKey
-	for i, d := range b.DeleteNodes {
-		if !delNodeOK[i] {
+// planNodeDeletes plans each node delete, and collects the edges of the
+// deleted nodes (the cascade).
+func (pl *planner) planNodeDeletes(ctx context.Context) error {
+	p := pl.p
+	for i, d := range pl.b.DeleteNodes {
+		if !pl.delNodeOK[i] {
 			continue
 		}
 		here := elemRef{"deleteNodes", i}
 		name := func() string { return nodeElem(d.ID) }
-		old := oldNode[d.ID]
+		old := pl.oldNode[d.ID]
 		if old == nil {
-			ps.add(ErrNotFound, here.String()+"/id", name(), "not-found", "no such node")
+			pl.ps.add(ErrNotFound, here.String()+"/id", name(), "not-found", "no such node")
 			continue
 		}
-		if !revisionOK(&ps, here, name, d.ExpectedRevision, old.Rev) {
+		if !revisionOK(&pl.ps, here, name, d.ExpectedRevision, old.Rev) {
 			continue
 		}
-		deletedNode[d.ID] = true
-		p.nodes = append(p.nodes, nodeOp{id: d.ID, old: old})
-		p.result.DeletedNodes = append(p.result.DeletedNodes, d.ID)
-		p.change.Nodes = append(p.change.Nodes, NodeChange{ID: d.ID, Type: old.Type, Action: Deleted, Revision: old.Rev})
-		inc, err := snap.incident(ctx, d.ID)
+		pl.deletedNode[d.ID] = true
+		p.Nodes = append(p.Nodes, NodeOp{ID: d.ID, Old: old})
+		p.Result.DeletedNodes = append(p.Result.DeletedNodes, d.ID)
+		p.Change.Nodes = append(p.Change.Nodes, NodeChange{ID: d.ID, Type: old.Type, Action: Deleted, Revision: old.Rev})
+		inc, err := pl.snap.Incident(ctx, d.ID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, k := range inc {
-			if !cascade[k] {
-				cascade[k] = true
-				cascadeOrder = append(cascadeOrder, k)
+			if !pl.cascade[k] {
+				pl.cascade[k] = true
+				pl.cascadeOrder = append(pl.cascadeOrder, k)
 			}
 		}
 	}
+	return nil
+}
 
-	typeOf := func(id ID) (string, bool) {
-		if deletedNode[id] {
-			return "", false
-		}
-		if t, ok := newType[id]; ok {
-			return t, true
-		}
-		if r := oldNode[id]; r != nil {
-			return r.Type, true
-		}
-		t, ok := endpointType[id]
-		return t, ok
+// typeOf returns the type a node has once the batch is applied, and
+// whether it exists then.
+func (pl *planner) typeOf(id ID) (string, bool) {
+	if pl.deletedNode[id] {
+		return "", false
 	}
+	if t, ok := pl.newType[id]; ok {
+		return t, true
+	}
+	if r := pl.oldNode[id]; r != nil {
+		return r.Type, true
+	}
+	t, ok := pl.endpointType[id]
+	return t, ok
+}
+
+// planEdges plans each edge upsert: its endpoints must exist once the
+// batch is applied and have types its label allows.
+func (pl *planner) planEdges() {
+	p, b := pl.p, pl.b
 	for i, e := range b.Edges {
-		b.pause()
-		if !edgeOK[i] {
+		if !pl.edgeOK[i] {
 			continue
 		}
 		here := elemRef{"edges", i}
 		name := func() string { return edgeElem(e.EdgeKey) } // for the problems only
-		if badNode[e.From] || badNode[e.To] {
+		if pl.badNode[e.From] || pl.badNode[e.To] {
 			continue // the node's own problem is reported
 		}
-		et, _ := m.Edge(e.Label)
-		ft, fok := typeOf(e.From)
-		tt, tok := typeOf(e.To)
+		et, _ := pl.m.Edge(e.Label)
+		ft, fok := pl.typeOf(e.From)
+		tt, tok := pl.typeOf(e.To)
 		bad := false
 		for _, end := range []struct {
 			ok   bool
@@ -509,103 +640,108 @@ func makePlan(ctx context.Context, m *schema.Model, snap snapshot, b *Batch, t t
 			if !end.ok {
 				bad = true
 				why := "no such node"
-				if deletedNode[end.id] {
+				if pl.deletedNode[end.id] {
 					why = "the batch deletes that node"
 				}
-				ps.add(ErrInvalid, here.String()+"/"+end.name, name(), "dangling", "%s node %q: %s; create it first or in the same batch", end.name, end.id, why)
+				pl.ps.add(ErrInvalid, here.String()+"/"+end.name, name(), "dangling", "%s node %q: %s; create it first or in the same batch", end.name, end.id, why)
 			}
 		}
 		if bad {
 			continue
 		}
 		if !et.Allows(ft, tt) {
-			ps.add(ErrInvalid, here.String(), name(), "endpoint-type", "%s edges join %s to %s, not %s to %s",
+			pl.ps.add(ErrInvalid, here.String(), name(), "endpoint-type", "%s edges join %s to %s, not %s to %s",
 				e.Label, list(et.From), list(et.To), ft, tt)
 			continue
 		}
-		old := oldEdge[e.EdgeKey]
-		if !revisionOK(&ps, here, name, e.ExpectedRevision, old.rev()) {
+		old := pl.oldEdge[e.EdgeKey]
+		if !revisionOK(&pl.ps, here, name, e.ExpectedRevision, old.rev()) {
 			continue
 		}
 		prep := e.prep
 		if prep == nil {
 			prep = prepareProps(et.Validate, e.Properties)
 		}
-		if !propsOK(&ps, here, name, prep) {
+		if !propsOK(&pl.ps, here, name, prep) {
 			continue
 		}
 		canon := prep.canon
 		if bytes.Equal(canon, []byte("{}")) {
 			canon = nil
 		}
-		rec := &edgeRec{Props: canon}
+		rec := &EdgeRecord{Props: canon}
 		st := Created
 		switch {
 		case old == nil:
-			rec.Created, rec.Updated, rec.Rev = us, us, 1
+			rec.Created, rec.Updated, rec.Rev = pl.us, pl.us, 1
 			if b.Restore {
 				restoreMeta(&rec.Created, &rec.Updated, &rec.Rev, e.CreatedAt, e.UpdatedAt, e.Revision)
 			}
 		case bytes.Equal(old.Props, canon):
-			p.result.Edges = append(p.result.Edges, ElementResult{ID: e.String(), Status: Unchanged, Revision: old.Rev})
+			p.Result.Edges = append(p.Result.Edges, ElementResult{ID: e.String(), Status: Unchanged, Revision: old.Rev})
 			continue
 		default:
-			if !revisionLeft(&ps, here, name, old.Rev) {
+			if !revisionLeft(&pl.ps, here, name, old.Rev) {
 				continue
 			}
 			st = Updated
-			rec.Created, rec.Updated, rec.Rev = old.Created, us, old.Rev+1
+			rec.Created, rec.Updated, rec.Rev = old.Created, pl.us, old.Rev+1
 		}
-		p.edges = append(p.edges, edgeOp{key: e.EdgeKey, old: old, new: rec})
-		p.result.Edges = append(p.result.Edges, ElementResult{ID: e.String(), Status: st, Revision: rec.Rev})
-		p.change.Edges = append(p.change.Edges, EdgeChange{EdgeKey: e.EdgeKey, Action: st, Revision: rec.Rev})
+		p.Edges = append(p.Edges, EdgeOp{Key: e.EdgeKey, Old: old, New: rec})
+		p.Result.Edges = append(p.Result.Edges, ElementResult{ID: e.String(), Status: st, Revision: rec.Rev})
+		p.Change.Edges = append(p.Change.Edges, EdgeChange{EdgeKey: e.EdgeKey, Action: st, Revision: rec.Rev})
 	}
+}
 
-	deletedEdge := map[EdgeKey]bool{}
-	for i, d := range b.DeleteEdges {
-		if !delEdgeOK[i] {
+// planEdgeDeletes plans each explicit edge delete.
+func (pl *planner) planEdgeDeletes() {
+	for i, d := range pl.b.DeleteEdges {
+		if !pl.delEdgeOK[i] {
 			continue
 		}
 		here := elemRef{"deleteEdges", i}
 		name := func() string { return edgeElem(d.EdgeKey) }
-		old := oldEdge[d.EdgeKey]
+		old := pl.oldEdge[d.EdgeKey]
 		if old == nil {
-			ps.add(ErrNotFound, here.String(), name(), "not-found", "no such edge")
+			pl.ps.add(ErrNotFound, here.String(), name(), "not-found", "no such edge")
 			continue
 		}
-		if !revisionOK(&ps, here, name, d.ExpectedRevision, old.Rev) {
+		if !revisionOK(&pl.ps, here, name, d.ExpectedRevision, old.Rev) {
 			continue
 		}
-		deletedEdge[d.EdgeKey] = true
-		p.edges = append(p.edges, edgeOp{key: d.EdgeKey, old: old})
+		pl.deletedEdge[d.EdgeKey] = true
+		pl.p.Edges = append(pl.p.Edges, EdgeOp{Key: d.EdgeKey, Old: old})
 	}
-	if len(ps.list) > 0 {
-		return nil, ps.err()
-	}
-	// Cascaded edges: those not deleted explicitly.
+}
+
+// planCascade deletes the edges of deleted nodes that the batch does not
+// delete itself, and lists every deleted edge in the result and the
+// change-log entry.
+func (pl *planner) planCascade(ctx context.Context) error {
+	p := pl.p
 	var casc []EdgeKey
-	for _, k := range cascadeOrder {
-		if !deletedEdge[k] {
+	for _, k := range pl.cascadeOrder {
+		if !pl.deletedEdge[k] {
 			casc = append(casc, k)
 		}
 	}
-	crecs, err := snap.edgeRecs(ctx, casc)
+	crecs, err := pl.snap.EdgeRecords(ctx, casc)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i, k := range casc {
 		if crecs[i] == nil {
-			return nil, fmt.Errorf("edge %s is in Cayley's index but has no record: run lore check", k)
+			return fmt.Errorf("edge %s is in the store's index but has no record: run lore check", k)
 		}
-		p.edges = append(p.edges, edgeOp{key: k, old: crecs[i]})
+		p.Edges = append(p.Edges, EdgeOp{Key: k, Old: crecs[i]})
 	}
-	for _, op := range p.edges {
-		if op.new == nil {
-			p.result.DeletedEdges = append(p.result.DeletedEdges, op.key.String())
-			p.change.Edges = append(p.change.Edges, EdgeChange{EdgeKey: op.key, Action: Deleted, Revision: op.old.Rev})
+	for _, op := range p.Edges {
+		if op.New == nil {
+			p.Result.DeletedEdges = append(p.Result.DeletedEdges, op.Key.String())
+			p.Change.Edges = append(p.Change.Edges, EdgeChange{EdgeKey: op.Key, Action: Deleted, Revision: op.Old.Rev})
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // elemRef names an element of a batch: its list and index. Its pointer
@@ -617,14 +753,14 @@ type elemRef struct {
 
 func (r elemRef) String() string { return "/" + r.list + "/" + strconv.Itoa(r.i) }
 
-func (r *nodeRec) rev() int64 {
+func (r *NodeRecord) rev() int64 {
 	if r == nil {
 		return 0
 	}
 	return r.Rev
 }
 
-func (r *edgeRec) rev() int64 {
+func (r *EdgeRecord) rev() int64 {
 	if r == nil {
 		return 0
 	}
@@ -734,7 +870,7 @@ func canonicalProps(p Props) (json.RawMessage, map[string]any, error) {
 	if pureJSON(p) {
 		return raw, p, nil
 	}
-	decoded, err := decodeProps(raw)
+	decoded, err := DecodeProps(raw)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -770,7 +906,9 @@ func pureJSON(v any) bool {
 	return false
 }
 
-func decodeProps(raw []byte) (Props, error) {
+// DecodeProps decodes stored properties (canonical JSON, as PlanBatch
+// makes them) as Lore hands them out: numbers as json.Number.
+func DecodeProps(raw []byte) (Props, error) {
 	p := Props{}
 	if len(raw) == 0 {
 		return p, nil
@@ -782,7 +920,7 @@ func decodeProps(raw []byte) (Props, error) {
 }
 
 func mergeProps(old json.RawMessage, patch Props) (Props, error) {
-	base, err := decodeProps(old)
+	base, err := DecodeProps(old)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // example opens a store holding the example dataset.
-func example(t testing.TB) *graph.Bolt {
+func example(t testing.TB) graph.Store {
 	t.Helper()
 	s := graphtest.New(t)
 	if _, err := graph.Import(t.Context(), s, strings.NewReader(string(schema.ExampleData())), graph.ImportOptions{}); err != nil {
@@ -213,7 +213,7 @@ func TestQueryErrors(t *testing.T) {
 
 // chain builds a graph where every node depends on the next three, so a
 // deep traversal reaches far more than any small budget allows.
-func chain(t testing.TB, n int) *graph.Bolt {
+func chain(t testing.TB, n int) graph.Store {
 	t.Helper()
 	s := graphtest.New(t)
 	var data strings.Builder
@@ -397,9 +397,7 @@ func TestSearch(t *testing.T) {
 	if hits("pedestrian") != 0 {
 		t.Error("deleted node still found")
 	}
-	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
-		t.Errorf("check: %v %v", err, r.Problems)
-	}
+	graphtest.CheckOK(t, s)
 }
 
 func TestNeighborsAndPaths(t *testing.T) {

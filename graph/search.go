@@ -282,7 +282,7 @@ func (r *SearchResult) finish(b *budget, start time.Time) *SearchResult {
 // score twice a prefix; words of the display property weigh more; a display
 // name equal to the query ranks first.
 func score(nt *schema.NodeType, n *Node, terms []string, query string) (ranked, bool) {
-	toks := nodeTokens(nt, n.Properties)
+	toks := NodeTokens(nt, n.Properties)
 	total := 0.0
 	for _, term := range terms {
 		best := 0

@@ -415,7 +415,7 @@ func indexPlans(typ string, indexed func(string) bool, f *filter) []indexPlan {
 		iq := IndexQuery{Type: typ, Property: c.field}
 		switch c.op {
 		case "eq":
-			if _, ok := encodeValue(c.val); !ok {
+			if _, ok := EncodeIndexValue(c.val); !ok {
 				continue
 			}
 			iq.Eq = c.val
@@ -423,7 +423,7 @@ func indexPlans(typ string, indexed func(string) bool, f *filter) []indexPlan {
 		case "in":
 			var qs []IndexQuery
 			for _, v := range c.vals {
-				if _, ok := encodeValue(v); ok {
+				if _, ok := EncodeIndexValue(v); ok {
 					x := iq
 					x.Eq = v
 					qs = append(qs, x)

@@ -7,23 +7,86 @@ import (
 )
 
 // A Store is a property graph: the primitives every surface and the query
-// engine are written against. The embedded store (Open) implements it over
-// Cayley and bbolt; a SQL store implements the same contract.
+// engine are written against. The embedded store (graph/bolt) implements it
+// over Cayley and bbolt; another backend implements the same contract, and
+// graphtest.Run checks it. A backend may also implement the optional
+// interfaces of optional.go.
 //
-// Reads never see a write half-applied. Every method is safe for concurrent
-// use; writes are serialised.
+// # Writes
+//
+// Apply is the only write. A backend plans a batch with PlanBatch over a
+// Snapshot of its committed state and commits the Plan, so validation,
+// revisions, timestamps and the Result are the same on every backend. It
+// holds one writer lock across planning and committing, so concurrent
+// Apply calls are serialised and none loses another's write: each batch is
+// planned against the state every batch committed before it left.
+//
+//   - Atomicity: a batch commits whole, with its change-log entry, or not
+//     at all. A rejected batch (a *BatchError), a failed commit or a
+//     cancelled ctx changes nothing and takes no sequence number. A crash
+//     leaves every batch Apply acknowledged, and none in part.
+//   - Revisions: an element is created at revision 1 (or the revision a
+//     Restore batch gives), and each change that alters its properties adds
+//     one; an upsert with equal properties is Unchanged and keeps its
+//     revision, timestamps and record. ExpectedRevision 0 means "must not
+//     exist"; any other value must equal the current revision, or the batch
+//     is rejected with ErrConflict. Revisions stop at MaxRevision.
+//   - Cascade: deleting a node deletes every edge that starts or ends at
+//     it, listed in Result.DeletedEdges and in the change-log entry.
+//   - Idempotency: a batch with an IdempotencyKey that was applied before
+//     (with a byte-identical batch, across restarts) returns the first
+//     Result with Replayed set and writes nothing; the same key with a
+//     different batch is ErrConflict. A keyed batch that changes nothing
+//     still records its key. Keys are at most MaxIdempotencyKey bytes.
+//   - DryRun validates and returns the Result the batch would have, and
+//     writes nothing (no sequence number, no key).
+//
+// # The change log
+//
+// Every batch that changes something commits one Change with the next
+// sequence number: 1 for a new store's first, then one more for each, with
+// no gap and no reuse, across restarts, for as long as the store exists
+// (an undone load, see AtomicLoader, uses up its numbers). Result.Seq is
+// that number (0 for a batch that changed nothing). Since(seq, limit)
+// returns the entries after seq, oldest first, up to limit (a limit of 0
+// or below, or above MaxPageSize, means DefaultPageSize); a seq at or past
+// the last entry returns none (it never wraps around to the first). Stats
+// reports LastSeq, the newest entry's number. Changed returns a channel
+// that is closed once a commit after the call is visible to every read
+// (and by Close): a commit through this Store closes it before its Apply
+// returns; a batch that commits no entry (rejected, unchanged, dry run)
+// does not. A reader waits on it, then calls Since. Closing is the only
+// signal: several commits may close one channel.
+//
+// # Reads
+//
+// Each read method sees one committed state (none of a batch, or all of
+// it), and later calls see what earlier commits wrote. Listings come in
+// pages (Page): at most Page.Size() items, and Next, a cursor, when more
+// follow; Next is "" exactly when the listing ended. A page lists the
+// items after its cursor in the listing's order as they are when it is
+// read: an item written in between shows up if it sorts after the cursor,
+// and none is listed twice. A cursor is a backend's own, valid for the same
+// query on the same store only; one the store cannot read is ErrInvalid
+// (Edges always tells). Comparing IDs, labels, types and tokens means
+// comparing their bytes.
+//
+// Every method is safe for concurrent use. Calls after Close return
+// ErrClosed (Close itself returns nil again).
 type Store interface {
 	// Model returns the model the store validates against.
 	Model() *schema.Model
 
 	// Apply validates a batch whole and, if it is valid, commits it in one
-	// transaction with one change-log entry. A rejected batch changes nothing;
-	// its error is a *BatchError listing its problems (the first
-	// MaxProblems, and the count of the others). Revisions stay within
-	// MaxRevision.
+	// transaction with one change-log entry (see Writes). A rejected batch
+	// changes nothing; its error is a *BatchError listing its problems
+	// (the first MaxProblems, and the count of the others).
 	Apply(ctx context.Context, b *Batch) (*Result, error)
 
-	// Node returns one node with its per-label edge counts, or ErrNotFound.
+	// Node returns one node with Edges, its edge counts: one entry per
+	// label and direction with at least one edge, by label, then Out
+	// before In; a self-loop counts once in each direction. A missing
+	// node is ErrNotFound; a malformed ID, ErrInvalid.
 	Node(ctx context.Context, id ID) (*Node, error)
 	// Nodes returns the nodes with the given IDs, in order; missing ones are nil.
 	// It does not fill in edge counts.
@@ -47,19 +110,36 @@ type Store interface {
 	// nothing particular to a backend, so the next page lists the edges
 	// after it in that order as they are when it is read: an edge written
 	// in between shows up if it sorts after that place. A cursor is valid
-	// for the same Nodes, Labels and Direction only.
+	// for the same Nodes, Labels and Direction only. A label the model
+	// lacks is ErrInvalid; a node that does not exist has no edges.
 	Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error)
 	// NodesByType returns a page of the nodes of one type, ordered by ID.
+	// Its cursor is the last ID listed. A type the model lacks is ErrInvalid.
 	NodesByType(ctx context.Context, typ string, p Page) (*NodePage, error)
-	// Lookup returns a page of the IDs of nodes whose indexed property matches.
+	// Lookup returns a page of the IDs of nodes of q.Type whose indexed
+	// property q.Property equals q.Eq, or lies within [q.Min, q.Max] (see
+	// IndexQuery), ordered by value (as EncodeIndexValue orders them),
+	// then by ID. A node whose property is an array is listed once per
+	// distinct scalar element that matches. A type the model lacks, a
+	// property it does not index, or a bound that is not a JSON scalar is
+	// ErrInvalid.
 	Lookup(ctx context.Context, q IndexQuery) (*IDPage, error)
-	// Postings returns a page of the text-search index.
+	// Postings returns a page of the text-search index: the postings
+	// whose token starts with q.Prefix (equals it, if q.Exact), of nodes
+	// of q.Type if given, ordered by token, type, then ID. Weight is what
+	// NodeTokens gave the token. It examines at most q.MaxScan entries,
+	// matching or not (Scanned counts them), and returns a cursor to go on
+	// when it stops early, even with no posting on the page. An empty
+	// prefix is ErrInvalid.
 	Postings(ctx context.Context, q PostingQuery) (*PostingPage, error)
-	// ScanNodes returns a page of every node, ordered by ID.
+	// ScanNodes returns a page of every node, ordered by ID (no edge counts).
 	ScanNodes(ctx context.Context, p Page) (*NodePage, error)
-	// ScanEdges returns a page of every edge, ordered by from, label, to and key.
+	// ScanEdges returns a page of every edge, ordered by from, label, to
+	// and key ("" first), comparing bytewise.
 	ScanEdges(ctx context.Context, p Page) (*EdgePage, error)
-	// Stats counts nodes per type, edges per label and quads.
+	// Stats counts nodes per type and edges per label (types and labels
+	// with none are left out), their totals, and LastSeq; Quads is the
+	// backend's count of stored quads, where it keeps them (0 otherwise).
 	Stats(ctx context.Context) (*Stats, error)
 
 	// Since returns up to limit change-log entries with a sequence number
@@ -67,10 +147,12 @@ type Store interface {
 	// entry returns none (it never wraps); surfaces that take a client's
 	// cursor refuse one past the end themselves.
 	Since(ctx context.Context, seq uint64, limit int) ([]Change, error)
-	// Changed returns a channel that is closed when the next entry is committed.
+	// Changed returns a channel that is closed when the next entry is
+	// committed (see The change log), or the store is closed.
 	Changed() <-chan struct{}
 
-	// Close releases the store. Calls after Close return ErrClosed.
+	// Close waits for the write under way, releases the store and wakes
+	// Changed's waiters. Calls after Close return ErrClosed.
 	Close() error
 }
 
@@ -88,7 +170,9 @@ const (
 	MaxPageSize     = 10000
 )
 
-func (p Page) limit() int {
+// Size returns the page size p asks for: Limit, or DefaultPageSize if it
+// is 0 or below, and at most MaxPageSize.
+func (p Page) Size() int {
 	switch {
 	case p.Limit <= 0:
 		return DefaultPageSize

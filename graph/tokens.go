@@ -122,8 +122,9 @@ func eachString(v any, f func(string)) {
 	}
 }
 
-// nodeTokens returns the indexed tokens of a node with their weights.
-func nodeTokens(nt *schema.NodeType, props Props) map[string]byte {
+// NodeTokens returns the tokens of a node that the text-search index holds
+// (see Store.Postings), with their weights.
+func NodeTokens(nt *schema.NodeType, props Props) map[string]byte {
 	if len(nt.Search) == 0 {
 		return nil
 	}
@@ -139,14 +140,4 @@ func nodeTokens(nt *schema.NodeType, props Props) map[string]byte {
 		})
 	})
 	return toks
-}
-
-// tokenKey keys a posting: token NUL type NUL ID.
-func tokenKey(tok, typ string, id ID) []byte {
-	k := make([]byte, 0, len(tok)+len(typ)+len(id)+2)
-	k = append(k, tok...)
-	k = append(k, 0)
-	k = append(k, typ...)
-	k = append(k, 0)
-	return append(k, id...)
 }

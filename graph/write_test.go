@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -260,68 +259,6 @@ func TestRevisions(t *testing.T) {
 	}
 }
 
-func TestIdempotencyKey(t *testing.T) {
-	s := graphtest.New(t)
-	seed(t, s)
-	ctx := t.Context()
-	b := &graph.Batch{IdempotencyKey: "req-42", Nodes: []graph.NodeInput{{ID: "topic/x", Type: "Topic", Properties: graph.Props{"name": "x"}}}}
-	first := mustApply(t, s, b)
-	before := snap(t, s)
-	retry := mustApply(t, s, b)
-	if !retry.Replayed || retry.Seq != first.Seq || retry.Nodes[0] != first.Nodes[0] {
-		t.Errorf("retry = %+v, want a replay of %+v", retry, first)
-	}
-	if diff := cmp.Diff(before, snap(t, s)); diff != "" {
-		t.Errorf("the retry wrote something (-before +after):\n%s", diff)
-	}
-	// The key survives a restart, so a retry after a crash is safe too.
-	dir := s.Path()
-	s.Close()
-	s = graphtest.Open(t, dir, nil)
-	if again := mustApply(t, s, b); !again.Replayed {
-		t.Errorf("after reopening: %+v, want a replay", again)
-	}
-	other := &graph.Batch{IdempotencyKey: "req-42", Nodes: []graph.NodeInput{{ID: "topic/y", Type: "Topic", Properties: graph.Props{"name": "y"}}}}
-	if _, err := s.Apply(ctx, other); !errors.Is(err, graph.ErrConflict) {
-		t.Errorf("key reused for another batch: %v, want a conflict", err)
-	}
-}
-
-func TestCascadeDelete(t *testing.T) {
-	s := graphtest.New(t)
-	seed(t, s)
-	ctx := t.Context()
-	mustApply(t, s, &graph.Batch{Edges: []graph.EdgeInput{
-		{EdgeKey: ek("team/core", "owns", "service/billing")},
-		{EdgeKey: ek("person/ada", "owns", "service/billing")},
-	}})
-	res := mustApply(t, s, &graph.Batch{DeleteNodes: []graph.NodeRef{{ID: "person/ada"}}})
-	want := []string{"memberOf(person/ada,team/core)", "owns(person/ada,service/billing)"}
-	got := append([]string(nil), res.DeletedEdges...)
-	if diff := cmp.Diff(want, sorted(got)); diff != "" {
-		t.Errorf("deleted edges (-want +got):\n%s", diff)
-	}
-	if _, err := s.Node(ctx, "person/ada"); !errors.Is(err, graph.ErrNotFound) {
-		t.Errorf("deleted node: %v", err)
-	}
-	st, _ := s.Stats(ctx)
-	if st.Nodes != 2 || st.Edges != 1 || st.Quads != 3 {
-		t.Errorf("stats = %+v, want 2 nodes, 1 edge, 3 quads", st)
-	}
-	team, _ := s.Node(ctx, "team/core")
-	if len(team.Edges) != 1 || team.Edges[0].Label != "owns" {
-		t.Errorf("team's edge counts = %+v, want only owns", team.Edges)
-	}
-	changes, _ := s.Since(ctx, res.Seq-1, 10)
-	if len(changes) != 1 || len(changes[0].Edges) != 2 || changes[0].Nodes[0].Action != graph.Deleted {
-		t.Errorf("change-log entry = %+v", changes)
-	}
-	r, err := s.Check(ctx)
-	if err != nil || !r.OK() {
-		t.Errorf("check after cascade: %v %v", err, r.Problems)
-	}
-}
-
 func TestBatchEdgesToNewNodesAndDeletedNodes(t *testing.T) {
 	s := graphtest.New(t)
 	seed(t, s)
@@ -351,18 +288,6 @@ func TestDryRun(t *testing.T) {
 	if diff := cmp.Diff(before, snap(t, s)); diff != "" {
 		t.Errorf("a dry run wrote (-before +after):\n%s", diff)
 	}
-}
-
-func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }
 
 // TestStatsDuringWrites reads Stats while batches commit: under the race
@@ -399,24 +324,4 @@ func TestStatsDuringWrites(t *testing.T) {
 		}
 		last = st.LastSeq
 	}
-}
-
-// writeOpsBeside writes Lore's buckets while Cayley writes its own in the
-// same transaction, which is sound only for what a write to one bucket
-// touches inside the bbolt it was checked against: an upgrade must check
-// that again first.
-func TestWriteBesideKnowsItsBbolt(t *testing.T) {
-	data, err := os.ReadFile("../go.mod") // tests run in the package's directory
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(data)) {
-		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "go.etcd.io/bbolt" || f[0] == "replace" && f[1] == "go.etcd.io/bbolt") {
-			if f[0] == "replace" || f[1] != "v1.3.10" {
-				t.Fatalf("go.mod: %q; writeOpsBeside was checked against bbolt v1.3.10: check its reasoning against this version, then update this test", strings.TrimSpace(line))
-			}
-			return
-		}
-	}
-	t.Fatal("go.mod does not require go.etcd.io/bbolt")
 }

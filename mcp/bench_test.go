@@ -28,6 +28,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/bolt"
 	"github.com/lore-dev/lore/mcp"
 )
 
@@ -184,7 +185,7 @@ func benchWord(i, k int) string {
 // benchStore opens the cached store of n nodes, building it first if it is
 // missing. It is built in a scratch directory and renamed into place, so a
 // store that is there is complete.
-func benchStore(b *testing.B, n int) *graph.Bolt {
+func benchStore(b *testing.B, n int) graph.Store {
 	ctx := context.Background()
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("lore-mcpbench-%s-%d", mcpGenVersion, n))
 	if _, err := os.Stat(dir); err != nil {
@@ -194,7 +195,7 @@ func benchStore(b *testing.B, n int) *graph.Bolt {
 			b.Fatal(err)
 		}
 		defer os.RemoveAll(tmp)
-		s, err := graph.Open(ctx, graph.Config{Path: tmp, NoSync: true})
+		s, err := bolt.Open(ctx, bolt.Config{Path: tmp, NoSync: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -227,7 +228,7 @@ func benchStore(b *testing.B, n int) *graph.Bolt {
 		io.Copy(io.Discard, f)
 		f.Close()
 	}
-	s, err := graph.Open(ctx, graph.Config{Path: dir})
+	s, err := bolt.Open(ctx, bolt.Config{Path: dir})
 	if err != nil {
 		b.Fatalf("%v (delete %s to rebuild it)", err, dir)
 	}

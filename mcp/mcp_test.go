@@ -29,7 +29,7 @@ var eras = []string{legacy, modern}
 
 // fixture is a server over a store holding the example dataset.
 type fixture struct {
-	store *graph.Bolt
+	store graph.Store
 	cat   *mcp.Catalog
 	srv   *mcp.Server
 }

@@ -99,7 +99,7 @@ func cmdCheck(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	defer release()
-	c, ok := s.(checker)
+	c, ok := s.(graph.Checker)
 	if !ok {
 		return errors.New("this store cannot be checked")
 	}

@@ -292,7 +292,7 @@ func defaultStore(e *env) (string, error) {
 // options turns the flags into store options; read opens the store for
 // reading only. Relative paths are resolved against e's directory.
 func (sf *storeFlags) options(e *env, read bool) (storeOptions, error) {
-	o := storeOptions{path: sf.store, lockTimeout: sf.lockTimeout, readOnly: read, progress: rebuildProgress(e)}
+	o := storeOptions{path: sf.store, lockTimeout: sf.lockTimeout, readOnly: read, progress: rebuildProgressTo(e)}
 	if o.path == "" {
 		p, err := defaultStore(e)
 		if err != nil {
@@ -421,8 +421,8 @@ func storeError(err error) error {
 
 // rebuildProgress reports on stderr the rebuilding of indexes that opening
 // a store may do (after a model change, or an interrupted load).
-func rebuildProgress(e *env) func(graph.RebuildProgress) {
-	return func(p graph.RebuildProgress) {
+func rebuildProgressTo(e *env) func(rebuildProgress) {
+	return func(p rebuildProgress) {
 		switch {
 		case p.Writing:
 			fmt.Fprintf(e.stderr, "rebuilding indexes (%s): %d records read, writing the indexes\n", p.Reason, p.Done)

@@ -129,7 +129,7 @@ func TestImportSurvivesSIGKILL(t *testing.T) {
 		if out, errOut, code := lore(t, "check", "--store", store); code != 0 {
 			t.Fatalf("round %d: check failed (exit %d):\n%s%s", round, code, out, errOut)
 		}
-		s, err := graph.Open(t.Context(), graph.Config{Path: store})
+		s, err := openEmbedded(t.Context(), storeOptions{path: store})
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/bolt"
 	"github.com/lore-dev/lore/schema"
 )
 
@@ -22,17 +23,20 @@ type storeOptions struct {
 	readOnly    bool
 	lockTimeout time.Duration // 0: the store's default
 	noSync      bool
-	progress    func(graph.RebuildProgress)
+	progress    func(rebuildProgress)
 }
 
-func (o storeOptions) embedded() graph.Config {
-	return graph.Config{Path: o.path, Model: o.model, ReadOnly: o.readOnly, LockTimeout: o.lockTimeout, NoSync: o.noSync,
+// A rebuildProgress reports the embedded store's rebuilding of its indexes as it opens.
+type rebuildProgress = bolt.RebuildProgress
+
+func (o storeOptions) embedded() bolt.Config {
+	return bolt.Config{Path: o.path, Model: o.model, ReadOnly: o.readOnly, LockTimeout: o.lockTimeout, NoSync: o.noSync,
 		Progress: o.progress}
 }
 
 // openEmbedded opens (or creates) the embedded store in o.path.
 func openEmbedded(ctx context.Context, o storeOptions) (graph.Store, error) {
-	s, err := graph.Open(ctx, o.embedded())
+	s, err := bolt.Open(ctx, o.embedded())
 	if err != nil {
 		return nil, err
 	}
@@ -40,13 +44,13 @@ func openEmbedded(ctx context.Context, o storeOptions) (graph.Store, error) {
 }
 
 // compactEmbedded rewrites the embedded store in o.path into a fresh file.
-func compactEmbedded(ctx context.Context, o storeOptions) (*graph.CompactStats, error) {
-	return graph.Compact(ctx, o.embedded())
+func compactEmbedded(ctx context.Context, o storeOptions) (*bolt.CompactStats, error) {
+	return bolt.Compact(ctx, o.embedded())
 }
 
 // storeExists reports whether dir holds a store.
 func storeExists(dir string) bool {
-	fi, err := os.Stat(filepath.Join(dir, graph.FileName))
+	fi, err := os.Stat(filepath.Join(dir, bolt.FileName))
 	return err == nil && fi.Size() > 0
 }
 
@@ -56,15 +60,9 @@ func removeNew(dir string) func() {
 	_, err := os.Stat(dir)
 	dirExisted := err == nil
 	return func() {
-		os.Remove(filepath.Join(dir, graph.FileName))
+		os.Remove(filepath.Join(dir, bolt.FileName))
 		if !dirExisted {
 			os.Remove(dir) // only if nothing else is in it
 		}
 	}
-}
-
-// A checker verifies, and repairs, a store (the embedded store does).
-type checker interface {
-	Check(ctx context.Context) (*graph.CheckReport, error)
-	Repair(ctx context.Context) (*graph.CheckReport, error)
 }

@@ -93,7 +93,7 @@ func TestModelFlag(t *testing.T) {
 		t.Fatalf("query with an index-changing model: %v", err)
 	}
 	stored := func() []byte {
-		s, err := graph.Open(t.Context(), graph.Config{Path: store, ReadOnly: true})
+		s, err := openEmbedded(t.Context(), storeOptions{path: store, readOnly: true})
 		if err != nil {
 			t.Fatal(err)
 		}

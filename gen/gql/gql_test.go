@@ -23,7 +23,7 @@ import (
 // fixture is the GraphQL handler over a store holding the example dataset,
 // served by an httptest server.
 type fixture struct {
-	store *graph.Bolt
+	store graph.Store
 	cat   *mcp.Catalog
 	url   string
 }

@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"encoding/binary"
@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/lore-dev/lore/graph"
+
+	bbolt "go.etcd.io/bbolt"
 )
 
 // Each node's edge summary, how many edges of each label start and end at
@@ -82,28 +84,28 @@ func decodeDeg(v []byte) ([]degEntry, error) {
 }
 
 // edgeCounts turns a summary into a node's Edges.
-func edgeCounts(es []degEntry) []EdgeCount {
-	out := make([]EdgeCount, len(es))
+func edgeCounts(es []degEntry) []graph.EdgeCount {
+	out := make([]graph.EdgeCount, len(es))
 	for i, e := range es {
-		dir := In
+		dir := graph.In
 		if e.dir == 'o' {
-			dir = Out
+			dir = graph.Out
 		}
-		out[i] = EdgeCount{Label: e.label, Direction: dir, Count: e.n}
+		out[i] = graph.EdgeCount{Label: e.label, Direction: dir, Count: e.n}
 	}
 	return out
 }
 
 // splitDegKey splits a degKey into the node ID, the direction and the label.
-func splitDegKey(k string) (ID, byte, string) {
+func splitDegKey(k string) (graph.ID, byte, string) {
 	i := strings.IndexByte(k, 0)
-	return ID(k[:i]), k[i+1], k[i+2:]
+	return graph.ID(k[:i]), k[i+1], k[i+2:]
 }
 
 // stageDeg adds counter deltas keyed by degKey to the summaries a bulk load
 // stages in bDeg, and returns the writes that store them. It visits the
 // nodes in key order, so a large flush reads bDeg's pages in order.
-func stageDeg(tx *bolt.Tx, deltas map[string]int64) ([]kvOp, error) {
+func stageDeg(tx *bbolt.Tx, deltas map[string]int64) ([]kvOp, error) {
 	ids, by := groupDeg(deltas)
 	b := tx.Bucket(bDeg)
 	var ops []kvOp
@@ -130,7 +132,7 @@ func stageDeg(tx *bolt.Tx, deltas map[string]int64) ([]kvOp, error) {
 // summary: theirs are updated in place. The deltas of the nodes in gone,
 // which the commit deletes, are dropped. With staged, the summaries in
 // bDeg are added too, and bDeg is emptied.
-func foldDeg(tx *bolt.Tx, deltas map[string]int64, recs map[ID]*nodeRec, gone map[ID]bool, staged bool) ([]kvOp, error) {
+func foldDeg(tx *bbolt.Tx, deltas map[string]int64, recs map[graph.ID]*nodeRec, gone map[graph.ID]bool, staged bool) ([]kvOp, error) {
 	ids, by := groupDeg(deltas)
 	var ops []kvOp
 	if staged {
@@ -140,7 +142,7 @@ func foldDeg(tx *bolt.Tx, deltas map[string]int64, recs map[ID]*nodeRec, gone ma
 			if err != nil {
 				return nil, corrupt(fmt.Sprintf("staged edge summary of node %q", k), err)
 			}
-			id := ID(k)
+			id := graph.ID(k)
 			if _, ok := by[id]; !ok {
 				ids = append(ids, id)
 			}
@@ -183,9 +185,9 @@ func foldDeg(tx *bolt.Tx, deltas map[string]int64, recs map[ID]*nodeRec, gone ma
 
 // groupDeg groups deltas keyed by degKey by node, and returns the nodes in
 // key order.
-func groupDeg(deltas map[string]int64) ([]ID, map[ID][]degEntry) {
-	by := map[ID][]degEntry{}
-	var ids []ID
+func groupDeg(deltas map[string]int64) ([]graph.ID, map[graph.ID][]degEntry) {
+	by := map[graph.ID][]degEntry{}
+	var ids []graph.ID
 	for k, n := range deltas {
 		if n == 0 {
 			continue
@@ -201,7 +203,7 @@ func groupDeg(deltas map[string]int64) ([]ID, map[ID][]degEntry) {
 }
 
 // addDeg adds counts to a node's summary.
-func addDeg(id ID, cur, add []degEntry) ([]degEntry, error) {
+func addDeg(id graph.ID, cur, add []degEntry) ([]degEntry, error) {
 	for _, a := range add {
 		j := slices.IndexFunc(cur, func(e degEntry) bool { return e.label == a.label && e.dir == a.dir })
 		if j < 0 {
@@ -223,7 +225,7 @@ func dirName(dir byte) string {
 
 // summaries groups counts keyed by degKey into encoded summaries by node ID.
 func summaries(counts map[string]int64) map[string][]byte {
-	byNode := map[ID][]degEntry{}
+	byNode := map[graph.ID][]degEntry{}
 	for k, n := range counts {
 		id, dir, label := splitDegKey(k)
 		byNode[id] = append(byNode[id], degEntry{label: label, dir: dir, n: n})

@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"bufio"
@@ -21,19 +21,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lore-dev/lore/graph"
+
 	cgraph "github.com/cayleygraph/cayley/graph"
 	ckv "github.com/cayleygraph/cayley/graph/kv"
 	"github.com/cayleygraph/quad"
 	hkv "github.com/hidal-go/hidalgo/kv"
 	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // The import benchmark compares Lore's import with Cayley's own raw
 // ApplyDeltas load of the same quads (the store's ceiling), each in a child
 // process so its peak RSS is its own:
 //
-//	go test -run '^$' -bench Import -benchtime 1x -timeout 60m ./graph -lore.sizes 10000,100000,1000000
+//	go test -run '^$' -bench Import -benchtime 1x -timeout 60m ./graph/bolt -lore.sizes 10000,100000,1000000
 var (
 	benchSizes = flag.String("lore.sizes", "10000", "comma-separated node counts for BenchmarkImport")
 	benchReps  = flag.Int("lore.reps", 3, "runs of each import at sizes up to 100,000 (the fastest counts); larger sizes run once")
@@ -105,8 +107,8 @@ func runChild(job, file, dir string) error {
 	// ImportGCPercentAt as the load grows (tuneGC), under ImportMemoryLimit.
 	tuneGC := true
 	if job != "read" {
-		debug.SetGCPercent(ImportGCPercentAt(0))
-		debug.SetMemoryLimit(ImportMemoryLimit())
+		debug.SetGCPercent(graph.ImportGCPercentAt(0))
+		debug.SetMemoryLimit(graph.ImportMemoryLimit())
 		if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_GC")); err == nil {
 			debug.SetGCPercent(n) // to try other collector settings
 			tuneGC = false
@@ -115,33 +117,25 @@ func runChild(job, file, dir string) error {
 			debug.SetMemoryLimit(n) // to try other limits
 		}
 	}
-	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERFLUSH")); err == nil {
-		deferFlush = n // to try other flush sizes: the deferred entries a bulk load holds
-	}
-	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERAFTER")); err == nil {
-		deferAfter = n // to try other thresholds: the elements a bulk load writes before it defers
-	}
-	if os.Getenv("LORE_BENCH_BESIDE") == "0" {
-		useWriteBeside = false // to compare: Lore's writes after Cayley's, on the commit goroutine
-	}
-	if os.Getenv("LORE_BENCH_TURNS") == "0" {
-		useTurns = false // to compare: goroutines left to the scheduler
-	}
-	if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_RAMP")); err == nil {
-		rampSteps = n // to try other ramps: the first batch is the default over this
-	}
 	start := time.Now()
 	switch job {
 	case "lore":
-		s, err := Open(ctx, Config{Path: dir})
+		cfg := Config{Path: dir}
+		if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERFLUSH")); err == nil {
+			cfg.DeferFlush = n // to try other flush sizes: the deferred entries a bulk load holds
+		}
+		if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_DEFERAFTER")); err == nil {
+			cfg.DeferAfter = n // to try other thresholds: the elements a bulk load writes before it defers
+		}
+		s, err := Open(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		opt := ImportOptions{Format: NDJSON, BatchSize: benchBatch(), TuneGC: tuneGC, Partial: os.Getenv("LORE_BENCH_PARTIAL") == "1", SpoolDir: dir}
+		opt := graph.ImportOptions{Format: graph.NDJSON, BatchSize: benchBatch(), TuneGC: tuneGC, Partial: os.Getenv("LORE_BENCH_PARTIAL") == "1", SpoolDir: dir}
 		if os.Getenv("LORE_BENCH_PREFILL") == "1" {
 			// A store that holds data: an all-or-nothing import checks
 			// its whole input before it writes (two passes).
-			if _, err := s.Apply(ctx, &Batch{Nodes: []NodeInput{{ID: "topic/prefill", Type: "Topic", Properties: Props{"name": "x"}}}}); err != nil {
+			if _, err := s.Apply(ctx, &graph.Batch{Nodes: []graph.NodeInput{{ID: "topic/prefill", Type: "Topic", Properties: graph.Props{"name": "x"}}}}); err != nil {
 				return err
 			}
 			start = time.Now()
@@ -154,7 +148,7 @@ func runChild(job, file, dir string) error {
 		if os.Getenv("LORE_BENCH_PIPE") == "1" {
 			in = struct{ io.Reader }{f} // not seekable, as stdin: a two-pass import spools it
 		}
-		st, err := Import(ctx, s, in, opt)
+		st, err := graph.Import(ctx, s, in, opt)
 		if err != nil {
 			return err
 		}
@@ -202,7 +196,7 @@ func runChild(job, file, dir string) error {
 		}
 		iters := warm + 20000
 		for i := range iters {
-			id := ID("service/s" + strconv.Itoa(rng.IntN(n)))
+			id := graph.ID("service/s" + strconv.Itoa(rng.IntN(n)))
 			t0 := time.Now()
 			if _, err := s.Node(ctx, id); err != nil {
 				return err
@@ -245,7 +239,7 @@ func rawLoad(file, dir string, stock, tuneGC bool) (int64, error) {
 		return 0, err
 	}
 	// Like Lore's import into an empty store: commits unsynced, one sync at the end.
-	db, err := hbolt.Open(filepath.Join(dir, FileName), &bolt.Options{Timeout: time.Second, InitialMmapSize: 1 << 30, FreelistType: bolt.FreelistMapType, NoSync: true})
+	db, err := hbolt.Open(filepath.Join(dir, FileName), &bbolt.Options{Timeout: time.Second, InitialMmapSize: 1 << 30, FreelistType: bbolt.FreelistMapType, NoSync: true})
 	if err != nil {
 		return 0, err
 	}
@@ -266,40 +260,44 @@ func rawLoad(file, dir string, stock, tuneGC bool) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	dec := &ndjsonDecoder{lr: &lineReader{r: bufio.NewReaderSize(f, 1<<16)}}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), graph.MaxLine)
 	var deltas []cgraph.Delta
 	var n int64
-	gc := ImportGCPercentAt(0)
+	gc := graph.ImportGCPercentAt(0)
 	flush := func() error {
 		err := qs.ApplyDeltas(deltas, cgraph.IgnoreOpts{})
 		n += int64(len(deltas))
 		deltas = deltas[:0]
-		if p := ImportGCPercentAt(n); tuneGC && p != gc {
+		if p := graph.ImportGCPercentAt(n); tuneGC && p != gc {
 			debug.SetGCPercent(p) // as Import does
 			gc = p
 		}
 		return err
 	}
-	for {
-		el, err := dec.next()
-		if err == io.EOF {
-			break
+	for sc.Scan() {
+		// The benchmark's lines: {"kind":"node","id":…,"type":…} or {"kind":"edge","from":…,"label":…,"to":…}.
+		var el struct {
+			Kind, ID, Type, From, Label, To string
 		}
-		if err != nil {
+		if err := json.Unmarshal(sc.Bytes(), &el); err != nil {
 			return n, err
 		}
 		var q quad.Quad
-		if el.node != nil {
-			q = nodeQuad(el.node.ID, el.node.Type)
+		if el.Kind == "node" {
+			q = nodeQuad(graph.ID(el.ID), el.Type)
 		} else {
-			q = edgeQuad(el.edge.EdgeKey)
+			q = edgeQuad(graph.EdgeKey{From: graph.ID(el.From), Label: el.Label, To: graph.ID(el.To)})
 		}
 		deltas = append(deltas, cgraph.Delta{Quad: q, Action: cgraph.Add})
-		if len(deltas) == cmp.Or(benchBatch(), DefaultImportBatch) {
+		if len(deltas) == cmp.Or(benchBatch(), graph.DefaultImportBatch) {
 			if err := flush(); err != nil {
 				return n, err
 			}
 		}
+	}
+	if err := sc.Err(); err != nil {
+		return n, err
 	}
 	if err := flush(); err != nil {
 		return n, err
@@ -431,7 +429,7 @@ func BenchmarkReadAfterUpdates(b *testing.B) {
 	}
 	defer s.Close()
 	write := func(i int) {
-		_, err := s.Apply(b.Context(), &Batch{Nodes: []NodeInput{{ID: "service/s", Type: "Service", Properties: Props{"name": "s", "tier": i % 4, "description": strconv.Itoa(i)}}}})
+		_, err := s.Apply(b.Context(), &graph.Batch{Nodes: []graph.NodeInput{{ID: "service/s", Type: "Service", Properties: graph.Props{"name": "s", "tier": i % 4, "description": strconv.Itoa(i)}}}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"bytes"
@@ -13,25 +13,37 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lore-dev/lore/graph"
+
 	cgraph "github.com/cayleygraph/cayley/graph"
 	ckv "github.com/cayleygraph/cayley/graph/kv"
 	cproto "github.com/cayleygraph/cayley/graph/proto"
 	"github.com/cayleygraph/quad"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // boltSnap is the planning snapshot: one bbolt read transaction, plus
 // Cayley for the edges of a node. The caller holds the read lock.
 type boltSnap struct {
-	s  *Bolt
-	tx *bolt.Tx
+	s  *Store
+	tx *bbolt.Tx
 }
 
-func (b *boltSnap) nodeRecs(_ context.Context, ids []ID) ([]*nodeRec, error) {
-	return getNodeRecs(b.tx, ids)
+func (b *boltSnap) NodeRecords(_ context.Context, ids []graph.ID) ([]*graph.NodeRecord, error) {
+	recs, err := getNodeRecs(b.tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*graph.NodeRecord, len(recs))
+	for i, r := range recs {
+		if r != nil {
+			out[i] = &r.NodeRecord
+		}
+	}
+	return out, nil
 }
 
-func (b *boltSnap) nodeTypes(_ context.Context, ids []ID) ([]string, error) {
+func (b *boltSnap) NodeTypes(_ context.Context, ids []graph.ID) ([]string, error) {
 	nodes := b.tx.Bucket(bNodes)
 	out := make([]string, len(ids))
 	for i, id := range ids {
@@ -46,31 +58,31 @@ func (b *boltSnap) nodeTypes(_ context.Context, ids []ID) ([]string, error) {
 	return out, nil
 }
 
-func (b *boltSnap) edgeRecs(_ context.Context, keys []EdgeKey) ([]*edgeRec, error) {
+func (b *boltSnap) EdgeRecords(_ context.Context, keys []graph.EdgeKey) ([]*edgeRec, error) {
 	return getEdgeRecs(b.tx, keys)
 }
 
-func (b *boltSnap) incident(ctx context.Context, id ID) ([]EdgeKey, error) {
-	var keys []EdgeKey
-	for _, dir := range []Direction{Out, In} {
-		err := b.s.scanEdges(ctx, id, dir, nil, edgePos{}, func(_ edgePos, k EdgeKey) bool {
-			if dir == In && k.From == k.To {
+func (b *boltSnap) Incident(ctx context.Context, id graph.ID) ([]graph.EdgeKey, error) {
+	var keys []graph.EdgeKey
+	for _, dir := range []graph.Direction{graph.Out, graph.In} {
+		err := b.s.scanEdges(ctx, id, dir, nil, edgePos{}, func(_ edgePos, k graph.EdgeKey) bool {
+			if dir == graph.In && k.From == k.To {
 				return true // a self-loop was listed as an out-edge
 			}
 			keys = append(keys, k)
-			return len(keys) <= MaxBatch
+			return len(keys) <= graph.MaxBatch
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	if len(keys) > MaxBatch {
-		return nil, fmt.Errorf("node %q has more than %d edges; delete its edges in batches first: %w", id, MaxBatch, ErrInvalid)
+	if len(keys) > graph.MaxBatch {
+		return nil, fmt.Errorf("node %q has more than %d edges; delete its edges in batches first: %w", id, graph.MaxBatch, graph.ErrInvalid)
 	}
 	return keys, nil
 }
 
-func getNodeRecs(tx *bolt.Tx, ids []ID) ([]*nodeRec, error) {
+func getNodeRecs(tx *bbolt.Tx, ids []graph.ID) ([]*nodeRec, error) {
 	b := tx.Bucket(bNodes)
 	out := make([]*nodeRec, len(ids))
 	for i, id := range ids {
@@ -87,11 +99,11 @@ func getNodeRecs(tx *bolt.Tx, ids []ID) ([]*nodeRec, error) {
 	return out, nil
 }
 
-func getEdgeRecs(tx *bolt.Tx, keys []EdgeKey) ([]*edgeRec, error) {
+func getEdgeRecs(tx *bbolt.Tx, keys []graph.EdgeKey) ([]*edgeRec, error) {
 	b := tx.Bucket(bEdges)
 	out := make([]*edgeRec, len(keys))
 	for i, k := range keys {
-		v := b.Get(k.bytes())
+		v := b.Get(k.Bytes())
 		if v == nil {
 			continue
 		}
@@ -104,36 +116,36 @@ func getEdgeRecs(tx *bolt.Tx, keys []EdgeKey) ([]*edgeRec, error) {
 	return out, nil
 }
 
-func (r *nodeRec) node(id ID) (*Node, error) {
-	props, err := decodeProps(r.Props)
+func (r *nodeRec) node(id graph.ID) (*graph.Node, error) {
+	props, err := graph.DecodeProps(r.Props)
 	if err != nil {
 		return nil, fmt.Errorf("node %q: corrupt properties: %w", id, err)
 	}
-	return &Node{ID: id, Type: r.Type, Properties: props, CreatedAt: micros(r.Created), UpdatedAt: micros(r.Updated), Revision: r.Rev}, nil
+	return &graph.Node{ID: id, Type: r.Type, Properties: props, CreatedAt: micros(r.Created), UpdatedAt: micros(r.Updated), Revision: r.Rev}, nil
 }
 
-func (r *edgeRec) edge(k EdgeKey) (*Edge, error) {
-	props, err := decodeProps(r.Props)
+func edgeOf(r *edgeRec, k graph.EdgeKey) (*graph.Edge, error) {
+	props, err := graph.DecodeProps(r.Props)
 	if err != nil {
 		return nil, fmt.Errorf("edge %s: corrupt properties: %w", k, err)
 	}
-	return &Edge{ID: k.String(), EdgeKey: k, Properties: props, CreatedAt: micros(r.Created), UpdatedAt: micros(r.Updated), Revision: r.Rev}, nil
+	return &graph.Edge{ID: k.String(), EdgeKey: k, Properties: props, CreatedAt: micros(r.Created), UpdatedAt: micros(r.Updated), Revision: r.Rev}, nil
 }
 
 func micros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // Node returns one node with its per-label edge counts.
-func (s *Bolt) Node(ctx context.Context, id ID) (n *Node, err error) {
+func (s *Store) Node(ctx context.Context, id graph.ID) (n *graph.Node, err error) {
 	if err := id.Check(); err != nil {
 		return nil, err
 	}
-	err = s.read(func(tx *bolt.Tx) error {
-		recs, err := getNodeRecs(tx, []ID{id})
+	err = s.read(func(tx *bbolt.Tx) error {
+		recs, err := getNodeRecs(tx, []graph.ID{id})
 		if err != nil {
 			return err
 		}
 		if recs[0] == nil {
-			return fmt.Errorf("node %q: %w", id, ErrNotFound)
+			return fmt.Errorf("node %q: %w", id, graph.ErrNotFound)
 		}
 		if n, err = recs[0].node(id); err != nil {
 			return err
@@ -149,9 +161,9 @@ func (s *Bolt) Node(ctx context.Context, id ID) (n *Node, err error) {
 }
 
 // Nodes returns the nodes with the given IDs, in order; missing ones are nil.
-func (s *Bolt) Nodes(ctx context.Context, ids []ID) ([]*Node, error) {
-	out := make([]*Node, len(ids))
-	err := s.read(func(tx *bolt.Tx) error {
+func (s *Store) Nodes(ctx context.Context, ids []graph.ID) ([]*graph.Node, error) {
+	out := make([]*graph.Node, len(ids))
+	err := s.read(func(tx *bbolt.Tx) error {
 		recs, err := getNodeRecs(tx, ids)
 		if err != nil {
 			return err
@@ -169,19 +181,19 @@ func (s *Bolt) Nodes(ctx context.Context, ids []ID) ([]*Node, error) {
 }
 
 // Edge returns one edge.
-func (s *Bolt) Edge(ctx context.Context, k EdgeKey) (e *Edge, err error) {
+func (s *Store) Edge(ctx context.Context, k graph.EdgeKey) (e *graph.Edge, err error) {
 	if err := k.Check(); err != nil {
 		return nil, err
 	}
-	err = s.read(func(tx *bolt.Tx) error {
-		recs, err := getEdgeRecs(tx, []EdgeKey{k})
+	err = s.read(func(tx *bbolt.Tx) error {
+		recs, err := getEdgeRecs(tx, []graph.EdgeKey{k})
 		if err != nil {
 			return err
 		}
 		if recs[0] == nil {
-			return fmt.Errorf("edge %s: %w", k, ErrNotFound)
+			return fmt.Errorf("edge %s: %w", k, graph.ErrNotFound)
 		}
-		e, err = recs[0].edge(k)
+		e, err = edgeOf(recs[0], k)
 		return err
 	})
 	return e, err
@@ -203,7 +215,7 @@ func (a edgePos) after(b edgePos) bool {
 // scanEdges calls f for each edge at node in one direction, in index order,
 // starting after pos, while f returns true. labels nil means every label.
 // The caller holds the read lock.
-func (s *Bolt) scanEdges(ctx context.Context, node ID, dir Direction, labels map[string]bool, from edgePos, f func(edgePos, EdgeKey) bool) error {
+func (s *Store) scanEdges(ctx context.Context, node graph.ID, dir graph.Direction, labels map[string]bool, from edgePos, f func(edgePos, graph.EdgeKey) bool) error {
 	qs := s.qs
 	vals := []quad.Value{nodeIRI(node)}
 	var only string
@@ -226,7 +238,7 @@ func (s *Bolt) scanEdges(ctx context.Context, node ID, dir Direction, labels map
 		prefix = append(prefix, uint64(v))
 	}
 	index := ckv.DefaultQuadIndexes[0] // [S,P]
-	if dir == In {
+	if dir == graph.In {
 		index = ckv.DefaultQuadIndexes[1] // [O,P,S]
 	}
 	it := ckv.IndexScan{Index: index, Values: prefix}.BuildIterator(qs).Iterate()
@@ -249,20 +261,20 @@ func (s *Bolt) scanEdges(ctx context.Context, node ID, dir Direction, labels map
 			if !ok || labels != nil && !labels[label] {
 				continue
 			}
-			k := EdgeKey{Label: label}
+			k := graph.EdgeKey{Label: label}
 			if from, ok := names[p.Subject].(quad.IRI); ok {
-				k.From = ID(strings.TrimPrefix(string(from), "n:"))
+				k.From = graph.ID(strings.TrimPrefix(string(from), "n:"))
 			}
 			if to, ok := names[p.Object].(quad.IRI); ok {
-				k.To = ID(strings.TrimPrefix(string(to), "n:"))
+				k.To = graph.ID(strings.TrimPrefix(string(to), "n:"))
 			}
 			if p.Label != 0 {
 				if key, ok := names[p.Label].(quad.IRI); ok {
-					k.Key, _ = UnescapeSegment(strings.TrimPrefix(string(key), "k:"))
+					k.Key, _ = graph.UnescapeSegment(strings.TrimPrefix(string(key), "k:"))
 				}
 			}
 			pos := edgePos{p.Predicate, 0, p.ID}
-			if dir == In {
+			if dir == graph.In {
 				pos[1] = p.Subject
 			}
 			if !f(pos, k) {
@@ -277,7 +289,7 @@ func (s *Bolt) scanEdges(ctx context.Context, node ID, dir Direction, labels map
 			continue
 		}
 		pos := edgePos{p.Predicate, 0, p.ID}
-		if dir == In {
+		if dir == graph.In {
 			pos[1] = p.Subject
 		}
 		if !pos.after(from) {
@@ -343,7 +355,7 @@ type edgeCursor struct {
 type edgeOrder struct {
 	label string
 	in    bool
-	other ID
+	other graph.ID
 	key   string
 }
 
@@ -380,7 +392,7 @@ func parseEdgeCursor(s string) (edgeCursor, error) {
 	if s == "" {
 		return c, nil
 	}
-	bad := fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", s, ErrInvalid)
+	bad := fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", s, graph.ErrInvalid)
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return c, bad
@@ -393,7 +405,7 @@ func parseEdgeCursor(s string) (edgeCursor, error) {
 	if err != nil {
 		return c, bad
 	}
-	c = edgeCursor{set: true, node: int(n), pos: edgeOrder{label: parts[2], in: parts[3] == "i", other: ID(parts[4]), key: parts[5]}}
+	c = edgeCursor{set: true, node: int(n), pos: edgeOrder{label: parts[2], in: parts[3] == "i", other: graph.ID(parts[4]), key: parts[5]}}
 	return c, nil
 }
 
@@ -402,8 +414,8 @@ func parseEdgeCursor(s string) (edgeCursor, error) {
 // keys sort that way; its in-edges from Cayley's [O,P,S] index, which
 // sorts them by value IDs, so they are sorted here: a page that resumes
 // inside a node's in-edges of one label reads all of them (see nodeEdges).
-func (s *Bolt) Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error) {
-	dir, err := ParseDirection(string(q.Direction))
+func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, error) {
+	dir, err := graph.ParseDirection(string(q.Direction))
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +423,7 @@ func (s *Bolt) Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error) {
 	if len(q.Labels) > 0 {
 		for _, l := range q.Labels {
 			if _, ok := s.model.Edge(l); !ok {
-				return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.model.EdgeLabels()), ErrInvalid)
+				return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.model.EdgeLabels()), graph.ErrInvalid)
 			}
 			labels = append(labels, l)
 		}
@@ -430,12 +442,12 @@ func (s *Bolt) Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error) {
 		return nil, err
 	}
 	if cur.set && cur.node >= len(q.Nodes) {
-		return nil, fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", q.After, ErrInvalid)
+		return nil, fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", q.After, graph.ErrInvalid)
 	}
-	limit := q.limit()
-	page := &EdgePage{Edges: []*Edge{}}
-	var keys []EdgeKey
-	err = s.read(func(tx *bolt.Tx) error {
+	limit := q.Size()
+	page := &graph.EdgePage{Edges: []*graph.Edge{}}
+	var keys []graph.EdgeKey
+	err = s.read(func(tx *bbolt.Tx) error {
 		first := 0
 		if cur.set {
 			first = cur.node
@@ -446,7 +458,7 @@ func (s *Bolt) Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error) {
 				after = &cur.pos
 			}
 			var last edgeOrder
-			err := s.nodeEdges(ctx, tx, q.Nodes[ni], dir, labels, after, func(pos edgeOrder, k EdgeKey) bool {
+			err := s.nodeEdges(ctx, tx, q.Nodes[ni], dir, labels, after, func(pos edgeOrder, k graph.EdgeKey) bool {
 				if len(keys) == limit {
 					page.Next = edgeCursor{set: true, node: ni, pos: last}.String()
 					return false
@@ -461,7 +473,7 @@ func (s *Bolt) Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error) {
 		}
 		if q.KeysOnly {
 			for _, k := range keys {
-				page.Edges = append(page.Edges, &Edge{ID: k.String(), EdgeKey: k})
+				page.Edges = append(page.Edges, &graph.Edge{ID: k.String(), EdgeKey: k})
 			}
 			return nil
 		}
@@ -473,7 +485,7 @@ func (s *Bolt) Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error) {
 			if r == nil {
 				return fmt.Errorf("edge %s is in Cayley's index but has no record: run lore check", keys[i])
 			}
-			e, err := r.edge(keys[i])
+			e, err := edgeOf(r, keys[i])
 			if err != nil {
 				return err
 			}
@@ -499,13 +511,13 @@ func (s *Bolt) Edges(ctx context.Context, q EdgeQuery) (*EdgePage, error) {
 // ends resolved, and sorted. A page that resumes inside a node's
 // in-edges of one label so costs all of that label's in-edges of the
 // node: at a hub, its in-degree.
-func (s *Bolt) nodeEdges(ctx context.Context, tx *bolt.Tx, node ID, dir Direction, labels []string, after *edgeOrder, f func(edgeOrder, EdgeKey) bool) error {
+func (s *Store) nodeEdges(ctx context.Context, tx *bbolt.Tx, node graph.ID, dir graph.Direction, labels []string, after *edgeOrder, f func(edgeOrder, graph.EdgeKey) bool) error {
 	if after != nil {
 		i, _ := slices.BinarySearch(labels, after.label)
 		labels = labels[i:]
 	}
 	var ins *inEdges // read at the first label the hub cache does not hold
-	inOf := func(label string) ([]EdgeKey, error) {
+	inOf := func(label string) ([]graph.EdgeKey, error) {
 		if keys, ok := s.hubs.get(node, label, s.lastSeq); ok {
 			return keys, nil
 		}
@@ -522,19 +534,19 @@ func (s *Bolt) nodeEdges(ctx context.Context, tx *bolt.Tx, node ID, dir Directio
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if dir != In {
-			prefix := EdgeKey{From: node, Label: label}.bytes()
+		if dir != graph.In {
+			prefix := graph.EdgeKey{From: node, Label: label}.Bytes()
 			prefix = prefix[:len(prefix)-1] // from NUL label NUL: every to and key
 			seek := prefix
 			if after != nil && after.label == label {
 				if after.in {
 					seek = append(bytes.Clone(prefix[:len(prefix)-1]), 1) // past every out-edge of the label
 				} else {
-					seek = EdgeKey{From: node, Label: label, To: after.other, Key: after.key}.bytes()
+					seek = graph.EdgeKey{From: node, Label: label, To: after.other, Key: after.key}.Bytes()
 				}
 			}
 			for k, _ := c.Seek(seek); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-				ek := edgeKeyFromBytes(k)
+				ek := graph.EdgeKeyFromBytes(k)
 				pos := edgeOrder{label: label, other: ek.To, key: ek.Key}
 				if after != nil && pos.compare(*after) <= 0 {
 					continue
@@ -544,7 +556,7 @@ func (s *Bolt) nodeEdges(ctx context.Context, tx *bolt.Tx, node ID, dir Directio
 				}
 			}
 		}
-		if dir == Out {
+		if dir == graph.Out {
 			continue
 		}
 		keys, err := inOf(label)
@@ -552,13 +564,13 @@ func (s *Bolt) nodeEdges(ctx context.Context, tx *bolt.Tx, node ID, dir Directio
 			return err
 		}
 		if after != nil && after.label == label && after.in {
-			i, _ := slices.BinarySearchFunc(keys, *after, func(k EdgeKey, a edgeOrder) int {
+			i, _ := slices.BinarySearchFunc(keys, *after, func(k graph.EdgeKey, a edgeOrder) int {
 				return edgeOrder{label: label, in: true, other: k.From, key: k.Key}.compare(a)
 			})
 			keys = keys[i:]
 		}
 		for _, ek := range keys {
-			if dir == Both && ek.From == node {
+			if dir == graph.Both && ek.From == node {
 				continue // listed among the out-edges
 			}
 			pos := edgeOrder{label: label, in: true, other: ek.From, key: ek.Key}
@@ -576,14 +588,14 @@ func (s *Bolt) nodeEdges(ctx context.Context, tx *bolt.Tx, node ID, dir Directio
 // inEdges are a node's in-edges as Cayley's index holds them, grouped by
 // label, their other ends resolved only when a label is listed.
 type inEdges struct {
-	s       *Bolt
-	node    ID
+	s       *Store
+	node    graph.ID
 	byLabel map[string][]*cproto.Primitive
 }
 
 // readInEdges reads the index entries of node's in-edges with the given
 // labels, and the names of their labels.
-func (s *Bolt) readInEdges(ctx context.Context, node ID, labels []string) (*inEdges, error) {
+func (s *Store) readInEdges(ctx context.Context, node graph.ID, labels []string) (*inEdges, error) {
 	qs := s.qs
 	vals := []quad.Value{nodeIRI(node)}
 	if len(labels) == 1 {
@@ -637,7 +649,7 @@ func (s *Bolt) readInEdges(ctx context.Context, node ID, labels []string) (*inEd
 
 // sortedInEdges returns in.sorted(label), and keeps a hub's in the hub
 // cache for the next page.
-func (s *Bolt) sortedInEdges(ctx context.Context, in *inEdges, label string) ([]EdgeKey, error) {
+func (s *Store) sortedInEdges(ctx context.Context, in *inEdges, label string) ([]graph.EdgeKey, error) {
 	keys, err := in.sorted(ctx, label)
 	if err == nil && len(keys) >= hubEdges {
 		s.hubs.put(in.node, label, s.lastSeq, keys) // lastSeq is stable: the caller holds the read lock
@@ -663,13 +675,13 @@ type hubCache struct {
 }
 
 type hubEntry struct {
-	node  ID
+	node  graph.ID
 	label string
 	seq   uint64
-	keys  []EdgeKey
+	keys  []graph.EdgeKey
 }
 
-func (c *hubCache) get(node ID, label string, seq uint64) ([]EdgeKey, bool) {
+func (c *hubCache) get(node graph.ID, label string, seq uint64) ([]graph.EdgeKey, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.entries {
@@ -680,7 +692,7 @@ func (c *hubCache) get(node ID, label string, seq uint64) ([]EdgeKey, bool) {
 	return nil, false
 }
 
-func (c *hubCache) put(node ID, label string, seq uint64, keys []EdgeKey) {
+func (c *hubCache) put(node graph.ID, label string, seq uint64, keys []graph.EdgeKey) {
 	if len(keys) > hubCacheKeys {
 		return // sorted again at every page, until the adjacency index comes
 	}
@@ -712,12 +724,12 @@ func (c *hubCache) clear() {
 
 // sorted returns the keys of the in-edges of one label, sorted by the
 // node they come from, then key.
-func (in *inEdges) sorted(ctx context.Context, label string) ([]EdgeKey, error) {
+func (in *inEdges) sorted(ctx context.Context, label string) ([]graph.EdgeKey, error) {
 	prims := in.byLabel[label]
 	if len(prims) == 0 {
 		return nil, nil
 	}
-	keys := make([]EdgeKey, 0, len(prims))
+	keys := make([]graph.EdgeKey, 0, len(prims))
 	const chunk = 1024
 	for i := 0; i < len(prims); i += chunk {
 		part := prims[i:min(i+chunk, len(prims))]
@@ -726,19 +738,19 @@ func (in *inEdges) sorted(ctx context.Context, label string) ([]EdgeKey, error) 
 			return nil, err
 		}
 		for _, p := range part {
-			k := EdgeKey{Label: label, To: in.node}
+			k := graph.EdgeKey{Label: label, To: in.node}
 			if from, ok := names[p.Subject].(quad.IRI); ok {
-				k.From = ID(strings.TrimPrefix(string(from), "n:"))
+				k.From = graph.ID(strings.TrimPrefix(string(from), "n:"))
 			}
 			if p.Label != 0 {
 				if key, ok := names[p.Label].(quad.IRI); ok {
-					k.Key, _ = UnescapeSegment(strings.TrimPrefix(string(key), "k:"))
+					k.Key, _ = graph.UnescapeSegment(strings.TrimPrefix(string(key), "k:"))
 				}
 			}
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, func(a, b EdgeKey) int {
+	slices.SortFunc(keys, func(a, b graph.EdgeKey) int {
 		if c := strings.Compare(string(a.From), string(b.From)); c != 0 {
 			return c
 		}
@@ -748,30 +760,30 @@ func (in *inEdges) sorted(ctx context.Context, label string) ([]EdgeKey, error) 
 }
 
 // NodesByType returns a page of the nodes of one type, ordered by ID.
-func (s *Bolt) NodesByType(ctx context.Context, typ string, p Page) (*NodePage, error) {
+func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*graph.NodePage, error) {
 	if _, ok := s.model.Node(typ); !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.model.NodeTypeNames()), ErrInvalid)
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.model.NodeTypeNames()), graph.ErrInvalid)
 	}
-	page := &NodePage{Nodes: []*Node{}}
-	limit := p.limit()
-	err := s.read(func(tx *bolt.Tx) error {
+	page := &graph.NodePage{Nodes: []*graph.Node{}}
+	limit := p.Size()
+	err := s.read(func(tx *bbolt.Tx) error {
 		prefix := typeKey(typ, "")
 		c := tx.Bucket(bType).Cursor()
 		k, _ := c.Seek(prefix)
 		if p.After != "" {
-			after := typeKey(typ, ID(p.After))
+			after := typeKey(typ, graph.ID(p.After))
 			k, _ = c.Seek(after)
 			if bytes.Equal(k, after) {
 				k, _ = c.Next()
 			}
 		}
-		var ids []ID
+		var ids []graph.ID
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			if len(ids) == limit {
 				page.Next = string(ids[len(ids)-1])
 				break
 			}
-			ids = append(ids, ID(k[len(prefix):]))
+			ids = append(ids, graph.ID(k[len(prefix):]))
 		}
 		recs, err := getNodeRecs(tx, ids)
 		if err != nil {
@@ -794,19 +806,19 @@ func (s *Bolt) NodesByType(ctx context.Context, typ string, p Page) (*NodePage, 
 
 // Lookup returns a page of the IDs of nodes whose indexed property matches,
 // in value order, then ID order.
-func (s *Bolt) Lookup(ctx context.Context, q IndexQuery) (*IDPage, error) {
+func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, error) {
 	nt, ok := s.model.Node(q.Type)
 	if !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(s.model.NodeTypeNames()), ErrInvalid)
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(s.model.NodeTypeNames()), graph.ErrInvalid)
 	}
 	if !nt.IsIndexed(q.Property) {
-		return nil, fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", q.Type, q.Property, list(nt.Indexed), ErrInvalid)
+		return nil, fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", q.Type, q.Property, list(nt.Indexed), graph.ErrInvalid)
 	}
 	prefix := propPrefix(q.Type, q.Property)
 	lo, hi := prefix, append(bytes.Clone(prefix), 0xff)
 	switch {
 	case q.Eq != nil:
-		enc, err := checkIndexValue("eq", q.Eq)
+		enc, err := graph.CheckIndexValue("eq", q.Eq)
 		if err != nil {
 			return nil, err
 		}
@@ -814,14 +826,14 @@ func (s *Bolt) Lookup(ctx context.Context, q IndexQuery) (*IDPage, error) {
 		hi = lo
 	default:
 		if q.Min != nil {
-			enc, err := checkIndexValue("min", q.Min)
+			enc, err := graph.CheckIndexValue("min", q.Min)
 			if err != nil {
 				return nil, err
 			}
 			lo = append(bytes.Clone(prefix), enc...)
 		}
 		if q.Max != nil {
-			enc, err := checkIndexValue("max", q.Max)
+			enc, err := graph.CheckIndexValue("max", q.Max)
 			if err != nil {
 				return nil, err
 			}
@@ -832,12 +844,12 @@ func (s *Bolt) Lookup(ctx context.Context, q IndexQuery) (*IDPage, error) {
 	if q.After != "" {
 		var err error
 		if after, err = base64.RawURLEncoding.DecodeString(q.After); err != nil || !bytes.HasPrefix(after, prefix) {
-			return nil, fmt.Errorf("cursor %q does not belong to this lookup: %w", q.After, ErrInvalid)
+			return nil, fmt.Errorf("cursor %q does not belong to this lookup: %w", q.After, graph.ErrInvalid)
 		}
 	}
-	limit := q.limit()
-	page := &IDPage{IDs: []ID{}}
-	err := s.read(func(tx *bolt.Tx) error {
+	limit := q.Size()
+	page := &graph.IDPage{IDs: []graph.ID{}}
+	err := s.read(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bProp).Cursor()
 		k, _ := c.Seek(lo)
 		if after != nil {
@@ -849,7 +861,7 @@ func (s *Bolt) Lookup(ctx context.Context, q IndexQuery) (*IDPage, error) {
 		var last []byte
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			rest := k[len(prefix):]
-			n := encodedLen(rest)
+			n := graph.IndexValueLen(rest)
 			val := rest[:n]
 			if q.MinExclusive && q.Min != nil && bytes.Equal(val, lo[len(prefix):]) {
 				continue
@@ -864,7 +876,7 @@ func (s *Bolt) Lookup(ctx context.Context, q IndexQuery) (*IDPage, error) {
 				page.Next = base64.RawURLEncoding.EncodeToString(last)
 				break
 			}
-			page.IDs = append(page.IDs, ID(rest[n:]))
+			page.IDs = append(page.IDs, graph.ID(rest[n:]))
 			last = bytes.Clone(k)
 		}
 		return nil
@@ -873,9 +885,9 @@ func (s *Bolt) Lookup(ctx context.Context, q IndexQuery) (*IDPage, error) {
 }
 
 // Stats counts nodes per type, edges per label and Cayley's quads.
-func (s *Bolt) Stats(ctx context.Context) (*Stats, error) {
-	st := &Stats{NodeTypes: map[string]int64{}, EdgeLabels: map[string]int64{}}
-	err := s.read(func(tx *bolt.Tx) error {
+func (s *Store) Stats(ctx context.Context) (*graph.Stats, error) {
+	st := &graph.Stats{NodeTypes: map[string]int64{}, EdgeLabels: map[string]int64{}}
+	err := s.read(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bMeta).Cursor()
 		prefix := []byte("count/")
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -903,19 +915,19 @@ func (s *Bolt) Stats(ctx context.Context) (*Stats, error) {
 // Since returns up to limit change-log entries after seq. A seq past the
 // last entry is refused (it would skip the entries still to come), and
 // never wraps around.
-func (s *Bolt) Since(ctx context.Context, seq uint64, limit int) ([]Change, error) {
-	if limit <= 0 || limit > MaxPageSize {
-		limit = DefaultPageSize
+func (s *Store) Since(ctx context.Context, seq uint64, limit int) ([]graph.Change, error) {
+	if limit <= 0 || limit > graph.MaxPageSize {
+		limit = graph.DefaultPageSize
 	}
-	var out []Change
-	err := s.read(func(tx *bolt.Tx) error {
+	var out []graph.Change
+	err := s.read(func(tx *bbolt.Tx) error {
 		if seq >= s.lastSeq {
 			return nil // nothing after it (and seq+1 could wrap)
 		}
 		c := tx.Bucket(bLog).Cursor()
 		for k, v := c.Seek(u64(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
-			var ch Change
-			if err := decodeChange(v, &ch); err != nil {
+			var ch graph.Change
+			if err := graph.DecodeChange(v, &ch); err != nil {
 				return fmt.Errorf("change %d: corrupt entry: %w", binary.BigEndian.Uint64(k), err)
 			}
 			out = append(out, ch)
@@ -926,10 +938,10 @@ func (s *Bolt) Since(ctx context.Context, seq uint64, limit int) ([]Change, erro
 }
 
 // ScanNodes returns a page of every node, ordered by ID.
-func (s *Bolt) ScanNodes(ctx context.Context, p Page) (*NodePage, error) {
-	page := &NodePage{Nodes: []*Node{}}
-	limit := p.limit()
-	err := s.read(func(tx *bolt.Tx) error {
+func (s *Store) ScanNodes(ctx context.Context, p graph.Page) (*graph.NodePage, error) {
+	page := &graph.NodePage{Nodes: []*graph.Node{}}
+	limit := p.Size()
+	err := s.read(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bNodes).Cursor()
 		k, v := c.First()
 		if p.After != "" {
@@ -947,7 +959,7 @@ func (s *Bolt) ScanNodes(ctx context.Context, p Page) (*NodePage, error) {
 			if err != nil {
 				return corrupt(fmt.Sprintf("node %q", k), err)
 			}
-			n, err := r.node(ID(k))
+			n, err := r.node(graph.ID(k))
 			if err != nil {
 				return err
 			}
@@ -959,17 +971,17 @@ func (s *Bolt) ScanNodes(ctx context.Context, p Page) (*NodePage, error) {
 }
 
 // ScanEdges returns a page of every edge, ordered by from, label, to and key.
-func (s *Bolt) ScanEdges(ctx context.Context, p Page) (*EdgePage, error) {
+func (s *Store) ScanEdges(ctx context.Context, p graph.Page) (*graph.EdgePage, error) {
 	var after []byte
 	if p.After != "" {
 		var err error
 		if after, err = base64.RawURLEncoding.DecodeString(p.After); err != nil {
-			return nil, fmt.Errorf("cursor %q is not an edge scan cursor: %w", p.After, ErrInvalid)
+			return nil, fmt.Errorf("cursor %q is not an edge scan cursor: %w", p.After, graph.ErrInvalid)
 		}
 	}
-	page := &EdgePage{Edges: []*Edge{}}
-	limit := p.limit()
-	err := s.read(func(tx *bolt.Tx) error {
+	page := &graph.EdgePage{Edges: []*graph.Edge{}}
+	limit := p.Size()
+	err := s.read(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bEdges).Cursor()
 		k, v := c.First()
 		if after != nil {
@@ -988,7 +1000,7 @@ func (s *Bolt) ScanEdges(ctx context.Context, p Page) (*EdgePage, error) {
 			if err != nil {
 				return corrupt(fmt.Sprintf("edge %q", k), err)
 			}
-			e, err := r.edge(edgeKeyFromBytes(k))
+			e, err := edgeOf(r, graph.EdgeKeyFromBytes(k))
 			if err != nil {
 				return err
 			}
@@ -1001,11 +1013,11 @@ func (s *Bolt) ScanEdges(ctx context.Context, p Page) (*EdgePage, error) {
 }
 
 // Postings returns a page of the text-search index.
-func (s *Bolt) Postings(ctx context.Context, q PostingQuery) (*PostingPage, error) {
+func (s *Store) Postings(ctx context.Context, q graph.PostingQuery) (*graph.PostingPage, error) {
 	if q.Prefix == "" {
-		return nil, fmt.Errorf("empty search token: %w", ErrInvalid)
+		return nil, fmt.Errorf("empty search token: %w", graph.ErrInvalid)
 	}
-	limit := q.limit()
+	limit := q.Size()
 	maxScan := q.MaxScan
 	if maxScan <= 0 {
 		maxScan = limit
@@ -1023,11 +1035,11 @@ func (s *Bolt) Postings(ctx context.Context, q PostingQuery) (*PostingPage, erro
 	if q.After != "" {
 		var err error
 		if after, err = base64.RawURLEncoding.DecodeString(q.After); err != nil || !bytes.HasPrefix(after, prefix) {
-			return nil, fmt.Errorf("cursor %q does not belong to this index scan: %w", q.After, ErrInvalid)
+			return nil, fmt.Errorf("cursor %q does not belong to this index scan: %w", q.After, graph.ErrInvalid)
 		}
 	}
-	page := &PostingPage{}
-	err := s.read(func(tx *bolt.Tx) error {
+	page := &graph.PostingPage{}
+	err := s.read(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bTok).Cursor()
 		k, v := c.Seek(seek)
 		if after != nil {
@@ -1057,7 +1069,7 @@ func (s *Bolt) Postings(ctx context.Context, q PostingQuery) (*PostingPage, erro
 			if len(v) == 1 {
 				w = int(v[0])
 			}
-			page.Postings = append(page.Postings, Posting{Token: string(parts[0]), Type: string(parts[1]), ID: ID(parts[2]), Weight: w})
+			page.Postings = append(page.Postings, graph.Posting{Token: string(parts[0]), Type: string(parts[1]), ID: graph.ID(parts[2]), Weight: w})
 		}
 		return nil
 	})

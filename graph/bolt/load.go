@@ -1,13 +1,15 @@
-package graph
+package bolt
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 
+	"github.com/lore-dev/lore/graph"
+
 	cgraph "github.com/cayleygraph/cayley/graph"
 	ckv "github.com/cayleygraph/cayley/graph/kv"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // An all-or-nothing load into a store that holds, and held, nothing (see
@@ -23,17 +25,17 @@ var (
 	metaBase    = []byte("base")
 )
 
-// beginLoad starts an all-or-nothing load (see atomicLoader); fast makes
+// BeginLoad starts an all-or-nothing load (see atomicLoader); fast makes
 // it a bulk load as well. Until done, Apply refuses other writes: undoing
 // the load would undo them too. (The load itself commits through
-// applyPipelined, not Apply.)
-func (s *Bolt) beginLoad(fast bool) (done func(ok bool) error, ok bool) {
+// ApplyStream, not Apply.)
+func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.closed || s.readOnly || s.lastSeq != s.base || s.deferred != nil || s.loading {
 		return nil, false
 	}
-	err := s.db.DB().Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bMeta)
 		if fast {
 			if err := meta.Put(metaDeferred, []byte{1}); err != nil {
@@ -67,38 +69,38 @@ func (s *Bolt) beginLoad(fast bool) (done func(ok bool) error, ok bool) {
 		s.rw.Lock()
 		defer s.rw.Unlock()
 		if s.closed {
-			return ErrClosed
+			return graph.ErrClosed
 		}
 		s.loading = false
-		return s.db.DB().Update(func(tx *bolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) })
+		return s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) })
 	}, true
 }
 
 // undoLoad empties the store of an all-or-nothing load that failed.
-func (s *Bolt) undoLoad() error {
+func (s *Store) undoLoad() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.rw.Lock()
 	defer s.rw.Unlock()
 	if s.closed {
-		return ErrClosed
+		return graph.ErrClosed
 	}
 	s.loading = false
 	if err := s.empty(); err != nil {
 		return fmt.Errorf("emptying the store of an import that failed: %w", err)
 	}
-	s.changed.notify()
+	s.changed.Notify()
 	return s.db.DB().Sync()
 }
 
 // empty drops every bucket but Lore's meta, Cayley's included, and makes
 // them anew, empty. The caller holds wmu and rw, or has the store to
 // itself. The meta keeps the model and the last sequence number given out.
-func (s *Bolt) empty() error {
+func (s *Store) empty() error {
 	db := s.db.DB()
-	err := db.Update(func(tx *bolt.Tx) error {
+	err := db.Update(func(tx *bbolt.Tx) error {
 		var names [][]byte
-		err := tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		err := tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
 			if !bytes.Equal(name, bMeta) {
 				names = append(names, bytes.Clone(name))
 			}
@@ -143,11 +145,11 @@ func (s *Bolt) empty() error {
 
 // createBuckets initialises Cayley's part of the file and creates Lore's
 // buckets, where missing.
-func (s *Bolt) createBuckets() error {
+func (s *Store) createBuckets() error {
 	if err := ckv.Init(s.kv, cayleyOpts); err != nil && !errors.Is(err, cgraph.ErrDatabaseExists) {
 		return fmt.Errorf("cayley init: %w", err)
 	}
-	return s.db.DB().Update(func(tx *bolt.Tx) error {
+	return s.db.DB().Update(func(tx *bbolt.Tx) error {
 		for _, b := range append([][]byte{bValueIDs, bValueRefs}, allBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err

@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"encoding/binary"
@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/lore-dev/lore/graph"
+
+	bbolt "go.etcd.io/bbolt"
 )
 
 // The filter never calls a written key absent, calls most unwritten keys
@@ -16,7 +18,7 @@ import (
 func TestAbsentKeysNeverHidesAWrite(t *testing.T) {
 	s := openTest(t, t.TempDir(), Config{})
 	db := s.db.DB()
-	if err := db.Update(func(tx *bolt.Tx) error {
+	if err := db.Update(func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte("sp"))
 		if err != nil {
 			return err
@@ -26,7 +28,7 @@ func TestAbsentKeysNeverHidesAWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	var a *absentKeys
-	_ = db.View(func(tx *bolt.Tx) error { a = newAbsentKeys(tx); return nil })
+	_ = db.View(func(tx *bbolt.Tx) error { a = newAbsentKeys(tx); return nil })
 
 	rng := rand.New(rand.NewPCG(3, 4))
 	key := func(i uint64) []byte { return binary.BigEndian.AppendUint64(nil, i) }
@@ -84,7 +86,7 @@ func TestBulkLoadFindsWhatItWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if _, err := Import(t.Context(), s, strings.NewReader(data.String()), ImportOptions{BatchSize: 25}); err != nil {
+	if _, err := graph.Import(t.Context(), s, strings.NewReader(data.String()), graph.ImportOptions{BatchSize: 25}); err != nil {
 		t.Fatal(err)
 	}
 	if s.kv.absent != nil {
@@ -97,11 +99,11 @@ func TestBulkLoadFindsWhatItWrote(t *testing.T) {
 	// Cayley's indexes; a doc's three are often split between batches.
 	for _, end := range []struct {
 		prefix string
-		dir    Direction
-	}{{"topic/t", In}, {"doc/d", Out}} {
+		dir    graph.Direction
+	}{{"topic/t", graph.In}, {"doc/d", graph.Out}} {
 		for i := range 60 {
-			id := ID(fmt.Sprintf("%s%d", end.prefix, i))
-			page, err := s.Edges(t.Context(), EdgeQuery{Nodes: []ID{id}, Direction: end.dir, Labels: []string{"about"}, Page: Page{Limit: 100}})
+			id := graph.ID(fmt.Sprintf("%s%d", end.prefix, i))
+			page, err := s.Edges(t.Context(), graph.EdgeQuery{Nodes: []graph.ID{id}, Direction: end.dir, Labels: []string{"about"}, Page: graph.Page{Limit: 100}})
 			if err != nil {
 				t.Fatal(err)
 			}

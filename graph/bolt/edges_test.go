@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"encoding/base64"
@@ -7,26 +7,28 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lore-dev/lore/graph"
 )
 
 // wantOrder sorts the edges of node as Store.Edges specifies: label,
 // direction (out before in), other end, key; for Both a self-loop once.
-func wantOrder(edges []EdgeKey, node ID, dir Direction) []EdgeKey {
+func wantOrder(edges []graph.EdgeKey, node graph.ID, dir graph.Direction) []graph.EdgeKey {
 	type item struct {
 		pos edgeOrder
-		k   EdgeKey
+		k   graph.EdgeKey
 	}
 	var items []item
 	for _, k := range edges {
-		if dir != In && k.From == node {
+		if dir != graph.In && k.From == node {
 			items = append(items, item{edgeOrder{label: k.Label, other: k.To, key: k.Key}, k})
 		}
-		if dir != Out && k.To == node && !(dir == Both && k.From == node) {
+		if dir != graph.Out && k.To == node && !(dir == graph.Both && k.From == node) {
 			items = append(items, item{edgeOrder{label: k.Label, in: true, other: k.From, key: k.Key}, k})
 		}
 	}
 	slices.SortFunc(items, func(a, b item) int { return a.pos.compare(b.pos) })
-	out := make([]EdgeKey, len(items))
+	out := make([]graph.EdgeKey, len(items))
 	for i, it := range items {
 		out[i] = it.k
 	}
@@ -38,54 +40,54 @@ func wantOrder(edges []EdgeKey, node ID, dir Direction) []EdgeKey {
 // Cayley's value IDs: paging with any page size yields exactly that order.
 func TestEdgesOrderIsSpecified(t *testing.T) {
 	s := openTest(t, t.TempDir(), Config{})
-	hub := ID("topic/hub")
-	nodes := []NodeInput{{ID: hub, Type: "Topic", Properties: Props{"name": "hub"}}}
-	var edges []EdgeInput
+	hub := graph.ID("topic/hub")
+	nodes := []graph.NodeInput{{ID: hub, Type: "Topic", Properties: graph.Props{"name": "hub"}}}
+	var edges []graph.EdgeInput
 	for i := range 12 {
-		d := ID(fmt.Sprintf("doc/d%02d", i))
-		nodes = append(nodes, NodeInput{ID: d, Type: "Document", Properties: Props{"title": "d"}})
-		edges = append(edges, EdgeInput{EdgeKey: EdgeKey{From: d, Label: "about", To: hub}})
+		d := graph.ID(fmt.Sprintf("doc/d%02d", i))
+		nodes = append(nodes, graph.NodeInput{ID: d, Type: "Document", Properties: graph.Props{"title": "d"}})
+		edges = append(edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: d, Label: "about", To: hub}})
 	}
 	for i := range 6 {
-		o := ID(fmt.Sprintf("topic/o%d", i))
-		nodes = append(nodes, NodeInput{ID: o, Type: "Topic", Properties: Props{"name": "o"}})
+		o := graph.ID(fmt.Sprintf("topic/o%d", i))
+		nodes = append(nodes, graph.NodeInput{ID: o, Type: "Topic", Properties: graph.Props{"name": "o"}})
 	}
 	// Entities: keyed relations out of and into the hub entity, and a self-loop.
-	ent := ID("entity/hub")
-	nodes = append(nodes, NodeInput{ID: ent, Type: "Entity", Properties: Props{"name": "hub", "entityType": "t", "observations": []any{}}})
+	ent := graph.ID("entity/hub")
+	nodes = append(nodes, graph.NodeInput{ID: ent, Type: "Entity", Properties: graph.Props{"name": "hub", "entityType": "t", "observations": []any{}}})
 	for i := range 5 {
-		e := ID(fmt.Sprintf("entity/e%d", i))
-		nodes = append(nodes, NodeInput{ID: e, Type: "Entity", Properties: Props{"name": string(e), "entityType": "t", "observations": []any{}}})
+		e := graph.ID(fmt.Sprintf("entity/e%d", i))
+		nodes = append(nodes, graph.NodeInput{ID: e, Type: "Entity", Properties: graph.Props{"name": string(e), "entityType": "t", "observations": []any{}}})
 		for _, key := range []string{"z", "a", "m"} {
-			edges = append(edges, EdgeInput{EdgeKey: EdgeKey{From: e, Label: "relation", To: ent, Key: key}},
-				EdgeInput{EdgeKey: EdgeKey{From: ent, Label: "relation", To: e, Key: key}})
+			edges = append(edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: e, Label: "relation", To: ent, Key: key}},
+				graph.EdgeInput{EdgeKey: graph.EdgeKey{From: ent, Label: "relation", To: e, Key: key}})
 		}
 	}
-	edges = append(edges, EdgeInput{EdgeKey: EdgeKey{From: ent, Label: "relation", To: ent, Key: "self"}})
+	edges = append(edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: ent, Label: "relation", To: ent, Key: "self"}})
 	// Written in a shuffled order, in several batches, so that Cayley's
 	// value IDs follow no name order.
 	rng := rand.New(rand.NewPCG(7, 9))
 	rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
 	rng.Shuffle(len(edges), func(i, j int) { edges[i], edges[j] = edges[j], edges[i] })
-	apply(t, s, &Batch{Nodes: nodes})
+	apply(t, s, &graph.Batch{Nodes: nodes})
 	for i := 0; i < len(edges); i += 7 {
-		apply(t, s, &Batch{Edges: edges[i:min(i+7, len(edges))]})
+		apply(t, s, &graph.Batch{Edges: edges[i:min(i+7, len(edges))]})
 	}
-	var all []EdgeKey
+	var all []graph.EdgeKey
 	for _, e := range edges {
 		all = append(all, e.EdgeKey)
 	}
 
-	for _, node := range []ID{hub, ent, "entity/e3"} {
-		for _, dir := range []Direction{Out, In, Both} {
+	for _, node := range []graph.ID{hub, ent, "entity/e3"} {
+		for _, dir := range []graph.Direction{graph.Out, graph.In, graph.Both} {
 			for _, labels := range [][]string{nil, {"relation"}, {"relation", "about"}} {
 				want := wantOrder(all, node, dir)
 				if labels != nil {
-					want = slices.DeleteFunc(want, func(k EdgeKey) bool { return !slices.Contains(labels, k.Label) })
+					want = slices.DeleteFunc(want, func(k graph.EdgeKey) bool { return !slices.Contains(labels, k.Label) })
 				}
 				for _, size := range []int{1, 2, 5, 100} {
-					var got []EdgeKey
-					q := EdgeQuery{Nodes: []ID{node}, Labels: labels, Direction: dir, Page: Page{Limit: size}}
+					var got []graph.EdgeKey
+					q := graph.EdgeQuery{Nodes: []graph.ID{node}, Labels: labels, Direction: dir, Page: graph.Page{Limit: size}}
 					for pages := 0; ; pages++ {
 						page, err := s.Edges(t.Context(), q)
 						if err != nil {
@@ -113,8 +115,8 @@ func TestEdgesOrderIsSpecified(t *testing.T) {
 	}
 
 	// Several nodes: node by node, in the order given (twice if given twice).
-	q := EdgeQuery{Nodes: []ID{"entity/e3", hub, "entity/e3"}, Direction: Both, Page: Page{Limit: 4}}
-	var got []EdgeKey
+	q := graph.EdgeQuery{Nodes: []graph.ID{"entity/e3", hub, "entity/e3"}, Direction: graph.Both, Page: graph.Page{Limit: 4}}
+	var got []graph.EdgeKey
 	for {
 		page, err := s.Edges(t.Context(), q)
 		if err != nil {
@@ -128,7 +130,7 @@ func TestEdgesOrderIsSpecified(t *testing.T) {
 		}
 		q.After = page.Next
 	}
-	want := slices.Concat(wantOrder(all, "entity/e3", Both), wantOrder(all, hub, Both), wantOrder(all, "entity/e3", Both))
+	want := slices.Concat(wantOrder(all, "entity/e3", graph.Both), wantOrder(all, hub, graph.Both), wantOrder(all, "entity/e3", graph.Both))
 	if !slices.Equal(got, want) {
 		t.Errorf("Edges of three nodes:\n got %v\nwant %v", got, want)
 	}
@@ -138,33 +140,33 @@ func TestEdgesOrderIsSpecified(t *testing.T) {
 // written since that sorts before it is not listed, one after it is.
 func TestEdgesCursorSurvivesWrites(t *testing.T) {
 	s := openTest(t, t.TempDir(), Config{})
-	hub := ID("topic/hub")
-	b := &Batch{Nodes: []NodeInput{{ID: hub, Type: "Topic", Properties: Props{"name": "hub"}}}}
+	hub := graph.ID("topic/hub")
+	b := &graph.Batch{Nodes: []graph.NodeInput{{ID: hub, Type: "Topic", Properties: graph.Props{"name": "hub"}}}}
 	for _, d := range []string{"b", "d", "f", "h", "a", "c", "g"} {
-		b.Nodes = append(b.Nodes, NodeInput{ID: ID("doc/" + d), Type: "Document", Properties: Props{"title": d}})
+		b.Nodes = append(b.Nodes, graph.NodeInput{ID: graph.ID("doc/" + d), Type: "Document", Properties: graph.Props{"title": d}})
 		if d != "a" && d != "c" && d != "g" {
-			b.Edges = append(b.Edges, EdgeInput{EdgeKey: EdgeKey{From: ID("doc/" + d), Label: "about", To: hub}})
+			b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID("doc/" + d), Label: "about", To: hub}})
 		}
 	}
 	apply(t, s, b)
-	q := EdgeQuery{Nodes: []ID{hub}, Direction: In, Page: Page{Limit: 2}}
+	q := graph.EdgeQuery{Nodes: []graph.ID{hub}, Direction: graph.In, Page: graph.Page{Limit: 2}}
 	page, err := s.Edges(t.Context(), q)
 	if err != nil || len(page.Edges) != 2 || page.Edges[1].From != "doc/d" {
 		t.Fatalf("first page: %+v %v", page, err)
 	}
 	for _, d := range []string{"a", "c", "g"} {
-		apply(t, s, &Batch{Edges: []EdgeInput{{EdgeKey: EdgeKey{From: ID("doc/" + d), Label: "about", To: hub}}}})
+		apply(t, s, &graph.Batch{Edges: []graph.EdgeInput{{EdgeKey: graph.EdgeKey{From: graph.ID("doc/" + d), Label: "about", To: hub}}}})
 	}
 	q.After, q.Limit = page.Next, 100
 	page, err = s.Edges(t.Context(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var froms []ID
+	var froms []graph.ID
 	for _, e := range page.Edges {
 		froms = append(froms, e.From)
 	}
-	if want := []ID{"doc/f", "doc/g", "doc/h"}; !slices.Equal(froms, want) {
+	if want := []graph.ID{"doc/f", "doc/g", "doc/h"}; !slices.Equal(froms, want) {
 		t.Errorf("second page after writes: %v, want %v", froms, want)
 	}
 }
@@ -174,20 +176,20 @@ func TestEdgesCursorSurvivesWrites(t *testing.T) {
 // would.
 func TestEdgesHubCacheSeesWrites(t *testing.T) {
 	s := openTest(t, t.TempDir(), Config{})
-	hub := ID("topic/hub")
-	b := &Batch{Nodes: []NodeInput{{ID: hub, Type: "Topic", Properties: Props{"name": "hub"}}}}
-	var all []EdgeKey
+	hub := graph.ID("topic/hub")
+	b := &graph.Batch{Nodes: []graph.NodeInput{{ID: hub, Type: "Topic", Properties: graph.Props{"name": "hub"}}}}
+	var all []graph.EdgeKey
 	for i := range 1500 {
-		d := ID(fmt.Sprintf("doc/d%04d", i))
-		b.Nodes = append(b.Nodes, NodeInput{ID: d, Type: "Document", Properties: Props{"title": "d"}})
+		d := graph.ID(fmt.Sprintf("doc/d%04d", i))
+		b.Nodes = append(b.Nodes, graph.NodeInput{ID: d, Type: "Document", Properties: graph.Props{"title": "d"}})
 		if i%2 == 0 {
-			b.Edges = append(b.Edges, EdgeInput{EdgeKey: EdgeKey{From: d, Label: "about", To: hub}})
+			b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: d, Label: "about", To: hub}})
 			all = append(all, b.Edges[len(b.Edges)-1].EdgeKey)
 		}
 	}
 	apply(t, s, b)
-	q := EdgeQuery{Nodes: []ID{hub}, Direction: In, Page: Page{Limit: 100}}
-	var got []EdgeKey
+	q := graph.EdgeQuery{Nodes: []graph.ID{hub}, Direction: graph.In, Page: graph.Page{Limit: 100}}
+	var got []graph.EdgeKey
 	for pages := 0; ; pages++ {
 		page, err := s.Edges(t.Context(), q)
 		if err != nil {
@@ -202,10 +204,10 @@ func TestEdgesHubCacheSeesWrites(t *testing.T) {
 		q.After = page.Next
 		if pages == 3 {
 			// Odd documents link to the hub now: those after the cursor are listed.
-			w := &Batch{}
+			w := &graph.Batch{}
 			for i := 1; i < 1500; i += 2 {
-				k := EdgeKey{From: ID(fmt.Sprintf("doc/d%04d", i)), Label: "about", To: hub}
-				w.Edges = append(w.Edges, EdgeInput{EdgeKey: k})
+				k := graph.EdgeKey{From: graph.ID(fmt.Sprintf("doc/d%04d", i)), Label: "about", To: hub}
+				w.Edges = append(w.Edges, graph.EdgeInput{EdgeKey: k})
 				if i > 2*(len(got)-1) {
 					all = append(all, k)
 				}
@@ -213,13 +215,13 @@ func TestEdgesHubCacheSeesWrites(t *testing.T) {
 			apply(t, s, w)
 		}
 	}
-	want := wantOrder(all, hub, In)
+	want := wantOrder(all, hub, graph.In)
 	if !slices.Equal(got, want) {
 		t.Errorf("paged %d edges, want %d; first difference at %d", len(got), len(want), firstDiffAt(got, want))
 	}
 }
 
-func firstDiffAt(a, b []EdgeKey) int {
+func firstDiffAt(a, b []graph.EdgeKey) int {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
 			return i
@@ -231,11 +233,11 @@ func firstDiffAt(a, b []EdgeKey) int {
 // Forged or foreign cursors are refused, never a panic.
 func TestEdgesCursorRefused(t *testing.T) {
 	s := openTest(t, t.TempDir(), Config{})
-	apply(t, s, &Batch{Nodes: []NodeInput{{ID: "topic/a", Type: "Topic", Properties: Props{"name": "a"}}}})
+	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{{ID: "topic/a", Type: "Topic", Properties: graph.Props{"name": "a"}}}})
 	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	for _, c := range []string{"x", enc("e1.0.0.1.2.3"), enc("e2\x005\x00about\x00o\x00doc/a\x00"), enc("e2\x00-1\x00about\x00o\x00doc/a\x00"),
 		enc("e2\x000\x00about\x00x\x00doc/a\x00"), enc("e2\x000\x00about")} {
-		_, err := s.Edges(t.Context(), EdgeQuery{Nodes: []ID{"topic/a"}, Direction: Both, Page: Page{After: c}})
+		_, err := s.Edges(t.Context(), graph.EdgeQuery{Nodes: []graph.ID{"topic/a"}, Direction: graph.Both, Page: graph.Page{After: c}})
 		if err == nil || !strings.Contains(err.Error(), "not an edge cursor") {
 			t.Errorf("cursor %q: %v", c, err)
 		}
@@ -248,28 +250,28 @@ func TestEdgesCursorRefused(t *testing.T) {
 func BenchmarkEdgesHub(b *testing.B) {
 	const n = 20000
 	s := openTest(b, b.TempDir(), Config{})
-	hub := ID("topic/hub")
-	apply(b, s, &Batch{Nodes: []NodeInput{{ID: hub, Type: "Topic", Properties: Props{"name": "hub"}}}})
-	ent := ID("entity/hub")
-	apply(b, s, &Batch{Nodes: []NodeInput{{ID: ent, Type: "Entity", Properties: Props{"name": "hub", "entityType": "t", "observations": []any{}}}}})
+	hub := graph.ID("topic/hub")
+	apply(b, s, &graph.Batch{Nodes: []graph.NodeInput{{ID: hub, Type: "Topic", Properties: graph.Props{"name": "hub"}}}})
+	ent := graph.ID("entity/hub")
+	apply(b, s, &graph.Batch{Nodes: []graph.NodeInput{{ID: ent, Type: "Entity", Properties: graph.Props{"name": "hub", "entityType": "t", "observations": []any{}}}}})
 	for i := 0; i < n; i += 2500 {
-		batch := &Batch{}
+		batch := &graph.Batch{}
 		for j := i; j < i+2500; j++ {
-			d := ID(fmt.Sprintf("doc/d%05d", j))
-			batch.Nodes = append(batch.Nodes, NodeInput{ID: d, Type: "Document", Properties: Props{"title": "d"}})
-			batch.Edges = append(batch.Edges, EdgeInput{EdgeKey: EdgeKey{From: d, Label: "about", To: hub}},
-				EdgeInput{EdgeKey: EdgeKey{From: ent, Label: "relation", To: ent, Key: fmt.Sprintf("k%05d", j)}})
+			d := graph.ID(fmt.Sprintf("doc/d%05d", j))
+			batch.Nodes = append(batch.Nodes, graph.NodeInput{ID: d, Type: "Document", Properties: graph.Props{"title": "d"}})
+			batch.Edges = append(batch.Edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: d, Label: "about", To: hub}},
+				graph.EdgeInput{EdgeKey: graph.EdgeKey{From: ent, Label: "relation", To: ent, Key: fmt.Sprintf("k%05d", j)}})
 		}
 		apply(b, s, batch)
 	}
 	for _, tc := range []struct {
 		name string
-		node ID
-		dir  Direction
-	}{{"in", hub, In}, {"out", ent, Out}} {
+		node graph.ID
+		dir  graph.Direction
+	}{{"in", hub, graph.In}, {"out", ent, graph.Out}} {
 		for _, size := range []int{100, 2000} {
 			// A cursor half way through.
-			q := EdgeQuery{Nodes: []ID{tc.node}, Direction: tc.dir, KeysOnly: true, Page: Page{Limit: n / 2}}
+			q := graph.EdgeQuery{Nodes: []graph.ID{tc.node}, Direction: tc.dir, KeysOnly: true, Page: graph.Page{Limit: n / 2}}
 			page, err := s.Edges(b.Context(), q)
 			if err != nil || page.Next == "" {
 				b.Fatalf("%+v %v", len(page.Edges), err)
@@ -283,7 +285,7 @@ func BenchmarkEdgesHub(b *testing.B) {
 					}
 				}
 			})
-			if tc.dir == In {
+			if tc.dir == graph.In {
 				// The first page after a write: the hub's in-edges are sorted again.
 				b.Run(fmt.Sprintf("%s-after-write/page=%d", tc.name, size), func(b *testing.B) {
 					for b.Loop() {
@@ -302,8 +304,8 @@ func BenchmarkEdgesHub(b *testing.B) {
 // The hub cache stays within its bound, dropping its oldest entries.
 func TestHubCacheBound(t *testing.T) {
 	var c hubCache
-	keys := make([]EdgeKey, hubCacheKeys/3+1)
-	for i, n := range []ID{"a", "b", "c", "d"} {
+	keys := make([]graph.EdgeKey, hubCacheKeys/3+1)
+	for i, n := range []graph.ID{"a", "b", "c", "d"} {
 		c.put(n, "l", uint64(i), keys)
 	}
 	total := 0
@@ -319,7 +321,7 @@ func TestHubCacheBound(t *testing.T) {
 	if _, ok := c.get("a", "l", 0); ok {
 		t.Error("the oldest entry was kept")
 	}
-	c.put("e", "l", 9, make([]EdgeKey, hubCacheKeys+1))
+	c.put("e", "l", 9, make([]graph.EdgeKey, hubCacheKeys+1))
 	if _, ok := c.get("e", "l", 9); ok {
 		t.Error("a list over the bound was kept")
 	}

@@ -21,9 +21,11 @@ const (
 	tagString = 0x05
 )
 
-// encodeValue encodes one scalar JSON value; ok is false for arrays,
-// objects and values that are not JSON.
-func encodeValue(v any) (b []byte, ok bool) {
+// EncodeIndexValue encodes one scalar JSON value so that byte order is the
+// order Store.Lookup lists values in (see above); ok is false for arrays,
+// objects and values that are not JSON. A backend may keep the encodings
+// as its index keys.
+func EncodeIndexValue(v any) (b []byte, ok bool) {
 	switch x := v.(type) {
 	case nil:
 		return []byte{tagNull}, true
@@ -83,8 +85,9 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// encodedLen returns the length of the encoded value at the start of b.
-func encodedLen(b []byte) int {
+// IndexValueLen returns the length of the value EncodeIndexValue encoded
+// at the start of b.
+func IndexValueLen(b []byte) int {
 	if len(b) == 0 {
 		return 0
 	}
@@ -107,69 +110,27 @@ func encodedLen(b []byte) int {
 
 // indexEntries returns the encoded values of one property: one for a
 // scalar, one per distinct scalar element of an array, none for objects.
-func indexEntries(v any) [][]byte {
+func IndexEntries(v any) [][]byte {
 	if arr, ok := v.([]any); ok {
 		var out [][]byte
 		for _, e := range arr {
-			if b, ok := encodeValue(e); ok {
+			if b, ok := EncodeIndexValue(e); ok {
 				out = append(out, b)
 			}
 		}
 		slices.SortFunc(out, bytes.Compare)
 		return slices.CompactFunc(out, bytes.Equal)
 	}
-	if b, ok := encodeValue(v); ok {
+	if b, ok := EncodeIndexValue(v); ok {
 		return [][]byte{b}
 	}
 	return nil
 }
 
-func propPrefix(typ, prop string) []byte {
-	b := make([]byte, 0, len(typ)+len(prop)+2)
-	b = append(b, typ...)
-	b = append(b, 0)
-	b = append(b, prop...)
-	return append(b, 0)
-}
-
-// propKeys returns the property index keys of a node.
-func propKeys(typ string, indexed []string, id ID, props Props) [][]byte {
-	var keys [][]byte
-	for _, p := range indexed {
-		v, ok := props[p]
-		if !ok {
-			continue
-		}
-		for _, enc := range indexEntries(v) {
-			k := propPrefix(typ, p)
-			k = append(k, enc...)
-			keys = append(keys, append(k, id...))
-		}
-	}
-	return keys
-}
-
-func typeKey(typ string, id ID) []byte {
-	k := make([]byte, 0, len(typ)+len(id)+1)
-	k = append(k, typ...)
-	k = append(k, 0)
-	return append(k, id...)
-}
-
-// degKey keys the count of a node's edges of one label in one direction
-// ('o' out, 'i' in) while a write collects them; see foldDeg.
-func degKey(id ID, dir byte, label string) []byte {
-	k := make([]byte, 0, len(id)+len(label)+2)
-	k = append(k, id...)
-	k = append(k, 0, dir)
-	return append(k, label...)
-}
-
-func countKey(kind, name string) []byte { return []byte("count/" + kind + "/" + name) }
-
-// checkIndexValue rejects lookup values that cannot be indexed.
-func checkIndexValue(name string, v any) ([]byte, error) {
-	b, ok := encodeValue(v)
+// CheckIndexValue encodes a lookup bound (see Store.Lookup), named name
+// for the error, which wraps ErrInvalid, when it is not a JSON scalar.
+func CheckIndexValue(name string, v any) ([]byte, error) {
+	b, ok := EncodeIndexValue(v)
 	if !ok {
 		return nil, fmt.Errorf("%s: %v (%T) is not a JSON scalar: %w", name, v, v, ErrInvalid)
 	}

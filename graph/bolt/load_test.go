@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lore-dev/lore/graph"
 
 	"github.com/lore-dev/lore/schema"
 )
@@ -21,7 +23,7 @@ func exampleStore(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Import(t.Context(), s, bytes.NewReader(schema.ExampleData()), ImportOptions{}); err != nil {
+	if _, err := graph.Import(t.Context(), s, bytes.NewReader(schema.ExampleData()), graph.ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -46,13 +48,13 @@ func defaultWith(t *testing.T, edit func(defs map[string]any)) *schema.Model {
 	return m
 }
 
-func serviceNamed(t *testing.T, s *Bolt, name string) []string {
+func serviceNamed(t *testing.T, s *Store, name string) []string {
 	t.Helper()
-	q, err := ParseQuery(s.Model(), []byte(`{"from":{"type":"Service","where":{"name":"`+name+`"}}}`))
+	q, err := graph.ParseQuery(s.Model(), []byte(`{"from":{"type":"Service","where":{"name":"`+name+`"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(t.Context(), s, q, Limits{})
+	res, err := graph.Run(t.Context(), s, q, graph.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestModelChangeRebuildsIndexes(t *testing.T) {
 	})
 
 	_, err := Open(t.Context(), Config{Path: dir, NoSync: true, ReadOnly: true, Model: indexName})
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Service indexed: adds name") || !strings.Contains(err.Error(), "lore check --repair --model FILE") {
+	if !errors.Is(err, graph.ErrInvalid) || !strings.Contains(err.Error(), "Service indexed: adds name") || !strings.Contains(err.Error(), "lore check --repair --model FILE") {
 		t.Fatalf("read-only open with a model that changes the indexes = %v", err)
 	}
 	if !bytes.Equal(storedModel(t, dir), schema.DefaultJSON()) {
@@ -123,7 +125,7 @@ func TestReadOnlyNeverSavesAModel(t *testing.T) {
 	if !bytes.Equal(s.Model().JSON(), retitled.JSON()) {
 		t.Error("the read-only store does not use the model it was given")
 	}
-	if _, err := s.Apply(t.Context(), &Batch{Nodes: []NodeInput{{ID: "topic/x", Type: "Topic", Properties: Props{"name": "x"}}}}); !errors.Is(err, ErrInvalid) {
+	if _, err := s.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{{ID: "topic/x", Type: "Topic", Properties: graph.Props{"name": "x"}}}}); !errors.Is(err, graph.ErrInvalid) {
 		t.Errorf("a write to a read-only store: %v", err)
 	}
 	s.Close()
@@ -137,7 +139,7 @@ func TestReadOnlyNeverSavesAModel(t *testing.T) {
 func TestOpenNoStoreAndURLs(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "typo")
 	_, err := Open(t.Context(), Config{Path: missing, ReadOnly: true})
-	if !errors.Is(err, ErrNoStore) || err.Error() != "no store at "+missing {
+	if !errors.Is(err, graph.ErrNoStore) || err.Error() != "no store at "+missing {
 		t.Errorf("read-only open of a missing store = %v", err)
 	}
 	if _, serr := os.Stat(missing); !os.IsNotExist(serr) {
@@ -147,7 +149,7 @@ func TestOpenNoStoreAndURLs(t *testing.T) {
 		cwd := t.TempDir()
 		t.Chdir(cwd)
 		_, err := Open(t.Context(), Config{Path: "postgres://lore@localhost/lore", ReadOnly: ro})
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "postgres stores are not supported (PostgreSQL support is planned") {
+		if !errors.Is(err, graph.ErrInvalid) || !strings.Contains(err.Error(), "postgres stores are not supported (PostgreSQL support is planned") {
 			t.Errorf("open of a URL (read-only %v) = %v", ro, err)
 		}
 		if left, _ := os.ReadDir(cwd); len(left) != 0 {
@@ -161,16 +163,16 @@ func TestInterruptedLoadIsUndoneAtOpen(t *testing.T) {
 	for _, fast := range []bool{true, false} {
 		dir := t.TempDir()
 		s := openTest(t, dir, Config{})
-		if _, ok := s.beginLoad(fast); !ok {
+		if _, ok := s.BeginLoad(fast); !ok {
 			t.Fatal("an empty store did not start a load")
 		}
 		// Another writer waits for the load: undoing it would undo the write.
-		if _, err := s.Apply(t.Context(), &Batch{Nodes: []NodeInput{{ID: "topic/other", Type: "Topic", Properties: Props{"name": "o"}}}}); !errors.Is(err, ErrConflict) {
+		if _, err := s.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{{ID: "topic/other", Type: "Topic", Properties: graph.Props{"name": "o"}}}}); !errors.Is(err, graph.ErrConflict) {
 			t.Fatalf("a write during a load: %v", err)
 		}
 		s.loading = false // Apply stands in for the load's own commits (applyPipelined)
 		for i := range 3 {
-			apply(t, s, &Batch{Op: "import", Nodes: []NodeInput{{ID: ID("topic/t" + string(rune('a'+i))), Type: "Topic", Properties: Props{"name": "t"}}}})
+			apply(t, s, &graph.Batch{Op: "import", Nodes: []graph.NodeInput{{ID: graph.ID("topic/t" + string(rune('a'+i))), Type: "Topic", Properties: graph.Props{"name": "t"}}}})
 		}
 		s.deferred = nil // what a dead process leaves: entries never written
 		s.Close()
@@ -183,7 +185,7 @@ func TestInterruptedLoadIsUndoneAtOpen(t *testing.T) {
 			t.Fatalf("check: %v %v", err, r.Problems)
 		}
 		// The store loads again, and its log goes on from 4.
-		if _, err := Import(t.Context(), s, strings.NewReader(`{"kind":"node","id":"topic/z","type":"Topic","properties":{"name":"z"}}`), ImportOptions{}); err != nil {
+		if _, err := graph.Import(t.Context(), s, strings.NewReader(`{"kind":"node","id":"topic/z","type":"Topic","properties":{"name":"z"}}`), graph.ImportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if ch, err := s.Since(t.Context(), 0, 10); err != nil || len(ch) != 1 || ch[0].Seq != 4 {

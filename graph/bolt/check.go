@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"bytes"
@@ -7,57 +7,35 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lore-dev/lore/graph"
+
 	cproto "github.com/cayleygraph/cayley/graph/proto"
 	"github.com/cayleygraph/quad"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
-
-// A CheckReport is the outcome of Check.
-type CheckReport struct {
-	Nodes    int64    `json:"nodes"`
-	Edges    int64    `json:"edges"`
-	Quads    int64    `json:"quads"`
-	Changes  uint64   `json:"changes"`
-	Problems []string `json:"problems"`
-	// Repaired lists what Repair rebuilt.
-	Repaired []string `json:"repaired,omitempty"`
-}
-
-// OK reports whether the check found no problem.
-func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }
-
-const maxCheckProblems = 200
-
-func (r *CheckReport) add(format string, args ...any) {
-	if len(r.Problems) < maxCheckProblems {
-		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
-	} else if len(r.Problems) == maxCheckProblems {
-		r.Problems = append(r.Problems, "… more problems not shown")
-	}
-}
 
 // derived holds what the records imply for the derived buckets.
 type derived struct {
 	typeKeys  map[string]bool
 	propKeys  map[string]bool
 	tokKeys   map[string]byte
-	counts    map[string]int64 // bMeta count keys
-	deg       map[string]int64 // edge counts by degKey
-	summaries map[ID][]byte    // the summary each node record holds
+	counts    map[string]int64    // bMeta count keys
+	deg       map[string]int64    // edge counts by degKey
+	summaries map[graph.ID][]byte // the summary each node record holds
 }
 
 // Check verifies the store: bbolt's page structure; every record decodes
 // and fits the model; the type, property and degree indexes and the counts
 // match the records; Cayley holds exactly one quad per node and per edge;
 // the change log has no gap. It blocks writers while it runs.
-func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
+func (s *Store) Check(ctx context.Context) (*graph.CheckReport, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	r := &CheckReport{}
+	r := &graph.CheckReport{}
 	var d *derived
-	err := s.read(func(tx *bolt.Tx) error {
+	err := s.read(func(tx *bbolt.Tx) error {
 		for err := range tx.Check() {
-			r.add("bbolt: %v", err)
+			r.Addf("bbolt: %v", err)
 		}
 		var err error
 		if d, err = s.checkRecords(ctx, tx, r, nil); err != nil {
@@ -73,8 +51,8 @@ func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
 // checkRecords reads every record and what it implies for the derived
 // buckets; read, if set, is called with the records read so far, every
 // progressEvery records.
-func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport, read func(n int64)) (*derived, error) {
-	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, tokKeys: map[string]byte{}, counts: map[string]int64{}, deg: map[string]int64{}, summaries: map[ID][]byte{}}
+func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, r *graph.CheckReport, read func(n int64)) (*derived, error) {
+	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, tokKeys: map[string]byte{}, counts: map[string]int64{}, deg: map[string]int64{}, summaries: map[graph.ID][]byte{}}
 	tick := func() {
 		if n := r.Nodes + r.Edges; read != nil && n%progressEvery == 0 {
 			read(n)
@@ -86,34 +64,34 @@ func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport, re
 		}
 		r.Nodes++
 		tick()
-		id := ID(k)
+		id := graph.ID(k)
 		rec, err := decodeNodeRec(v)
 		if err != nil {
-			r.add("node %q: record does not decode: %v", id, err)
+			r.Addf("node %q: record does not decode: %v", id, err)
 			return nil
 		}
 		d.summaries[id] = rec.Deg
 		if err := id.Check(); err != nil {
-			r.add("node %q: %v", id, err)
+			r.Addf("node %q: %v", id, err)
 		}
 		nt, ok := s.model.Node(rec.Type)
 		if !ok {
-			r.add("node %q: type %q is not in the model", id, rec.Type)
+			r.Addf("node %q: type %q is not in the model", id, rec.Type)
 			return nil
 		}
-		props, err := decodeProps(rec.Props)
+		props, err := graph.DecodeProps(rec.Props)
 		if err != nil {
-			r.add("node %q: properties do not decode: %v", id, err)
+			r.Addf("node %q: properties do not decode: %v", id, err)
 			return nil
 		}
 		if err := nt.Validate(props); err != nil {
-			r.add("node %q: properties break the model: %v", id, err)
+			r.Addf("node %q: properties break the model: %v", id, err)
 		}
 		d.typeKeys[string(typeKey(rec.Type, id))] = true
 		for _, pk := range propKeys(rec.Type, nt.Indexed, id, props) {
 			d.propKeys[string(pk)] = true
 		}
-		for tok, w := range nodeTokens(nt, props) {
+		for tok, w := range graph.NodeTokens(nt, props) {
 			d.tokKeys[string(tokenKey(tok, rec.Type, id))] = w
 		}
 		d.counts[string(countKey("node", rec.Type))]++
@@ -129,27 +107,27 @@ func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport, re
 		}
 		r.Edges++
 		tick()
-		key := edgeKeyFromBytes(k)
+		key := graph.EdgeKeyFromBytes(k)
 		rec, err := decodeEdgeRec(v)
 		if err != nil {
-			r.add("edge %s: record does not decode: %v", key, err)
+			r.Addf("edge %s: record does not decode: %v", key, err)
 			return nil
 		}
 		et, ok := s.model.Edge(key.Label)
 		if !ok {
-			r.add("edge %s: label %q is not in the model", key, key.Label)
+			r.Addf("edge %s: label %q is not in the model", key, key.Label)
 			return nil
 		}
-		props, err := decodeProps(rec.Props)
+		props, err := graph.DecodeProps(rec.Props)
 		if err == nil {
 			err = et.Validate(props)
 		}
 		if err != nil {
-			r.add("edge %s: properties: %v", key, err)
+			r.Addf("edge %s: properties: %v", key, err)
 		}
-		for _, end := range []ID{key.From, key.To} {
+		for _, end := range []graph.ID{key.From, key.To} {
 			if nodes.Get([]byte(end)) == nil {
-				r.add("edge %s: endpoint %q does not exist", key, end)
+				r.Addf("edge %s: endpoint %q does not exist", key, end)
 			}
 		}
 		d.counts[string(countKey("edge", key.Label))]++
@@ -160,18 +138,18 @@ func (s *Bolt) checkRecords(ctx context.Context, tx *bolt.Tx, r *CheckReport, re
 	return d, err
 }
 
-func (s *Bolt) checkDerived(tx *bolt.Tx, d *derived, r *CheckReport) {
+func (s *Store) checkDerived(tx *bbolt.Tx, d *derived, r *graph.CheckReport) {
 	set := func(name string, bucket []byte, want map[string]bool) {
 		n := 0
 		_ = tx.Bucket(bucket).ForEach(func(k, _ []byte) error {
 			n++
 			if !want[string(k)] {
-				r.add("%s index: stray entry %q", name, k)
+				r.Addf("%s index: stray entry %q", name, k)
 			}
 			return nil
 		})
 		if n != len(want) {
-			r.add("%s index: %d entries, the records imply %d", name, n, len(want))
+			r.Addf("%s index: %d entries, the records imply %d", name, n, len(want))
 		}
 	}
 	set("type", bType, d.typeKeys)
@@ -180,12 +158,12 @@ func (s *Bolt) checkDerived(tx *bolt.Tx, d *derived, r *CheckReport) {
 	_ = tx.Bucket(bTok).ForEach(func(k, v []byte) error {
 		n++
 		if w, ok := d.tokKeys[string(k)]; !ok || len(v) != 1 || v[0] != w {
-			r.add("search index: stray or stale entry %q", k)
+			r.Addf("search index: stray or stale entry %q", k)
 		}
 		return nil
 	})
 	if n != len(d.tokKeys) {
-		r.add("search index: %d entries, the records imply %d", n, len(d.tokKeys))
+		r.Addf("search index: %d entries, the records imply %d", n, len(d.tokKeys))
 	}
 	counters := func(name string, bucket []byte, prefix []byte, want map[string]int64) {
 		seen := 0
@@ -193,11 +171,11 @@ func (s *Bolt) checkDerived(tx *bolt.Tx, d *derived, r *CheckReport) {
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			seen++
 			if got := int64(binary.BigEndian.Uint64(v)); got != want[string(k)] {
-				r.add("%s %q is %d, the records imply %d", name, k, got, want[string(k)])
+				r.Addf("%s %q is %d, the records imply %d", name, k, got, want[string(k)])
 			}
 		}
 		if seen != len(want) {
-			r.add("%s: %d counters, the records imply %d", name, seen, len(want))
+			r.Addf("%s: %d counters, the records imply %d", name, seen, len(want))
 		}
 	}
 	counters("count", bMeta, []byte("count/"), d.counts)
@@ -206,45 +184,45 @@ func (s *Bolt) checkDerived(tx *bolt.Tx, d *derived, r *CheckReport) {
 		if w := want[string(id)]; !bytes.Equal(v, w) {
 			got, err := decodeDeg(v)
 			if err != nil {
-				r.add("edge summary of %q: %v", id, err)
+				r.Addf("edge summary of %q: %v", id, err)
 			} else {
 				wes, _ := decodeDeg(w)
-				r.add("edge summary of %q is %v, the records imply %v", id, edgeCounts(got), edgeCounts(wes))
+				r.Addf("edge summary of %q is %v, the records imply %v", id, edgeCounts(got), edgeCounts(wes))
 			}
 		}
 	}
 	for id := range want {
-		if _, ok := d.summaries[ID(id)]; !ok {
-			r.add("edge summary of %q: no such node", id)
+		if _, ok := d.summaries[graph.ID(id)]; !ok {
+			r.Addf("edge summary of %q: no such node", id)
 		}
 	}
 	if n := tx.Bucket(bDeg).Stats().KeyN; n > 0 {
-		r.add("%d edge summaries staged by a bulk load that did not finish", n)
+		r.Addf("%d edge summaries staged by a bulk load that did not finish", n)
 	}
 }
 
-func (s *Bolt) checkLog(tx *bolt.Tx, r *CheckReport) {
+func (s *Store) checkLog(tx *bbolt.Tx, r *graph.CheckReport) {
 	want := s.base + 1 // an undone load's entries are gone (see metaBase)
 	c := tx.Bucket(bLog).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		seq := binary.BigEndian.Uint64(k)
 		if seq != want {
-			r.add("change log: entry %d follows %d", seq, want-1)
+			r.Addf("change log: entry %d follows %d", seq, want-1)
 		}
-		var ch Change
-		if err := decodeChange(v, &ch); err != nil || ch.Seq != seq {
-			r.add("change log: entry %d does not decode", seq)
+		var ch graph.Change
+		if err := graph.DecodeChange(v, &ch); err != nil || ch.Seq != seq {
+			r.Addf("change log: entry %d does not decode", seq)
 		}
 		want = seq + 1
 	}
 	r.Changes = want - 1
 	if r.Changes != s.lastSeq {
-		r.add("change log ends at %d but the store's sequence is %d", r.Changes, s.lastSeq)
+		r.Addf("change log ends at %d but the store's sequence is %d", r.Changes, s.lastSeq)
 	}
 }
 
 // checkCayley compares every quad with the records.
-func (s *Bolt) checkCayley(ctx context.Context, tx *bolt.Tx, r *CheckReport) error {
+func (s *Store) checkCayley(ctx context.Context, tx *bbolt.Tx, r *graph.CheckReport) error {
 	nodes, edges := tx.Bucket(bNodes), tx.Bucket(bEdges)
 	it := s.qs.QuadsAllIterator().Iterate()
 	defer it.Close()
@@ -265,20 +243,20 @@ func (s *Bolt) checkCayley(ctx context.Context, tx *bolt.Tx, r *CheckReport) err
 			id, ok := strings.CutPrefix(string(subj), "n:")
 			switch {
 			case !ok:
-				r.add("cayley: quad %s has a subject Lore does not write", q)
+				r.Addf("cayley: quad %s has a subject Lore does not write", q)
 			case pred == predType:
 				v := nodes.Get([]byte(id))
 				rec, err := decodeNodeRec(v)
 				if err != nil || typeIRI(rec.Type) != obj {
-					r.add("cayley: quad %s has no matching node record", q)
+					r.Addf("cayley: quad %s has no matching node record", q)
 				}
 			case strings.HasPrefix(string(pred), "e:"):
 				k, err := edgeOfQuad(q, string(pred[2:]))
-				if err != nil || edges.Get(k.bytes()) == nil {
-					r.add("cayley: quad %s has no matching edge record", q)
+				if err != nil || edges.Get(k.Bytes()) == nil {
+					r.Addf("cayley: quad %s has no matching edge record", q)
 				}
 			default:
-				r.add("cayley: quad %s has a predicate Lore does not write", q)
+				r.Addf("cayley: quad %s has a predicate Lore does not write", q)
 			}
 		}
 		prims = prims[:0]
@@ -302,7 +280,7 @@ func (s *Bolt) checkCayley(ctx context.Context, tx *bolt.Tx, r *CheckReport) err
 		return err
 	}
 	if want := r.Nodes + r.Edges; r.Quads != want {
-		r.add("cayley holds %d quads; the records imply %d (one per node and per edge)", r.Quads, want)
+		r.Addf("cayley holds %d quads; the records imply %d (one per node and per edge)", r.Quads, want)
 	}
 	return nil
 }
@@ -310,7 +288,7 @@ func (s *Bolt) checkCayley(ctx context.Context, tx *bolt.Tx, r *CheckReport) err
 // Repair rebuilds the derived buckets (type, property and search indexes,
 // counts, edge summaries) from the node and edge records, then checks
 // again. It cannot repair Cayley's quads: Compact rebuilds those.
-func (s *Bolt) Repair(ctx context.Context) (*CheckReport, error) {
+func (s *Store) Repair(ctx context.Context) (*graph.CheckReport, error) {
 	if err := s.rebuildDerived(ctx, nil); err != nil {
 		return nil, err
 	}
@@ -327,12 +305,12 @@ const progressEvery = 10000
 // rebuildDerived rewrites the derived buckets from the records in one
 // transaction, and clears the mark of stale derived data. progress, if
 // set, is called as it goes (its Reason is left for the caller).
-func (s *Bolt) rebuildDerived(ctx context.Context, progress func(RebuildProgress)) error {
+func (s *Store) rebuildDerived(ctx context.Context, progress func(RebuildProgress)) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	var d *derived
 	var total int64
-	err := s.read(func(tx *bolt.Tx) error {
+	err := s.read(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bMeta).Cursor()
 		for k, v := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, v = c.Next() {
 			if len(v) == 8 {
@@ -345,7 +323,7 @@ func (s *Bolt) rebuildDerived(ctx context.Context, progress func(RebuildProgress
 			read = func(n int64) { progress(RebuildProgress{Done: n, Total: max(total, n)}) }
 		}
 		var err error
-		r := &CheckReport{}
+		r := &graph.CheckReport{}
 		d, err = s.checkRecords(ctx, tx, r, read)
 		total = r.Nodes + r.Edges
 		return err
@@ -358,7 +336,7 @@ func (s *Bolt) rebuildDerived(ctx context.Context, progress func(RebuildProgress
 	}
 	s.rw.Lock()
 	defer s.rw.Unlock()
-	return s.db.DB().Update(func(tx *bolt.Tx) error {
+	return s.db.DB().Update(func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bType, bProp, bTok, bDeg} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err

@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 	hkv "github.com/hidal-go/hidalgo/kv"
 	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // hookKV is the KV Cayley runs on. Write transactions are Lore's own thin
@@ -34,14 +34,35 @@ import (
 type hookKV struct {
 	*hbolt.DB
 	mu   sync.Mutex
-	hook func(tx *bolt.Tx) error
-	// begin, if set, is called when the next write transaction begins,
-	// before Cayley writes; the transaction waits for the function it
-	// returns before it commits or rolls back.
-	begin func(tx *bolt.Tx) (wait func())
+	hook func(tx *bbolt.Tx) error
 	// absent, during a bulk load, answers lookups of keys the load never
 	// wrote (see absentKeys).
 	absent *absentKeys
+	// hold makes the next write transaction's Commit hand the bbolt
+	// transaction on, uncommitted, to the one after it (held), which
+	// commits it: two ApplyDeltas calls then make one commit (see
+	// Store.applyDeltas).
+	hold bool
+	held *bbolt.Tx
+}
+
+// holdNext makes the next write transaction's commit keep it open for the
+// one after it.
+func (k *hookKV) holdNext() {
+	k.mu.Lock()
+	k.hold = true
+	k.mu.Unlock()
+}
+
+// dropHeld rolls back a transaction held for a next one that never took it.
+func (k *hookKV) dropHeld() {
+	k.mu.Lock()
+	tx := k.held
+	k.held, k.hold = nil, false
+	k.mu.Unlock()
+	if tx != nil {
+		_ = tx.Rollback()
+	}
 }
 
 // Where Lore keeps Cayley's value IDs and reference counts (see hookKV).
@@ -75,20 +96,16 @@ func physical(key hkv.Key) (hkv.Key, error) {
 	return hkv.Key{b, key[1]}, nil
 }
 
-// valueMergeChunk is about how many values mergeValueBuckets moves per
-// transaction (a variable so that tests can lower it).
-var valueMergeChunk = 1 << 18
-
 // mergeValueBuckets moves Cayley's values out of the value buckets of
 // store layouts 3 and before into bValueIDs and bValueRefs (see hookKV), a
 // few hundred thousand values per transaction, each taking whole buckets
 // and deleting them. A crash between transactions leaves the rest in the
 // old buckets, where the next open finds and moves them: the store's
 // version changes only once none is left.
-func mergeValueBuckets(db *bolt.DB, chunk int) error {
+func mergeValueBuckets(db *bbolt.DB, chunk int) error {
 	for {
 		left := false
-		err := db.Update(func(tx *bolt.Tx) error {
+		err := db.Update(func(tx *bbolt.Tx) error {
 			var names [][]byte
 			c := tx.Cursor()
 			for name, v := c.Seek([]byte{'n'}); name != nil && name[0] <= 'v'; name, v = c.Next() {
@@ -96,7 +113,7 @@ func mergeValueBuckets(db *bolt.DB, chunk int) error {
 					names = append(names, bytes.Clone(name))
 				}
 			}
-			to := map[string]*bolt.Bucket{}
+			to := map[string]*bbolt.Bucket{}
 			for _, name := range [][]byte{bValueIDs, bValueRefs} {
 				b, err := tx.CreateBucketIfNotExists(name)
 				if err != nil {
@@ -140,34 +157,20 @@ func mergeValueBuckets(db *bolt.DB, chunk int) error {
 func (k *hookKV) filterAbsent(on bool) {
 	var a *absentKeys
 	if on {
-		_ = k.DB.DB().View(func(tx *bolt.Tx) error { a = newAbsentKeys(tx); return nil })
+		_ = k.DB.DB().View(func(tx *bbolt.Tx) error { a = newAbsentKeys(tx); return nil })
 	}
 	k.mu.Lock()
 	k.absent = a
 	k.mu.Unlock()
 }
 
-func (k *hookKV) setHook(f func(tx *bolt.Tx) error) {
+func (k *hookKV) setHook(f func(tx *bbolt.Tx) error) {
 	k.mu.Lock()
 	k.hook = f
 	k.mu.Unlock()
 }
 
-func (k *hookKV) setBegin(f func(tx *bolt.Tx) (wait func())) {
-	k.mu.Lock()
-	k.begin = f
-	k.mu.Unlock()
-}
-
-func (k *hookKV) takeBegin() func(tx *bolt.Tx) (wait func()) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	f := k.begin
-	k.begin = nil
-	return f
-}
-
-func (k *hookKV) takeHook() func(tx *bolt.Tx) error {
+func (k *hookKV) takeHook() func(tx *bbolt.Tx) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f := k.hook
@@ -183,17 +186,17 @@ func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 		}
 		return readTx{tx}, nil
 	}
-	tx, err := k.DB.DB().Begin(true)
-	if err != nil {
-		return nil, err
-	}
 	k.mu.Lock()
-	absent := k.absent
+	absent, tx, hold := k.absent, k.held, k.hold
+	k.held, k.hold = nil, false
 	k.mu.Unlock()
-	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bolt.Bucket{}, absent: absent}
-	if f := k.takeBegin(); f != nil {
-		t.wait = f(tx)
+	if tx == nil {
+		var err error
+		if tx, err = k.DB.DB().Begin(true); err != nil {
+			return nil, err
+		}
 	}
+	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bbolt.Bucket{}, absent: absent, hold: hold}
 	return t, nil
 }
 
@@ -224,11 +227,12 @@ func (t readTx) GetBatch(ctx context.Context, keys []hkv.Key) ([]hkv.Value, erro
 
 // writeTx is a hidalgo write transaction over one *bolt.Tx.
 type writeTx struct {
-	tx      *bolt.Tx
+	tx      *bbolt.Tx
 	kv      *hookKV
-	buckets map[string]*bolt.Bucket
+	buckets map[string]*bbolt.Bucket
 	absent  *absentKeys
-	wait    func() // see hookKV.begin
+	hold    bool // Commit hands the transaction on (see hookKV.hold)
+	handed  bool // it did
 }
 
 var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
@@ -238,11 +242,11 @@ var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
 // split a full page again, so fuller pages are free.
 const appendFill = 0.95
 
-func (t *writeTx) bucket(name []byte, create bool) (*bolt.Bucket, error) {
+func (t *writeTx) bucket(name []byte, create bool) (*bbolt.Bucket, error) {
 	if b, ok := t.buckets[string(name)]; ok {
 		return b, nil
 	}
-	var b *bolt.Bucket
+	var b *bbolt.Bucket
 	var err error
 	if create {
 		b, err = t.tx.CreateBucketIfNotExists(name)
@@ -332,12 +336,16 @@ func (t *writeTx) Scan(ctx context.Context, opts ...hkv.IteratorOption) hkv.Iter
 }
 
 func (t *writeTx) Commit(ctx context.Context) error {
+	if t.hold {
+		t.kv.mu.Lock()
+		t.kv.held = t.tx
+		t.kv.mu.Unlock()
+		t.handed = true
+		return nil
+	}
 	var err error
 	if f := t.kv.takeHook(); f != nil {
 		err = f(t.tx)
-	}
-	if t.wait != nil {
-		t.wait() // the commit, or the rollback, has the transaction to itself
 	}
 	if err != nil {
 		_ = t.tx.Rollback()
@@ -347,10 +355,10 @@ func (t *writeTx) Commit(ctx context.Context) error {
 }
 
 func (t *writeTx) Close() error {
-	if t.wait != nil {
-		t.wait() // the rollback has the transaction to itself
+	if t.handed {
+		return nil // the next write transaction has it
 	}
-	if err := t.tx.Rollback(); err != nil && !errors.Is(err, bolt.ErrTxClosed) {
+	if err := t.tx.Rollback(); err != nil && !errors.Is(err, bbolt.ErrTxClosed) {
 		return err
 	}
 	return nil

@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"bytes"
@@ -8,46 +8,45 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/lore-dev/lore/graph"
 
 	cgraph "github.com/cayleygraph/cayley/graph"
 	ckv "github.com/cayleygraph/cayley/graph/kv"
 	"github.com/cayleygraph/quad"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
-
-// MaxIdempotencyKey is the longest idempotency key, in bytes.
-const MaxIdempotencyKey = 256
 
 // idemRec remembers the result of a batch applied with an idempotency key.
 type idemRec struct {
-	Hash   []byte    `json:"h"`
-	Time   time.Time `json:"t"`
-	Result *Result   `json:"r"`
+	Hash   []byte        `json:"h"`
+	Time   time.Time     `json:"t"`
+	Result *graph.Result `json:"r"`
 }
 
 // Apply validates b and commits it atomically with one change-log entry.
-func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
+func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, err error) {
 	if b == nil {
-		return nil, fmt.Errorf("nil batch: %w", ErrInvalid)
+		return nil, fmt.Errorf("nil batch: %w", graph.ErrInvalid)
 	}
-	if len(b.IdempotencyKey) > MaxIdempotencyKey {
-		return nil, fmt.Errorf("idempotency key longer than %d bytes: %w", MaxIdempotencyKey, ErrInvalid)
+	if len(b.IdempotencyKey) > graph.MaxIdempotencyKey {
+		return nil, fmt.Errorf("idempotency key longer than %d bytes: %w", graph.MaxIdempotencyKey, graph.ErrInvalid)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if s.readOnly && !b.DryRun {
-		return nil, fmt.Errorf("the store is open for reading only: %w", ErrInvalid)
+		return nil, fmt.Errorf("the store is open for reading only: %w", graph.ErrInvalid)
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.loading && !b.DryRun {
-		return nil, fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", ErrConflict)
+		return nil, fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", graph.ErrConflict)
 	}
 
 	var hash []byte
@@ -60,7 +59,7 @@ func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
 		if prev != nil {
 			if !bytes.Equal(prev.Hash, hash) {
 				return nil, fmt.Errorf("idempotency key %q was used for a different batch at %s; use a new key: %w",
-					b.IdempotencyKey, prev.Time.Format(time.RFC3339), ErrConflict)
+					b.IdempotencyKey, prev.Time.Format(time.RFC3339), graph.ErrConflict)
 			}
 			r := *prev.Result
 			r.Replayed = true
@@ -69,103 +68,70 @@ func (s *Bolt) Apply(ctx context.Context, b *Batch) (res *Result, err error) {
 	}
 
 	t := now()
-	var p *plan
-	err = s.read(func(tx *bolt.Tx) error {
+	var p *graph.Plan
+	err = s.read(func(tx *bbolt.Tx) error {
 		var err error
-		p, err = makePlan(ctx, s.model, &boltSnap{s: s, tx: tx}, b, t)
+		p, err = graph.PlanBatch(ctx, s.model, &boltSnap{s: s, tx: tx}, b, t)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if b.DryRun || p.empty() && b.IdempotencyKey == "" {
-		return p.result, nil
+	if b.DryRun || p.Empty() && b.IdempotencyKey == "" {
+		return p.Result, nil
 	}
-	if err := s.commit(p, b.IdempotencyKey, hash, t, nil); err != nil {
+	if err := s.commit(newCommitPlan(p), b.IdempotencyKey, hash, t); err != nil {
 		return nil, err
 	}
-	return p.result, nil
+	return p.Result, nil
 }
+
+// A commitPlan is a plan as this store commits it.
+type commitPlan struct {
+	*graph.Plan
+	deltas []cgraph.Delta // the quads it adds and removes (see deltas)
+	// last marks a bulk load's last batch: its commit also writes all the
+	// deferred index entries, sorted beside Cayley's part of the commit
+	// rather than in a transaction of their own after it.
+	last    bool
+	drained bool // its commit carries the deferred index entries
+}
+
+func newCommitPlan(p *graph.Plan) *commitPlan { return &commitPlan{Plan: p, deltas: deltas(p)} }
 
 // commit writes a plan: Cayley's quads and Lore's records in one bbolt
 // transaction, then wakes subscribers. The caller holds wmu.
-func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time, tn *turns) (err error) {
-	tn.take(turnCommit)
-	defer tn.give()
+func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) (err error) {
 	seq := s.lastSeq
-	if !p.empty() {
+	if !p.Empty() {
 		seq++
-		p.result.Seq, p.change.Seq = seq, seq
+		p.Result.Seq, p.Change.Seq = seq, seq
 	}
-	p.quads()
-	deltas := p.deltas
 	// Lore's writes are prepared on another goroutine while Cayley does its
-	// part of the commit, and written there too, into the same bbolt
-	// transaction once Cayley has begun it (see writeOpsBeside). The hook
-	// at Cayley's commit waits for them, and writes them itself when they
-	// could not be written beside Cayley.
+	// part of the commit (prepareWrites reads committed state only); the
+	// hook at Cayley's commit waits for them and writes them into Cayley's
+	// transaction.
 	type prepared struct {
-		ops []kvOp // left for the hook to write
+		ops []kvOp
 		err error
 	}
 	ready := make(chan prepared, 1)
-	beside := len(deltas) > 0 && useWriteBeside
-	began := make(chan map[string]*bolt.Bucket, 1) // Lore's buckets in Cayley's transaction
-	abort := make(chan struct{})                   // closed if Cayley began none
-	done := make(chan struct{})                    // closed when the goroutine no longer uses the transaction
 	go func() {
-		defer close(done)
-		tn.take(turnPrepare)
-		defer tn.give()
-		ops, err := s.prepareWrites(p, idemKey, hash, t, tn)
-		if err != nil || !beside || resetsBucket(ops) {
-			ready <- prepared{ops, err}
-			return
-		}
-		tn.give()
-		select {
-		case bs := <-began:
-			tn.take(turnPrepare)
-			ready <- prepared{nil, writeOpsBeside(bs, ops, tn)}
-		case <-abort:
-			tn.take(turnPrepare)
-			ready <- prepared{nil, errors.New("internal: Cayley began no transaction")}
-		}
+		ops, err := s.prepareWrites(p, idemKey, hash, t)
+		ready <- prepared{ops, err}
 	}()
-	// The new goroutine waits in this core's queue until this one blocks
-	// or is preempted (10 ms): let it take its turn, or queue for one, now.
-	runtime.Gosched()
-	write := func(tx *bolt.Tx) error {
-		tn.give() // while Lore's writes are prepared
+	write := func(tx *bbolt.Tx) error {
 		w := <-ready
-		tn.take(turnCommit)
 		if w.err != nil {
 			return w.err
 		}
 		return writeOps(tx, w.ops)
 	}
-	begin := func(tx *bolt.Tx) (wait func()) {
-		bs := make(map[string]*bolt.Bucket, len(allBuckets))
-		for _, name := range allBuckets {
-			if b := tx.Bucket(name); b != nil {
-				b.FillPercent = fillFor(name)
-				bs[string(name)] = b
-			}
-		}
-		began <- bs
-		return func() { <-done }
-	}
 
 	s.rw.Lock()
-	if len(deltas) > 0 {
+	if len(p.deltas) > 0 {
 		s.kv.setHook(write)
-		if beside {
-			s.kv.setBegin(begin)
-		}
-		err = s.qs.ApplyDeltas(deltas, cgraph.IgnoreOpts{})
-		if s.kv.takeBegin() != nil {
-			close(abort) // Cayley failed before it began its transaction
-		}
+		err = s.applyDeltas(splitDeltas(p.deltas))
 		if s.kv.takeHook() != nil {
 			<-ready // Cayley failed before its commit: the writes were never used
 		}
@@ -181,7 +147,7 @@ func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time, tn *tur
 	} else {
 		err = s.db.DB().Update(write)
 	}
-	if err == nil && !p.empty() {
+	if err == nil && !p.Empty() {
 		s.lastSeq = seq // under the write lock: Stats reads it under the read lock
 	}
 	if err != nil && p.drained {
@@ -191,29 +157,64 @@ func (s *Bolt) commit(p *plan, idemKey string, hash []byte, t time.Time, tn *tur
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	if !p.empty() {
-		s.changed.notify()
+	if !p.Empty() {
+		s.changed.Notify()
 	}
 	return nil
+}
+
+// splitDeltas returns the quads deltas removes and those it adds.
+func splitDeltas(deltas []cgraph.Delta) (dels, adds []cgraph.Delta) {
+	for _, d := range deltas {
+		if d.Action == cgraph.Delete {
+			dels = append(dels, d)
+		} else {
+			adds = append(adds, d)
+		}
+	}
+	return dels, adds
+}
+
+// applyDeltas has Cayley remove and add quads in one bbolt transaction,
+// which Lore's hook commits. Cayley's ApplyDeltas drops a quad's
+// direction from an added quad whose value a batch's deletes use more
+// often than its adds (graph/log.SplitDeltas counts the value among those
+// to decrement, and the adds resolve only those to increment): creating a
+// node and deleting two in one call stored the new node's quad without
+// its predicate, and no delete of it could succeed afterwards. So the
+// removals run first, in a call of their own whose transaction is held
+// open (hookKV.holdNext), and the additions run in a second call on the
+// same transaction, whose commit writes Lore's records too.
+func (s *Store) applyDeltas(dels, adds []cgraph.Delta) error {
+	if len(dels) == 0 || len(adds) == 0 {
+		return s.qs.ApplyDeltas(append(dels, adds...), cgraph.IgnoreOpts{})
+	}
+	s.kv.holdNext()
+	err := s.qs.ApplyDeltas(dels, cgraph.IgnoreOpts{})
+	if err == nil {
+		err = s.qs.ApplyDeltas(adds, cgraph.IgnoreOpts{})
+	}
+	s.kv.dropHeld() // if the second call failed before it took the transaction
+	return err
 }
 
 // pipelineable reports whether a batch may be planned while the previous
 // one commits: planning it reads one bbolt transaction and nothing else
 // (node deletes read Cayley's iterators, which must not run beside a
 // commit), and it has no idempotency key to look up.
-func pipelineable(b *Batch) bool {
+func pipelineable(b *graph.Batch) bool {
 	return len(b.DeleteNodes) == 0 && b.IdempotencyKey == "" && !b.DryRun
 }
 
-// applyPipelined applies batches in order like Apply, but plans each while
+// ApplyStream applies batches in order like Apply, but plans each while
 // the one before it commits: against the committed state plus the plan in
-// flight. handle receives each batch's outcome and says whether to go on.
-func (s *Bolt) applyPipelined(ctx context.Context, batches <-chan *importBatch, handle func(*importBatch, *Result, error) bool, tn *turns) {
+// flight (see graph.Pipeliner).
+func (s *Store) ApplyStream(ctx context.Context, batches <-chan *graph.StreamBatch, handle func(*graph.StreamBatch, *graph.Result, error) bool) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	type flight struct {
-		ib   *importBatch
-		p    *plan
+		sb   *graph.StreamBatch
+		p    *commitPlan
 		done chan error
 	}
 	var cur *flight
@@ -222,26 +223,26 @@ func (s *Bolt) applyPipelined(ctx context.Context, batches <-chan *importBatch, 
 		f := cur
 		cur = nil
 		if err != nil {
-			handle(f.ib, nil, err)
+			handle(f.sb, nil, err)
 			return false
 		}
-		return handle(f.ib, f.p.result, nil)
+		return handle(f.sb, f.p.Result, nil)
 	}
 	// finish waits for the batch in flight and reports it.
 	finish := func() bool { return report(<-cur.done) }
 	for {
-		var ib *importBatch
+		var sb *graph.StreamBatch
 		var ok bool
 		if cur == nil {
 			select {
-			case ib, ok = <-batches:
+			case sb, ok = <-batches:
 			case <-ctx.Done(): // the reader may be blocked on its input
 			}
 		} else {
 			// Plan the next batch as soon as it arrives, and report the
 			// one in flight as soon as it commits, whichever comes first.
 			select {
-			case ib, ok = <-batches:
+			case sb, ok = <-batches:
 			case err := <-cur.done:
 				if !report(err) {
 					return
@@ -254,81 +255,74 @@ func (s *Bolt) applyPipelined(ctx context.Context, batches <-chan *importBatch, 
 			break
 		}
 		if s.closed {
-			handle(ib, nil, ErrClosed)
+			handle(sb, nil, graph.ErrClosed)
 			return
 		}
-		if ib.fatal || ib.b.Len() == 0 || !pipelineable(ib.b) {
+		b := sb.Batch
+		if b == nil || b.Len() == 0 || !pipelineable(b) {
 			if cur != nil && !finish() {
 				return
 			}
-			var res *Result
+			var res *graph.Result
 			var err error
-			if !ib.fatal && ib.b.Len() > 0 {
+			if b != nil && b.Len() > 0 {
 				s.wmu.Unlock()
-				res, err = s.Apply(ctx, ib.b)
+				res, err = s.Apply(ctx, b)
 				s.wmu.Lock()
 			}
-			if !handle(ib, res, err) {
+			if !handle(sb, res, err) {
 				return
 			}
 			continue
 		}
-		var prev *plan
+		var prev *graph.Plan
 		if cur != nil {
-			prev = cur.p
+			prev = cur.p.Plan
 		}
 		t := now()
-		var p *plan
-		tn.take(turnPlan)
-		ib.b.yield = func() { tn.yield(turnPlan) }
-		err := s.db.DB().View(func(tx *bolt.Tx) error {
-			var snap snapshot = &boltSnap{s: s, tx: tx}
+		var p *commitPlan
+		err := s.db.DB().View(func(tx *bbolt.Tx) error {
+			var snap graph.Snapshot = &boltSnap{s: s, tx: tx}
 			if prev != nil {
-				snap = newOverlay(snap, prev)
+				snap = graph.OverlaySnapshot(snap, prev)
 			}
-			var err error
-			p, err = makePlan(ctx, s.model, snap, ib.b, t)
+			gp, err := graph.PlanBatch(ctx, s.model, snap, b, t)
+			if err == nil {
+				p = newCommitPlan(gp)
+			}
 			return err
 		})
-		if err == nil {
-			p.quads()
-		}
-		tn.give()
 		if cur != nil && !finish() {
 			return
 		}
-		if err != nil || p.empty() {
-			if !handle(ib, resultOf(p), err) {
+		if err != nil || p.Empty() {
+			var res *graph.Result
+			if p != nil {
+				res = p.Result
+			}
+			if !handle(sb, res, err) {
 				return
 			}
 			continue
 		}
-		p.last = ib.last
-		cur = &flight{ib: ib, p: p, done: make(chan error, 1)}
-		go func(f *flight) { f.done <- s.commit(f.p, "", nil, t, tn) }(cur)
-		runtime.Gosched() // as in commit: the new goroutine queues for its turn now
+		p.last = sb.Last
+		cur = &flight{sb: sb, p: p, done: make(chan error, 1)}
+		go func(f *flight) { f.done <- s.commit(f.p, "", nil, t) }(cur)
 	}
 	if cur != nil {
 		finish()
 	}
 }
 
-func resultOf(p *plan) *Result {
-	if p == nil {
-		return nil
-	}
-	return p.result
-}
-
-func batchHash(b *Batch) []byte {
+func batchHash(b *graph.Batch) []byte {
 	data, _ := json.Marshal(b)
 	h := sha256.Sum256(data)
 	return h[:]
 }
 
-func (s *Bolt) idempotent(key string) (*idemRec, error) {
+func (s *Store) idempotent(key string) (*idemRec, error) {
 	var rec *idemRec
-	err := s.read(func(tx *bolt.Tx) error {
+	err := s.read(func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bIdem).Get([]byte(key))
 		if v == nil {
 			return nil
@@ -340,20 +334,19 @@ func (s *Bolt) idempotent(key string) (*idemRec, error) {
 }
 
 // Quad mapping (see the package documentation).
-func nodeIRI(id ID) quad.IRI       { return quad.IRI("n:" + string(id)) }
+func nodeIRI(id graph.ID) quad.IRI { return quad.IRI("n:" + string(id)) }
 func typeIRI(t string) quad.IRI    { return quad.IRI("t:" + t) }
 func labelIRI(l string) quad.IRI   { return quad.IRI("e:" + l) }
-func keyIRI(k string) quad.IRI     { return quad.IRI("k:" + EscapeSegment(k)) }
-func propIRI(p string) quad.IRI    { return quad.IRI("p:" + p) }
+func keyIRI(k string) quad.IRI     { return quad.IRI("k:" + graph.EscapeSegment(k)) }
 func metaIRI(name string) quad.IRI { return quad.IRI("pg:" + name) }
 
 var predType = metaIRI("type")
 
-func nodeQuad(id ID, typ string) quad.Quad {
+func nodeQuad(id graph.ID, typ string) quad.Quad {
 	return quad.Quad{Subject: nodeIRI(id), Predicate: predType, Object: typeIRI(typ)}
 }
 
-func edgeQuad(k EdgeKey) quad.Quad {
+func edgeQuad(k graph.EdgeKey) quad.Quad {
 	q := quad.Quad{Subject: nodeIRI(k.From), Predicate: labelIRI(k.Label), Object: nodeIRI(k.To)}
 	if k.Key != "" {
 		q.Label = keyIRI(k.Key)
@@ -361,36 +354,50 @@ func edgeQuad(k EdgeKey) quad.Quad {
 	return q
 }
 
-// quads sets the quads the plan adds and removes, once. A pipelined import
-// calls it on the planning goroutine, so that the commit starts without it.
-func (p *plan) quads() {
-	if p.quadsSet {
-		return
+// edgeOfQuad returns the edge of an edge quad whose predicate names label.
+func edgeOfQuad(q quad.Quad, label string) (graph.EdgeKey, error) {
+	from, ok1 := q.Subject.(quad.IRI)
+	to, ok2 := q.Object.(quad.IRI)
+	f, ok3 := strings.CutPrefix(string(from), "n:")
+	t, ok4 := strings.CutPrefix(string(to), "n:")
+	if !(ok1 && ok2 && ok3 && ok4) {
+		return graph.EdgeKey{}, fmt.Errorf("an edge quad joins <n:FROM> to <n:TO>")
 	}
-	p.quadsSet = true
-	p.deltas = deltas(p)
+	k := graph.EdgeKey{From: graph.ID(f), Label: label, To: graph.ID(t)}
+	if q.Label != nil {
+		l, ok := q.Label.(quad.IRI)
+		key, ok2 := strings.CutPrefix(string(l), "k:")
+		if !ok || !ok2 {
+			return graph.EdgeKey{}, fmt.Errorf("an edge's graph label must be <k:KEY>")
+		}
+		var err error
+		if k.Key, err = graph.UnescapeSegment(key); err != nil {
+			return graph.EdgeKey{}, err
+		}
+	}
+	return k, nil
 }
 
 // deltas returns the quads a plan adds and removes. Planning checked every
 // one against Lore's records, so ApplyDeltas never meets an existing add or
 // a missing delete (either would make it fail, and a failed ApplyDeltas
 // corrupts Cayley's KV indexes; re-adding an existing quad leaks refcounts).
-func deltas(p *plan) []cgraph.Delta {
-	ds := make([]cgraph.Delta, 0, len(p.nodes)+len(p.edges))
-	for _, op := range p.nodes {
+func deltas(p *graph.Plan) []cgraph.Delta {
+	ds := make([]cgraph.Delta, 0, len(p.Nodes)+len(p.Edges))
+	for _, op := range p.Nodes {
 		switch {
-		case op.old == nil:
-			ds = append(ds, cgraph.Delta{Quad: nodeQuad(op.id, op.new.Type), Action: cgraph.Add})
-		case op.new == nil:
-			ds = append(ds, cgraph.Delta{Quad: nodeQuad(op.id, op.old.Type), Action: cgraph.Delete})
+		case op.Old == nil:
+			ds = append(ds, cgraph.Delta{Quad: nodeQuad(op.ID, op.New.Type), Action: cgraph.Add})
+		case op.New == nil:
+			ds = append(ds, cgraph.Delta{Quad: nodeQuad(op.ID, op.Old.Type), Action: cgraph.Delete})
 		}
 	}
-	for _, op := range p.edges {
+	for _, op := range p.Edges {
 		switch {
-		case op.old == nil:
-			ds = append(ds, cgraph.Delta{Quad: edgeQuad(op.key), Action: cgraph.Add})
-		case op.new == nil:
-			ds = append(ds, cgraph.Delta{Quad: edgeQuad(op.key), Action: cgraph.Delete})
+		case op.Old == nil:
+			ds = append(ds, cgraph.Delta{Quad: edgeQuad(op.Key), Action: cgraph.Add})
+		case op.New == nil:
+			ds = append(ds, cgraph.Delta{Quad: edgeQuad(op.Key), Action: cgraph.Delete})
 		}
 	}
 	return ds
@@ -414,16 +421,16 @@ type counterKey struct {
 // change-log entry and the idempotency key, sorted so that the commit
 // touches each page once and in order. It reads committed state only, so
 // it may run while Cayley prepares its own part of the same commit.
-func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time, tn *turns) ([]kvOp, error) {
-	ops := make([]kvOp, 0, len(p.edges)+2*len(p.nodes)+4)
+func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time.Time) ([]kvOp, error) {
+	ops := make([]kvOp, 0, len(p.Edges)+2*len(p.Nodes)+4)
 	counters := map[counterKey]int64{}
-	recs := map[ID]*nodeRec{} // the node records this commit writes
-	var updated []ID          // those of them that exist: their summaries carry over
-	gone := map[ID]bool{}     // the nodes it deletes
+	recs := map[graph.ID]*nodeRec{} // the node records this commit writes
+	var updated []graph.ID          // those of them that exist: their summaries carry over
+	gone := map[graph.ID]bool{}     // the nodes it deletes
 	primary := func(op kvOp) { ops = append(ops, op) }
 	d := s.deferred // a bulk load's deferred entries, if any
 	hold := d       // where this commit's index entries go; nil: with the commit
-	if d != nil && !d.startCommit(len(p.nodes)+len(p.edges)) {
+	if d != nil && !d.startCommit(len(p.Nodes)+len(p.Edges)) {
 		hold = nil
 	}
 	put := func(b, k, v []byte) {
@@ -448,49 +455,46 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time, 
 		counters[counterKey{string(b), string(k)}] += n
 	}
 
-	for i, op := range p.nodes {
-		tn.yield(turnPrepare)
+	for i, op := range p.Nodes {
 		if i == 1 {
 			// A node writes a dozen entries or more (its tokens): make room
 			// for the rest at the first one's rate, not by doubling, which
 			// copies the writes again and again (a tenth of the preparing).
-			ops = slices.Grow(ops, len(ops)*(len(p.nodes)-1)+len(p.edges)+4)
+			ops = slices.Grow(ops, len(ops)*(len(p.Nodes)-1)+len(p.Edges)+4)
 		}
-		id := op.id
+		id := op.ID
 		var oldKeys, newKeys [][]byte
 		var oldToks, newToks map[string]byte
-		if op.old != nil {
-			oldKeys, oldToks = s.nodeIndexKeys(id, op.old, nil)
+		if op.Old != nil {
+			oldKeys, oldToks = s.nodeIndexKeys(id, op.Old, nil)
 		}
-		if op.new != nil {
-			newKeys, newToks = s.nodeIndexKeys(id, op.new, op.props)
-			rec := *op.new // the plan's record may be read by the next plan: the summary goes on a copy
-			rec.Deg = nil
-			recs[id] = &rec
-			if op.old != nil {
+		if op.New != nil {
+			newKeys, newToks = s.nodeIndexKeys(id, op.New, op.Props)
+			recs[id] = &nodeRec{NodeRecord: *op.New} // the summary is set below
+			if op.Old != nil {
 				updated = append(updated, id)
 			}
-		} else if op.old != nil {
+		} else if op.Old != nil {
 			gone[id] = true
 		}
 		for tok, w := range newToks {
 			if old, ok := oldToks[tok]; !ok || old != w {
-				put(bTok, tokenKey(tok, op.new.Type, id), []byte{w})
+				put(bTok, tokenKey(tok, op.New.Type, id), []byte{w})
 			}
 		}
 		for tok := range oldToks {
 			if _, ok := newToks[tok]; !ok {
-				del(bTok, tokenKey(tok, op.old.Type, id))
+				del(bTok, tokenKey(tok, op.Old.Type, id))
 			}
 		}
 		switch {
-		case op.old == nil:
-			put(bType, typeKey(op.new.Type, id), nil)
-			count(bMeta, countKey("node", op.new.Type), 1)
-		case op.new == nil:
+		case op.Old == nil:
+			put(bType, typeKey(op.New.Type, id), nil)
+			count(bMeta, countKey("node", op.New.Type), 1)
+		case op.New == nil:
 			del(bNodes, []byte(id))
-			del(bType, typeKey(op.old.Type, id))
-			count(bMeta, countKey("node", op.old.Type), -1)
+			del(bType, typeKey(op.Old.Type, id))
+			count(bMeta, countKey("node", op.Old.Type), -1)
 		}
 		for _, k := range diffKeys(oldKeys, newKeys) {
 			del(bProp, k)
@@ -499,34 +503,33 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time, 
 			put(bProp, k, nil)
 		}
 	}
-	for _, op := range p.edges {
-		tn.yield(turnPrepare)
-		k := op.key
+	for _, op := range p.Edges {
+		k := op.Key
 		switch {
-		case op.new != nil:
-			put(bEdges, k.bytes(), op.new.encode())
-			if op.old != nil {
+		case op.New != nil:
+			put(bEdges, k.Bytes(), encodeEdge(op.New))
+			if op.Old != nil {
 				continue
 			}
 			count(bMeta, countKey("edge", k.Label), 1)
 			count(bDeg, degKey(k.From, 'o', k.Label), 1)
 			count(bDeg, degKey(k.To, 'i', k.Label), 1)
 		default:
-			del(bEdges, k.bytes())
+			del(bEdges, k.Bytes())
 			count(bMeta, countKey("edge", k.Label), -1)
 			count(bDeg, degKey(k.From, 'o', k.Label), -1)
 			count(bDeg, degKey(k.To, 'i', k.Label), -1)
 		}
 	}
-	if !p.empty() {
-		put(bLog, u64(p.change.Seq), encodeChange(p.change))
-		put(bMeta, []byte("seq"), u64(p.change.Seq))
+	if !p.Empty() {
+		put(bLog, u64(p.Change.Seq), graph.EncodeChange(p.Change))
+		put(bMeta, []byte("seq"), u64(p.Change.Seq))
 	}
 	if idemKey != "" {
-		rec, _ := json.Marshal(idemRec{Hash: hash, Time: t, Result: p.result})
+		rec, _ := json.Marshal(idemRec{Hash: hash, Time: t, Result: p.Result})
 		put(bIdem, []byte(idemKey), rec)
 	}
-	if d != nil && (d.size() >= deferFlush || p.last) {
+	if d != nil && (d.size() >= d.flush || p.last) {
 		// This commit also writes the deferred index entries, with room
 		// for the counters and records still to come.
 		ops = d.drain(ops, len(counters)+len(d.counters)+2*len(recs)+4, counters)
@@ -536,7 +539,7 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time, 
 			d.done = true
 		}
 	}
-	err := s.db.DB().View(func(tx *bolt.Tx) error {
+	err := s.db.DB().View(func(tx *bbolt.Tx) error {
 		cops, deg, err := counterOps(tx, counters)
 		if err != nil {
 			return err
@@ -575,7 +578,7 @@ func (s *Bolt) prepareWrites(p *plan, idemKey string, hash []byte, t time.Time, 
 // their current values in tx, and the edge-summary deltas among them (by
 // degKey) for foldDeg or stageDeg. The results are written by the commit
 // that computes them, never deferred again.
-func counterOps(tx *bolt.Tx, counters map[counterKey]int64) ([]kvOp, map[string]int64, error) {
+func counterOps(tx *bbolt.Tx, counters map[counterKey]int64) ([]kvOp, map[string]int64, error) {
 	var ops []kvOp
 	deg := map[string]int64{}
 	for ck, n := range counters {
@@ -641,8 +644,8 @@ func fillFor(bucket []byte) float64 {
 const randomFill = 0.8
 
 // writeOps applies prepared writes inside a write transaction.
-func writeOps(tx *bolt.Tx, ops []kvOp) error {
-	var b *bolt.Bucket
+func writeOps(tx *bbolt.Tx, ops []kvOp) error {
+	var b *bbolt.Bucket
 	var name []byte
 	for _, op := range ops {
 		if !bytes.Equal(op.bucket, name) {
@@ -668,7 +671,7 @@ func writeOps(tx *bolt.Tx, ops []kvOp) error {
 }
 
 // writeOp writes one put or delete of a key.
-func writeOp(b *bolt.Bucket, op kvOp) error {
+func writeOp(b *bbolt.Bucket, op kvOp) error {
 	if op.del {
 		return b.Delete(op.key)
 	}
@@ -679,72 +682,20 @@ func writeOp(b *bolt.Bucket, op kvOp) error {
 	return b.Put(op.key, val)
 }
 
-// useWriteBeside: a commit writes Lore's records beside Cayley's part of
-// it (a variable, so that the benchmarks can compare).
-var useWriteBeside = true
-
-// writeOpsBeside writes sorted writes, none of which empties a bucket,
-// into a write transaction that Cayley is using on another goroutine,
-// through handles of Lore's buckets opened before either started.
-//
-// A bbolt transaction is not safe for concurrent use in general; this
-// relies on what a write to one bucket touches in bbolt v1.3.10, the
-// version go.mod pins: the bucket's own cursor and the nodes it
-// materialises (a top-level bucket's nodes have no parent outside it), the
-// transaction's statistics (updated atomically), and pages read from the
-// memory map or the transaction's dirty pages, which change only at
-// commit, where pages are allocated and nodes split. Opening a bucket
-// caches it in the root, which changes when a bucket is created: so the
-// handles are opened first, every bucket Cayley writes exists before its
-// transaction begins (Open creates them, see hookKV), and a write that
-// empties a bucket (it deletes and creates one in the root) is never
-// written beside Cayley.
-// Cayley's commit, and its rollback, wait for these writes. The race
-// detector runs over the pipelined imports of the tests.
-func writeOpsBeside(bs map[string]*bolt.Bucket, ops []kvOp, tn *turns) error {
-	var b *bolt.Bucket
-	var name []byte
-	for i, op := range ops {
-		if i%256 == 0 {
-			tn.yield(turnPrepare)
-		}
-		if b == nil || !bytes.Equal(op.bucket, name) {
-			name, b = op.bucket, bs[string(op.bucket)]
-			if b == nil {
-				return fmt.Errorf("internal: a write to bucket %q, which is not Lore's", op.bucket)
-			}
-		}
-		if err := writeOp(b, op); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// resetsBucket reports whether some write empties a bucket.
-func resetsBucket(ops []kvOp) bool {
-	for i := range ops {
-		if ops[i].del && ops[i].key == nil {
-			return true
-		}
-	}
-	return false
-}
-
 // nodeIndexKeys returns the property index keys and the search tokens of a
 // node record; props, if given, are its decoded properties.
-func (s *Bolt) nodeIndexKeys(id ID, r *nodeRec, props Props) ([][]byte, map[string]byte) {
+func (s *Store) nodeIndexKeys(id graph.ID, r *graph.NodeRecord, props graph.Props) ([][]byte, map[string]byte) {
 	nt, ok := s.model.Node(r.Type)
 	if !ok || len(nt.Indexed) == 0 && len(nt.Search) == 0 {
 		return nil, nil
 	}
 	if props == nil {
 		var err error
-		if props, err = decodeProps(r.Props); err != nil {
+		if props, err = graph.DecodeProps(r.Props); err != nil {
 			return nil, nil
 		}
 	}
-	return propKeys(r.Type, nt.Indexed, id, props), nodeTokens(nt, props)
+	return propKeys(r.Type, nt.Indexed, id, props), graph.NodeTokens(nt, props)
 }
 
 // diffKeys returns the keys of a that are not in b.
@@ -764,7 +715,7 @@ outer:
 
 // A bulk load defers the derived index entries (type, property and search
 // indexes, edge summaries): they are collected here and written in key
-// order every deferFlush entries and at the end, instead of at scattered
+// order every Config.DeferFlush entries and at the end, instead of at scattered
 // positions at every commit. The store is marked "deferred" meanwhile; if
 // the load dies, Open rebuilds them from the records.
 type deferredIndexes struct {
@@ -776,32 +727,24 @@ type deferredIndexes struct {
 	n        int // entries held; the chunks past the last used one are spares
 	counters map[counterKey]int64
 	written  int  // elements the load has committed or is committing
+	after    int  // it defers entries once written passes after (Config.DeferAfter)
+	flush    int  // it writes them every flush entries (Config.DeferFlush)
 	done     bool // the last batch's commit wrote them all and cleared the mark
 	lost     bool // a commit that carried some of them failed: the load must rebuild them
 }
 
 const deferChunk = 4096
 
-// deferFlush is how many deferred entries are written at a time.
-var deferFlush = 1 << 18 // a variable so that tests can lower it
-
-// deferAfter is how many elements a bulk load writes before it defers
-// index entries. Below it the indexes are small, and writing each
-// commit's entries with it costs less than collecting, sorting and writing
-// them all in the last commit, which nothing overlaps: at 10k nodes and
-// 20k edges (30k elements), the load took 4% less time without deferring.
-var deferAfter = DefaultImportBatch // a variable so that tests can lower it
-
 // startCommit counts a commit of n more elements, and reports whether it
-// defers its index entries: once the load has written deferAfter
-// elements, it defers them to its end.
+// defers its index entries: once the load has written d.after elements,
+// it defers them to its end.
 func (d *deferredIndexes) startCommit(n int) (deferring bool) {
 	d.written += n
-	return d.written > deferAfter
+	return d.written > d.after
 }
 
-func newDeferred() *deferredIndexes {
-	return &deferredIndexes{counters: map[counterKey]int64{}}
+func newDeferred(after, flush int) *deferredIndexes {
+	return &deferredIndexes{counters: map[counterKey]int64{}, after: after, flush: flush}
 }
 
 func (d *deferredIndexes) holds(bucket []byte) bool {

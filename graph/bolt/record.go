@@ -1,10 +1,12 @@
-package graph
+package bolt
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/lore-dev/lore/graph"
 )
 
 // Records are stored with a small binary header, so that reading a node's
@@ -26,6 +28,18 @@ const (
 func nodeVersionOK(v byte) bool { return v == nodeRecordVersion || v == nodeRecordV1 }
 
 var errCorrupt = errors.New("corrupt record")
+
+// A nodeRec is a node record as this store keeps it: the record, and the
+// node's encoded edge summary (see degree.go). The summary is not the
+// node's content: the commit that writes a record sets it from the
+// committed record and the commit's own edge changes.
+type nodeRec struct {
+	graph.NodeRecord
+	Deg []byte
+}
+
+// An edgeRec is an edge record (its key is the bbolt key).
+type edgeRec = graph.EdgeRecord
 
 func (r *nodeRec) encode() []byte {
 	b := make([]byte, 0, 1+binary.MaxVarintLen64*5+len(r.Type)+len(r.Deg)+len(r.Props))
@@ -52,7 +66,7 @@ func decodeNodeRec(b []byte) (*nodeRec, error) {
 	if k <= 0 || uint64(len(b)-k) < n {
 		return nil, errCorrupt
 	}
-	r := &nodeRec{Type: string(b[k : k+int(n)])}
+	r := &nodeRec{NodeRecord: graph.NodeRecord{Type: string(b[k : k+int(n)])}}
 	b = b[k+int(n):]
 	rest, err := decodeMeta(b, &r.Created, &r.Updated, &r.Rev)
 	if err != nil {
@@ -84,7 +98,7 @@ func decodeNodeType(b []byte) (string, error) {
 	return string(b[1+k : 1+k+int(n)]), nil
 }
 
-func (r *edgeRec) encode() []byte {
+func encodeEdge(r *edgeRec) []byte {
 	b := make([]byte, 0, 1+binary.MaxVarintLen64*3+len(r.Props))
 	b = append(b, recordVersion)
 	b = binary.AppendVarint(b, r.Created)

@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"context"
@@ -13,21 +13,23 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lore-dev/lore/graph"
 )
 
 // Query benchmarks run on generated graphs (writeBenchGraph: Service nodes
 // with five properties, about two dependsOn edges each), built once per
 // size per run:
 //
-//	go test -run '^$' -bench 'Search|Traversal|Bounds' -benchtime 1x ./graph -lore.qsizes 10000,100000,1000000
+//	go test -run '^$' -bench 'Search|Traversal|Bounds' -benchtime 1x ./graph/bolt -lore.qsizes 10000,100000,1000000
 var querySizes = flag.String("lore.qsizes", "10000,100000", "comma-separated node counts for the query benchmarks")
 
 var (
-	benchStores   = map[int]*Bolt{}
+	benchStores   = map[int]*Store{}
 	benchStoresMu sync.Mutex
 )
 
-func benchStore(b *testing.B, n int) *Bolt {
+func benchStore(b *testing.B, n int) *Store {
 	b.Helper()
 	benchStoresMu.Lock()
 	defer benchStoresMu.Unlock()
@@ -48,7 +50,7 @@ func benchStore(b *testing.B, n int) *Bolt {
 	}
 	f, _ := os.Open(file)
 	start := time.Now()
-	if _, err := Import(context.Background(), s, f, ImportOptions{}); err != nil {
+	if _, err := graph.Import(context.Background(), s, f, graph.ImportOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	f.Close()
@@ -102,11 +104,11 @@ func BenchmarkSearch(b *testing.B) {
 					p50, p99 := latencies(b, 300, func(int) {
 						i := rng.IntN(n)
 						text := map[string]string{"word+number": fmt.Sprintf("service %d", i), "number": strconv.Itoa(i), "prefix": fmt.Sprintf("generated %d", i)}[kind]
-						res, err := Search(b.Context(), s, SearchQuery{Text: text, Type: "Service", Limit: 10}, Limits{})
+						res, err := graph.Search(b.Context(), s, graph.SearchQuery{Text: text, Type: "Service", Limit: 10}, graph.Limits{})
 						if err != nil {
 							b.Fatal(err)
 						}
-						if len(res.Hits) == 0 || res.Hits[0].Node.ID != ID("service/s"+strconv.Itoa(i)) {
+						if len(res.Hits) == 0 || res.Hits[0].Node.ID != graph.ID("service/s"+strconv.Itoa(i)) {
 							misses++
 						}
 					})
@@ -128,21 +130,21 @@ func BenchmarkTraversal(b *testing.B) {
 			s := benchStore(b, n)
 			ctx := b.Context()
 			rng := rand.New(rand.NewPCG(5, 6))
-			q, err := ParseQuery(s.Model(), []byte(`{"from":{"ids":["X"]},"traverse":[{"edge":"dependsOn","hops":[1,3],"type":"Service","where":{"tier":{"lte":1}}}],"limit":100}`))
+			q, err := graph.ParseQuery(s.Model(), []byte(`{"from":{"ids":["X"]},"traverse":[{"edge":"dependsOn","hops":[1,3],"type":"Service","where":{"tier":{"lte":1}}}],"limit":100}`))
 			if err != nil {
 				b.Fatal(err)
 			}
 			// Pairs 4 hops apart along dependsOn.
-			var pairs [][2]ID
+			var pairs [][2]graph.ID
 			for len(pairs) < 200 {
-				from := ID("service/s" + strconv.Itoa(rng.IntN(n)))
-				nb, err := Neighbors(ctx, s, NeighborsQuery{ID: from, Labels: []string{"dependsOn"}, Direction: Out, Depth: 4}, Limits{})
+				from := graph.ID("service/s" + strconv.Itoa(rng.IntN(n)))
+				nb, err := graph.Neighbors(ctx, s, graph.NeighborsQuery{ID: from, Labels: []string{"dependsOn"}, Direction: graph.Out, Depth: 4}, graph.Limits{})
 				if err != nil {
 					b.Fatal(err)
 				}
 				for _, x := range nb.Nodes {
 					if x.Depth == 4 {
-						pairs = append(pairs, [2]ID{from, x.Node.ID})
+						pairs = append(pairs, [2]graph.ID{from, x.Node.ID})
 						break
 					}
 				}
@@ -150,7 +152,7 @@ func BenchmarkTraversal(b *testing.B) {
 			for b.Loop() {
 				var sizes int
 				p50, p99 := latencies(b, 300, func(int) {
-					res, err := Neighbors(ctx, s, NeighborsQuery{ID: ID("service/s" + strconv.Itoa(rng.IntN(n))), Labels: []string{"dependsOn"}, Direction: Both, Depth: 2}, Limits{})
+					res, err := graph.Neighbors(ctx, s, graph.NeighborsQuery{ID: graph.ID("service/s" + strconv.Itoa(rng.IntN(n))), Labels: []string{"dependsOn"}, Direction: graph.Both, Depth: 2}, graph.Limits{})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -159,14 +161,14 @@ func BenchmarkTraversal(b *testing.B) {
 				report(b, "2hop", p50, p99)
 				fmt.Printf("  (2-hop neighbourhoods average %.1f nodes)\n", float64(sizes)/300)
 				p50, p99 = latencies(b, 300, func(int) {
-					q.From.IDs = []ID{ID("service/s" + strconv.Itoa(rng.IntN(n)))}
-					if _, err := Run(ctx, s, q, Limits{}); err != nil {
+					q.From.IDs = []graph.ID{graph.ID("service/s" + strconv.Itoa(rng.IntN(n)))}
+					if _, err := graph.Run(ctx, s, q, graph.Limits{}); err != nil {
 						b.Fatal(err)
 					}
 				})
 				report(b, "3hop-typed-filtered", p50, p99)
 				p50, p99 = latencies(b, len(pairs), func(i int) {
-					res, err := Paths(ctx, s, PathsQuery{From: pairs[i][0], To: pairs[i][1], Labels: []string{"dependsOn"}, Direction: Out}, Limits{})
+					res, err := graph.Paths(ctx, s, graph.PathsQuery{From: pairs[i][0], To: pairs[i][1], Labels: []string{"dependsOn"}, Direction: graph.Out}, graph.Limits{})
 					if err != nil || res.Length != 4 {
 						b.Fatalf("path %v: length %d, %v", pairs[i], res.Length, err)
 					}
@@ -174,7 +176,7 @@ func BenchmarkTraversal(b *testing.B) {
 				report(b, "shortest-path-4", p50, p99)
 				var found int
 				p50, p99 = latencies(b, len(pairs), func(i int) {
-					res, err := Paths(ctx, s, PathsQuery{From: pairs[i][0], To: pairs[i][1], Labels: []string{"dependsOn"}, Direction: Both, K: 5}, Limits{})
+					res, err := graph.Paths(ctx, s, graph.PathsQuery{From: pairs[i][0], To: pairs[i][1], Labels: []string{"dependsOn"}, Direction: graph.Both, K: 5}, graph.Limits{})
 					if err != nil || res.Length < 1 || res.Length > 4 {
 						b.Fatalf("path %v: length %d, %v", pairs[i], res.Length, err)
 					}
@@ -196,13 +198,13 @@ func BenchmarkBounds(b *testing.B) {
 			for b.Loop() {
 				for _, tc := range []struct {
 					limits, reason string
-				}{{`{"timeoutMs":200,"maxVisited":100000000}`, ReasonDeadline}, {`{"maxVisited":10000}`, ReasonWork}} {
-					q, err := ParseQuery(s.Model(), []byte(`{"from":{"type":"Service"},"traverse":[{"direction":"both","hops":[1,6]}],"return":{"count":true},"limits":`+tc.limits+`}`))
+				}{{`{"timeoutMs":200,"maxVisited":100000000}`, graph.ReasonDeadline}, {`{"maxVisited":10000}`, graph.ReasonWork}} {
+					q, err := graph.ParseQuery(s.Model(), []byte(`{"from":{"type":"Service"},"traverse":[{"direction":"both","hops":[1,6]}],"return":{"count":true},"limits":`+tc.limits+`}`))
 					if err != nil {
 						b.Fatal(err)
 					}
 					t0 := time.Now()
-					res, err := Run(b.Context(), s, q, Limits{MaxVisited: 1 << 30, TimeoutMs: 10000})
+					res, err := graph.Run(b.Context(), s, q, graph.Limits{MaxVisited: 1 << 30, TimeoutMs: 10000})
 					el := time.Since(t0)
 					if err != nil {
 						b.Fatal(err)
@@ -262,11 +264,11 @@ func BenchmarkQuery(b *testing.B) {
 				for _, c := range cases {
 					var results int
 					p50, p99 := latencies(b, c.reps, func(int) {
-						q, err := ParseQuery(s.Model(), []byte(c.query()))
+						q, err := graph.ParseQuery(s.Model(), []byte(c.query()))
 						if err != nil {
 							b.Fatal(err)
 						}
-						res, err := Run(ctx, s, q, Limits{})
+						res, err := graph.Run(ctx, s, q, graph.Limits{})
 						if err != nil {
 							b.Fatal(err)
 						}

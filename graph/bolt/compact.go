@@ -1,4 +1,4 @@
-package graph
+package bolt
 
 import (
 	"bytes"
@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/lore-dev/lore/graph"
+
 	cgraph "github.com/cayleygraph/cayley/graph"
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // CompactStats reports a compaction.
@@ -71,7 +73,7 @@ func Compact(ctx context.Context, cfg Config) (st *CompactStats, err error) {
 }
 
 // copyBuckets copies Lore's buckets, a chunk per transaction.
-func copyBuckets(ctx context.Context, from, to *Bolt) error {
+func copyBuckets(ctx context.Context, from, to *Store) error {
 	const chunk = 10000
 	for _, name := range allBuckets {
 		var after []byte
@@ -80,7 +82,7 @@ func copyBuckets(ctx context.Context, from, to *Bolt) error {
 				return err
 			}
 			var keys, vals [][]byte
-			err := from.read(func(tx *bolt.Tx) error {
+			err := from.read(func(tx *bbolt.Tx) error {
 				c := tx.Bucket(name).Cursor()
 				k, v := c.First()
 				if after != nil {
@@ -99,7 +101,7 @@ func copyBuckets(ctx context.Context, from, to *Bolt) error {
 			if len(keys) == 0 {
 				break
 			}
-			err = to.db.DB().Update(func(tx *bolt.Tx) error {
+			err = to.db.DB().Update(func(tx *bbolt.Tx) error {
 				b := tx.Bucket(name)
 				for i, k := range keys {
 					if err := b.Put(k, vals[i]); err != nil {
@@ -120,7 +122,7 @@ func copyBuckets(ctx context.Context, from, to *Bolt) error {
 }
 
 // reloadQuads writes one quad per node and per edge record into fresh's Cayley.
-func reloadQuads(ctx context.Context, old, fresh *Bolt) (int64, error) {
+func reloadQuads(ctx context.Context, old, fresh *Store) (int64, error) {
 	var n int64
 	var deltas []cgraph.Delta
 	flush := func() error {
@@ -141,7 +143,7 @@ func reloadQuads(ctx context.Context, old, fresh *Bolt) (int64, error) {
 				return n, err
 			}
 			var last []byte
-			err := old.read(func(tx *bolt.Tx) error {
+			err := old.read(func(tx *bbolt.Tx) error {
 				c := tx.Bucket(bucket).Cursor()
 				k, v := c.First()
 				if after != nil {
@@ -153,14 +155,14 @@ func reloadQuads(ctx context.Context, old, fresh *Bolt) (int64, error) {
 					i++
 					last = bytes.Clone(k)
 					if bytes.Equal(bucket, bEdges) {
-						deltas = append(deltas, cgraph.Delta{Quad: edgeQuad(edgeKeyFromBytes(k)), Action: cgraph.Add})
+						deltas = append(deltas, cgraph.Delta{Quad: edgeQuad(graph.EdgeKeyFromBytes(k)), Action: cgraph.Add})
 						continue
 					}
 					rec, err := decodeNodeRec(v)
 					if err != nil {
 						return corrupt(fmt.Sprintf("node %q", k), err)
 					}
-					deltas = append(deltas, cgraph.Delta{Quad: nodeQuad(ID(k), rec.Type), Action: cgraph.Add})
+					deltas = append(deltas, cgraph.Delta{Quad: nodeQuad(graph.ID(k), rec.Type), Action: cgraph.Add})
 				}
 				return nil
 			})

@@ -1,11 +1,11 @@
-package graph
+package bolt
 
 import (
 	"bytes"
 	"hash/maphash"
 	"math/bits"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // Cayley looks up every key it is about to write: the ID of each value it
@@ -52,9 +52,9 @@ func cayleyBucket(name []byte) bool {
 
 // newAbsentKeys starts a filter for the store in tx: the Cayley buckets
 // that hold keys now are left out of it.
-func newAbsentKeys(tx *bolt.Tx) *absentKeys {
+func newAbsentKeys(tx *bbolt.Tx) *absentKeys {
 	a := &absentKeys{seed: maphash.MakeSeed(), filled: map[string]bool{}, blooms: []*bloom{newBloom(1 << 16)}}
-	_ = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+	_ = tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
 		if cayleyBucket(name) {
 			if k, _ := b.Cursor().First(); k != nil {
 				a.filled[string(name)] = true

@@ -1,3 +1,0 @@
-package graph
-
-var _ Store = (*Bolt)(nil)

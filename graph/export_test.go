@@ -1,0 +1,26 @@
+package graph
+
+// Internals the external tests (package graph_test, which reach a store
+// through graphtest) use.
+
+type (
+	QueryCursor  = queryCursor
+	SearchCursor = searchCursor
+	StartPos     = startPos
+)
+
+var (
+	EncodeCursor = encodeCursor
+	OpenCursor   = openCursor
+	SealCursor   = sealCursor
+	QueryTerms   = queryTerms
+)
+
+const (
+	MaxChunk      = maxChunk
+	MaxUnit       = maxUnit
+	CursorKeySize = cursorKeySize
+)
+
+// Fingerprint returns the fingerprint a query's cursors carry.
+func Fingerprint(q *Query) string { return q.fingerprint() }

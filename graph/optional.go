@@ -1,0 +1,135 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Optional operations. A backend implements Store; it may also implement
+// any of the interfaces below, which Lore's code finds by a type
+// assertion and does without when a store lacks them. Each says what
+// happens then.
+
+// ErrNoStore is wrapped by the error of a read-only open of a location
+// that holds no store.
+var ErrNoStore = errors.New("no store")
+
+// A Checker can verify its own consistency and repair what it derives
+// from its records. Without it, lore check reports that the store has no
+// check.
+type Checker interface {
+	// Check verifies the store and reports every problem found (the
+	// first few hundred). It may block writers while it runs.
+	Check(ctx context.Context) (*CheckReport, error)
+	// Repair rebuilds what the store derives from its records (indexes,
+	// counts, summaries), then checks it again.
+	Repair(ctx context.Context) (*CheckReport, error)
+}
+
+// A Syncer can flush committed writes to durable storage on demand (a
+// store opened to skip the flush of each commit). Without it, every
+// commit is taken to be durable when Apply returns.
+type Syncer interface {
+	Sync() error
+}
+
+// A Pather keeps its data in a local directory, which it names. Lore uses
+// the directory for what lives beside the store (a Unix socket, a lock
+// owner's note). Without it, nothing lives beside the store.
+type Pather interface {
+	Path() string
+}
+
+// A LogReader reads stored change-log entries without decoding them, which
+// lets ReadLog and ReadLogNewest page through large entries without
+// decoding whole ones. Without it they read one entry at a time through
+// Store.Since.
+type LogReader interface {
+	// ReadRawLog returns entries in order: the first after seq and those
+	// following it, or (newest) the last at or before seq and those
+	// preceding it, newest first. It stops once the entries' stored sizes
+	// reach limit bytes, but returns at least one entry when there is
+	// one. Each entry's data is what EncodeChange made of it
+	// (NewLogEntry).
+	ReadRawLog(ctx context.Context, seq uint64, newest bool, limit int) ([]LogEntry, error)
+}
+
+// A Pipeliner applies a stream of batches faster than one Apply after
+// another, for example by planning each batch while the one before it
+// commits. Import uses it for the batches it commits (never for a dry
+// run). Without it, Import calls Apply for each batch.
+type Pipeliner interface {
+	// ApplyStream applies the batches received from in, in order, each as
+	// Apply would (validated whole, committed atomically with one
+	// change-log entry, an invalid one changing nothing), and calls
+	// handle with each one's outcome, in the order received, before it
+	// commits any batch received after the one handle is called with
+	// fails. It returns when in is closed and every batch is handled,
+	// when handle returns false, or when ctx is done; it never commits a
+	// batch after handle returned false. A StreamBatch with a nil Batch
+	// is handled with a nil result and a nil error, in its turn.
+	ApplyStream(ctx context.Context, in <-chan *StreamBatch, handle func(*StreamBatch, *Result, error) bool)
+}
+
+// A StreamBatch is one batch of a stream a Pipeliner applies.
+type StreamBatch struct {
+	// Batch is the batch to apply; nil means none (the stream reports
+	// something in its place, such as an unreadable input line).
+	Batch *Batch
+	// Last marks the stream's last batch: none follows it.
+	Last bool
+
+	ib *importBatch // the import's own record of the batch
+}
+
+// A BulkLoader can commit faster while it is empty, by skipping the flush
+// of each commit (and deferring derived indexes). Without it, a partial
+// import commits each batch durably.
+type BulkLoader interface {
+	// BeginBulk starts a bulk load if the store holds, and held, nothing,
+	// and reports whether it did. end flushes what the load deferred and
+	// restores durable commits; it must be called once the load is done.
+	BeginBulk() (end func() error, ok bool)
+}
+
+// An AtomicLoader can undo a load into a store that holds, and held,
+// nothing, which lets an all-or-nothing import commit as it reads instead
+// of checking its whole input first. Without it, such an import reads its
+// input twice: once to check it, once to write it.
+type AtomicLoader interface {
+	// BeginLoad starts a load if the store holds, and held, nothing, and
+	// reports whether it did; other writers wait (or fail with
+	// ErrConflict) until it ends. done(true) ends the load, keeping what
+	// it committed; done(false) empties the store again, as does the next
+	// open if the process dies first (the change log's sequence numbers
+	// keep growing). fast makes the load a bulk load (see BulkLoader).
+	BeginLoad(fast bool) (done func(ok bool) error, ok bool)
+}
+
+// A CheckReport is the outcome of Checker.Check.
+type CheckReport struct {
+	Nodes    int64    `json:"nodes"`
+	Edges    int64    `json:"edges"`
+	Quads    int64    `json:"quads"`
+	Changes  uint64   `json:"changes"`
+	Problems []string `json:"problems"`
+	// Repaired lists what Repair rebuilt.
+	Repaired []string `json:"repaired,omitempty"`
+}
+
+// OK reports whether the check found no problem.
+func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }
+
+// maxCheckProblems is how many problems a CheckReport lists.
+const maxCheckProblems = 200
+
+// Addf adds a problem to the report, formatted as fmt.Sprintf does; past
+// the first 200 it notes only that there are more.
+func (r *CheckReport) Addf(format string, args ...any) {
+	if len(r.Problems) < maxCheckProblems {
+		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+	} else if len(r.Problems) == maxCheckProblems {
+		r.Problems = append(r.Problems, "… more problems not shown")
+	}
+}
