@@ -17,7 +17,6 @@ package rest
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +30,6 @@ import (
 	"time"
 
 	"github.com/lore-dev/lore/gen"
-	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/mcp"
 	"github.com/lore-dev/lore/schema"
 )
@@ -325,40 +323,6 @@ func resourceNames() string {
 	return strings.Join(names, ", ")
 }
 
-// HTTP-level error codes, beside the catalog's.
-const (
-	codeMethod   = "method_not_allowed"
-	codeTooLarge = "too_large"
-	codeTimeout  = "timeout"
-)
-
-// statusOf maps error codes to HTTP statuses: the one table.
-var statusOf = map[string]int{
-	mcp.CodeInvalid:   http.StatusBadRequest,
-	mcp.CodeConfirm:   http.StatusBadRequest,
-	mcp.CodeCancelled: http.StatusBadRequest, // the client went away or gave up; no one reads it
-	mcp.CodeNotFound:  http.StatusNotFound,
-	mcp.CodeForbidden: http.StatusForbidden,
-	mcp.CodeConflict:  http.StatusConflict,
-	mcp.CodeInternal:  http.StatusInternalServerError,
-	codeMethod:        http.StatusMethodNotAllowed,
-	codeTooLarge:      http.StatusRequestEntityTooLarge,
-	codeTimeout:       http.StatusRequestTimeout,
-}
-
-// categories maps graph's error categories, which reading a resource
-// returns, to codes.
-var categories = []struct {
-	err  error
-	code string
-}{
-	{graph.ErrInvalid, mcp.CodeInvalid},
-	{graph.ErrConflict, mcp.CodeConflict},
-	{graph.ErrNotFound, mcp.CodeNotFound},
-	{context.Canceled, mcp.CodeCancelled},
-	{context.DeadlineExceeded, mcp.CodeCancelled},
-}
-
 // toolError turns any error into a tool error with a code; errors without
 // one are logged and reported as internal.
 func (h *handler) toolError(r *http.Request, err error) *mcp.Error {
@@ -379,15 +343,13 @@ func (h *handler) toolError(r *http.Request, err error) *mcp.Error {
 		}
 		return &mcp.Error{Code: mcp.CodeNotFound, Message: fmt.Sprintf("%v; the tools are %s", err, strings.Join(names, ", "))}
 	case errors.As(err, &tooLarge):
-		return &mcp.Error{Code: codeTooLarge, Message: fmt.Sprintf("the body is over the server's limit of %d bytes; send less per call", tooLarge.Limit)}
+		return &mcp.Error{Code: mcp.CodeTooLarge, Message: fmt.Sprintf("the body is over the server's limit of %d bytes; send less per call", tooLarge.Limit)}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		_, msg := mcp.BodyError(err)
-		return &mcp.Error{Code: codeTimeout, Message: msg}
+		return &mcp.Error{Code: mcp.CodeTimeout, Message: msg}
 	}
-	for _, c := range categories {
-		if errors.Is(err, c.err) {
-			return &mcp.Error{Code: c.code, Message: err.Error()}
-		}
+	if e := mcp.ErrorOf(err); e != nil {
+		return e
 	}
 	h.log.ErrorContext(r.Context(), "REST call failed", "path", r.URL.Path, "error", err)
 	return &mcp.Error{Code: mcp.CodeInternal, Message: "internal error; the server log has the details"}
@@ -405,11 +367,9 @@ type problem struct {
 
 func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 	e := h.toolError(r, err)
-	status, ok := statusOf[e.Code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
-	data, _ := json.Marshal(problem{Type: "about:blank", Title: http.StatusText(status), Status: status,
+	k := mcp.KindOf(e.Code)
+	status := k.Status
+	data, _ := json.Marshal(problem{Type: "about:blank", Title: k.Title, Status: status,
 		Detail: e.Message, Code: e.Code, Violations: e.Violations})
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -422,15 +382,16 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 
 func (h *handler) notAllowed(w http.ResponseWriter, r *http.Request, allow []string, msg string) {
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	h.problem(w, r, &mcp.Error{Code: codeMethod, Message: msg})
+	h.problem(w, r, &mcp.Error{Code: mcp.CodeMethod, Message: msg})
 }
 
 // InternalError answers 500 with a problem detail and nothing more: what
 // a client sees when a handler panicked (mcp.Recover).
 func InternalError(w http.ResponseWriter, _ *http.Request) {
-	status := http.StatusInternalServerError
-	data, _ := json.Marshal(problem{Type: "about:blank", Title: http.StatusText(status), Status: status,
-		Detail: "internal error; the server log has the details", Code: mcp.CodeInternal})
+	k := mcp.KindOf(mcp.CodeInternal)
+	status := k.Status
+	data, _ := json.Marshal(problem{Type: "about:blank", Title: k.Title, Status: status,
+		Detail: "internal error; the server log has the details", Code: k.Code})
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
