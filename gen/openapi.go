@@ -176,6 +176,7 @@ func toolResponses(t *mcp.Tool) obj {
 		"403":     ref("responses", "Forbidden"),
 		"404":     ref("responses", "NotFound"),
 		"429":     ref("responses", "TooManyRequests"),
+		"504":     ref("responses", "DeadlineExceeded"),
 		"default": ref("responses", "Problem"),
 	}
 	if !t.ReadOnly {
@@ -237,9 +238,10 @@ var guardText = obj{"text/plain": obj{"schema": obj{"type": "string"}}}
 var responses = obj{
 	"Problem": problemResponse("Any other error (500 internal: the server log has the details)."),
 	"BadRequest": problemResponse("The arguments break the input schema or a model rule (`invalid_argument`, every violation listed), " +
-		"a destructive call lacks `\"confirm\": true` (`confirmation_required`), or the call was cancelled (`cancelled`)."),
+		"or a destructive call lacks `\"confirm\": true` (`confirmation_required`)."),
 	"NotFound": problemResponse("A node, edge, resource or tool the call names does not exist (`not_found`)."),
 	"Conflict": problemResponse("A stale expectedRevision or a reused idempotency key (`conflict`)."),
+	"DeadlineExceeded": problemResponse("The call ran past its deadline (`deadline_exceeded`); ask for less."),
 	"Forbidden": obj{"description": "The token lacks the scope the tool needs (`forbidden`, problem details), " +
 		"or the request came from a browser Origin that is not allowed (plain text).",
 		"content": obj{problemJSON: obj{"schema": ref("schemas", "Problem")}, "text/plain": guardText["text/plain"]}},
@@ -248,6 +250,24 @@ var responses = obj{
 	"Unauthorized": obj{"description": "The server has tokens configured and the request has no valid bearer token.", "content": guardText},
 	"TooManyRequests": obj{"description": "The caller is over its request rate.", "content": guardText,
 		"headers": obj{"Retry-After": obj{"description": "Seconds to wait.", "schema": obj{"type": "integer"}}}},
+}
+
+// errorCodes lists the codes of the one error table, mcp.ErrorKinds.
+func errorCodes() []any {
+	var codes []any
+	for _, k := range mcp.ErrorKinds {
+		codes = append(codes, k.Code)
+	}
+	return codes
+}
+
+// errorTable renders mcp.ErrorKinds as "code (HTTP status, GRAPHQL_CODE)".
+func errorTable() string {
+	var rows []string
+	for _, k := range mcp.ErrorKinds {
+		rows = append(rows, fmt.Sprintf("%s (%d, %s)", k.Code, k.Status, k.GraphQL))
+	}
+	return strings.Join(rows, ", ") + "."
 }
 
 var problemSchema = obj{
@@ -259,8 +279,8 @@ var problemSchema = obj{
 		"title":  obj{"type": "string", "description": "The HTTP status phrase."},
 		"status": obj{"type": "integer", "minimum": 400, "maximum": 599},
 		"detail": obj{"type": "string", "description": "What went wrong and how to fix it."},
-		"code": obj{"type": "string", "description": "Lore's error code: invalid_argument, not_found, conflict, forbidden, " +
-			"confirmation_required, cancelled or internal as in MCP; method_not_allowed and too_large for HTTP-level refusals."},
+		"code": obj{"type": "string", "enum": errorCodes(), "description": "Lore's error code, as MCP's tool errors and GraphQL's " +
+			"extensions.code (upper case) report it: " + errorTable()},
 		"violations": obj{"type": "array", "items": ref("schemas", "Violation")},
 	},
 }
