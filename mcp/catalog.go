@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -186,21 +187,35 @@ type Tool struct {
 	// Icon is an SVG data URI.
 	Icon string
 
-	// strictOutput, if set, is what ValidateOutput checks instead of
-	// Output: Output with references into the model, which only Lore can
-	// resolve.
+	// strictOutput is what ValidateOutput checks: Output with every
+	// object closed and, for nodes, references into the model, which only
+	// Lore can resolve.
 	strictOutput json.RawMessage
+	// schemaIn, if set, is the type the input schema is derived from, for
+	// a tool that decodes its arguments itself.
+	schemaIn reflect.Type
 
 	run      func(ctx context.Context, c *Catalog, args json.RawMessage) (output, error)
 	in       *jsonschema.Schema
 	defaults map[string]json.RawMessage
 }
 
-// define declares a tool whose handler takes the decoded input In.
-func define[In any](t Tool, run func(ctx context.Context, c *Catalog, in *In) (output, error)) *Tool {
+// define declares a tool whose handler takes the decoded input In and
+// returns Out: its input schema is derived from In (or from schemaIn, if
+// the tool decodes its arguments itself) and its output schemas from Out
+// (schemagen.go). The arguments are decoded strictly: a field In does not
+// declare is refused, by name.
+func define[In any, Out output](t Tool, run func(ctx context.Context, c *Catalog, in *In) (Out, error)) *Tool {
+	inType := reflect.TypeFor[In]()
+	if t.schemaIn != nil {
+		inType = t.schemaIn
+	}
+	t.Input = schemaOf(inType, inputSchema)
+	t.Output = schemaOf(reflect.TypeFor[Out](), outputSchema)
+	t.strictOutput = schemaOf(reflect.TypeFor[Out](), strictSchema)
 	t.run = func(ctx context.Context, c *Catalog, args json.RawMessage) (output, error) {
 		in := new(In)
-		if err := schema.Decode(args, in); err != nil {
+		if err := schema.DecodeStrict(args, in); err != nil {
 			// The arguments passed the input schema; what remains (a number
 			// too large for its field, say) is told in the arguments' terms.
 			var de *schema.DecodeError
@@ -210,7 +225,11 @@ func define[In any](t Tool, run func(ctx context.Context, c *Catalog, in *In) (o
 			}
 			return nil, &Error{Code: CodeInvalid, Message: "the arguments of " + t.Name + ": " + err.Error()}
 		}
-		return run(ctx, c, in)
+		out, err := run(ctx, c, in)
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	return &t
 }
