@@ -239,8 +239,8 @@ var responses = obj{
 	"Problem": problemResponse("Any other error (500 internal: the server log has the details)."),
 	"BadRequest": problemResponse("The arguments break the input schema or a model rule (`invalid_argument`, every violation listed), " +
 		"or a destructive call lacks `\"confirm\": true` (`confirmation_required`)."),
-	"NotFound": problemResponse("A node, edge, resource or tool the call names does not exist (`not_found`)."),
-	"Conflict": problemResponse("A stale expectedRevision or a reused idempotency key (`conflict`)."),
+	"NotFound":         problemResponse("A node, edge, resource or tool the call names does not exist (`not_found`)."),
+	"Conflict":         problemResponse("A stale expectedRevision or a reused idempotency key (`conflict`)."),
 	"DeadlineExceeded": problemResponse("The call ran past its deadline (`deadline_exceeded`); ask for less."),
 	"Forbidden": obj{"description": "The token lacks the scope the tool needs (`forbidden`, problem details), " +
 		"or the request came from a browser Origin that is not allowed (plain text).",
