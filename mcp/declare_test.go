@@ -111,3 +111,44 @@ func TestWriteLimits(t *testing.T) {
 		t.Errorf("a key one byte too long: %v", e)
 	}
 }
+
+// TestStrictOutputsClosed: the copy of each output schema that every
+// result of the suite is checked against (fixture.call, ValidateOutput)
+// closes every object it describes, so a field the schema lacks fails
+// the suite; the published copy has the same properties.
+func TestStrictOutputsClosed(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tool := range f.cat.Tools() {
+		var strict, published any
+		if err := json.Unmarshal(tool.StrictOutput(), &strict); err != nil {
+			t.Fatal(err)
+		}
+		json.Unmarshal(tool.Output, &published)
+		var walk func(s map[string]any, at string)
+		walk = func(s map[string]any, at string) {
+			props, _ := s["properties"].(map[string]any)
+			if props != nil && s["additionalProperties"] != false {
+				t.Errorf("%s: the strict output schema leaves %s open", tool.Name, at)
+			}
+			for k, p := range props {
+				walk(p.(map[string]any), at+"/properties/"+k)
+			}
+			if items, ok := s["items"].(map[string]any); ok {
+				walk(items, at+"/items")
+			}
+			if values, ok := s["additionalProperties"].(map[string]any); ok {
+				walk(values, at+"/additionalProperties")
+			}
+			for _, kw := range []string{"anyOf", "oneOf", "allOf"} {
+				list, _ := s[kw].([]any)
+				for i, b := range list {
+					walk(b.(map[string]any), fmt.Sprintf("%s/%s/%d", at, kw, i))
+				}
+			}
+		}
+		walk(strict.(map[string]any), "")
+		if sp, pp := strict.(map[string]any)["properties"], published.(map[string]any)["properties"]; len(sp.(map[string]any)) != len(pp.(map[string]any)) {
+			t.Errorf("%s: strict and published output schemas list different properties", tool.Name)
+		}
+	}
+}

@@ -363,3 +363,8 @@ func constrain(p *jschema, tag reflect.StructTag, mode schemaMode) error {
 	}
 	return nil
 }
+
+// OutputSchema returns the published output schema of a Go type, as a
+// tool returning it declares it: what MCP lists and the generated
+// surfaces are rendered from.
+func OutputSchema(t reflect.Type) json.RawMessage { return compact(schemaOf(t, outputSchema)) }
