@@ -76,7 +76,7 @@ var scenarios = []scenario{
 	// A write with an idempotency key: MCP commits it, REST and GraphQL
 	// replay it; the three results differ only in "replayed".
 	{name: "write", tool: "upsert_nodes", args: `{"nodes":[{"id":"topic/parity","type":"Topic","properties":{"name":"Parity"}}],"idempotencyKey":"parity-1"}`,
-		gql: `mutation { upsertNodes(nodes: [{id: "topic/parity", type: "Topic", properties: {name: "Parity"}}], idempotencyKey: "parity-1") { ` + writeFields + ` } }`,
+		gql:    `mutation { upsertNodes(nodes: [{id: "topic/parity", type: "Topic", properties: {name: "Parity"}}], idempotencyKey: "parity-1") { ` + writeFields + ` } }`,
 		replay: true},
 }
 
