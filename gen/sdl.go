@@ -126,9 +126,13 @@ const sharedDoc = `{"$defs":{
  "edges":{"type":"array","items":{"$ref":"#/$defs/EdgeCount"},"x-graphql-name":"edgeCounts","description":"The node's edges counted per label and direction; only getNode fills them in."}}},
 "EdgeCount":{"type":"object","description":"How many edges with one label a node has in one direction.","required":["label","direction","count"],"properties":{
  "label":{"type":"string"},"direction":{"enum":["out","in","both"]},"count":{"type":"integer"}}},
-"Edge":{"type":"object","description":"A labelled, directed edge, by its key.","required":["from","label","to"],"properties":{
+"Edge":{"type":"object","description":"A labelled, directed edge, by its key; getEdge fills in the rest.","required":["from","label","to"],"properties":{
+ "id":{"type":"string","description":"The edge's ID: label(from,to) or label(from,to,key)."},
  "from":{"type":"string","x-graphql-type":"ID"},"label":{"type":"string"},"to":{"type":"string","x-graphql-type":"ID"},
- "key":{"type":"string","description":"Tells apart edges with the same ends and label (keyed labels only)."}}},
+ "key":{"type":"string","description":"Tells apart edges with the same ends and label (keyed labels only)."},
+ "properties":{"type":"object","description":"The edge's properties, as the model defines its label."},
+ "createdAt":{"type":"string","format":"date-time"},"updatedAt":{"type":"string","format":"date-time"},
+ "revision":{"type":"integer","description":"Starts at 1 and grows by one with every change to the edge."}}},
 "Neighbor":{"type":"object","description":"A node reached from another, and how many hops away.","required":["node","depth"],"properties":{
  "node":{"$ref":"#/$defs/Node"},"depth":{"type":"integer"}}},
 "SearchHit":{"type":"object","description":"A node that matches a search, with its rank score.","required":["node","score"],"properties":{

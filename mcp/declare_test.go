@@ -15,6 +15,7 @@ import (
 var minimalArgs = map[string]string{
 	"describe_model": `{}`,
 	"get_node":       `{"id":"service/billing"}`,
+	"get_edge":       `{"id":"dependsOn(service/billing,service/ledger)"}`,
 	"search_nodes":   `{"query":"billing"}`,
 	"neighbors":      `{"id":"service/billing"}`,
 	"find_paths":     `{"from":"service/payments","to":"service/ledger"}`,

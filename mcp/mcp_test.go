@@ -162,6 +162,8 @@ var toolCases = []toolCase{
 	{name: "get", tool: "get_node", args: `{"id":"service/billing"}`, want: `"id":"service/billing"`},
 	{name: "get missing", tool: "get_node", args: `{"id":"service/nope"}`, wantErr: "not_found"},
 	{name: "get bad args", tool: "get_node", args: `{"ID":"x"}`, wantErr: "/id: is required"},
+	{name: "get edge", tool: "get_edge", args: `{"id":"memberOf(person/ada-okafor,team/payments)"}`, want: `"role":"lead"`},
+	{name: "get edge missing", tool: "get_edge", args: `{"id":"memberOf(person/ada-okafor,team/nope)"}`, wantErr: "not_found"},
 	{name: "search", tool: "search_nodes", args: `{"query":"billing","type":"Service"}`, want: `"id":"service/billing"`},
 	{name: "search bad limit", tool: "search_nodes", args: `{"query":"x","limit":0}`, wantErr: "/limit"},
 	{name: "search unknown type", tool: "search_nodes", args: `{"query":"x","type":"Spaceship"}`, wantErr: "invalid_argument"},
@@ -282,8 +284,8 @@ func TestReadOnly(t *testing.T) {
 			t.Errorf("%s is listed on a read-only server", tool.Name)
 		}
 	}
-	if len(names) != 7 {
-		t.Errorf("want the 7 read tools, got %v", names)
+	if len(names) != 8 {
+		t.Errorf("want the 8 read tools, got %v", names)
 	}
 	if _, err := cs.CallTool(t.Context(), &mcpsdk.CallToolParams{Name: "upsert_nodes", Arguments: map[string]any{"nodes": []any{}}}); err == nil {
 		t.Error("calling an absent write tool did not fail")

@@ -30,7 +30,7 @@ const (
 // surfaces present them.
 func tools(m *schema.Model) []*Tool {
 	return []*Tool{
-		describeModel(m), getNode(m), searchNodes(), neighbors(), findPaths(), queryGraph(), changesSince(),
+		describeModel(m), getNode(m), getEdge(), searchNodes(), neighbors(), findPaths(), queryGraph(), changesSince(),
 		upsertNodes(), upsertEdges(), deleteNodes(), deleteEdges(),
 	}
 }
@@ -198,6 +198,9 @@ func getNode(m *schema.Model) *Tool {
 	t := define(readTool("get_node", "Get a node",
 		"One node by ID (e.g. service/billing): type, properties, revision, edge counts per label."),
 		func(ctx context.Context, c *Catalog, in *getNodeIn) (*nodeOut, error) {
+			if err := edgeIDError(in.ID); err != nil {
+				return nil, err
+			}
 			n, err := c.store.Node(ctx, in.ID)
 			if err != nil {
 				return nil, err
@@ -212,7 +215,7 @@ func getNode(m *schema.Model) *Tool {
 
 type searchIn struct {
 	Query  string `json:"query" schema:"minLength=1,maxLength=MaxSearchText"`
-	Type   string `json:"type,omitempty" desc:"Only this node type"`
+	Type   string `json:"type,omitempty"`
 	Limit  int    `json:"limit,omitempty" schema:"min=1,max=MaxSearchLimit,default=10"`
 	Cursor string `json:"cursor,omitempty"`
 }
@@ -272,9 +275,16 @@ type neighborsIn struct {
 	Direction string       `json:"direction,omitempty" schema:"enum=out|in|both,default=\"both\""`
 	Depth     int          `json:"depth,omitempty" schema:"min=1,max=MaxDepth,default=1"`
 	Limit     int          `json:"limit,omitempty" schema:"min=1,max=MaxNeighborLimit,default=100"`
+	// EdgeProperties adds each listed edge's properties.
+	EdgeProperties bool `json:"edgeProperties,omitempty"`
 }
 
-type neighborsOut struct{ *graph.NeighborsResult }
+type neighborsOut struct {
+	*graph.NeighborsResult
+	// EdgeProperties holds, with edgeProperties: true, the properties of
+	// each listed edge, by edge ID.
+	EdgeProperties map[string]graph.Props `json:"edgeProperties,omitempty"`
+}
 
 func (o neighborsOut) items() int { return len(o.Nodes) }
 func (o neighborsOut) keep(n int) {
@@ -306,22 +316,39 @@ func neighbors() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return &neighborsOut{r}, nil
+			out := &neighborsOut{NeighborsResult: r}
+			if in.EdgeProperties {
+				ids := make([]string, len(r.Edges))
+				for i, e := range r.Edges {
+					ids[i] = e.String()
+				}
+				if out.EdgeProperties, err = c.edgeProperties(ctx, ids); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
 		})
 }
 
 // ---- find_paths
 
 type pathsIn struct {
-	From      graph.ID     `json:"from" schema:"minLength=1"`
-	To        graph.ID     `json:"to" schema:"minLength=1"`
+	From      graph.ID     `json:"from"`
+	To        graph.ID     `json:"to"`
 	MaxHops   int          `json:"maxHops,omitempty" schema:"min=1,max=MaxPathHops"`
 	Edge      graph.Labels `json:"edge,omitempty"`
 	Direction string       `json:"direction,omitempty" schema:"enum=out|in|both,default=\"both\""`
 	K         int          `json:"k,omitempty" schema:"min=1,max=MaxPaths,default=1"`
+	// EdgeProperties adds the properties of the paths' edges.
+	EdgeProperties bool `json:"edgeProperties,omitempty"`
 }
 
-type pathsOut struct{ *graph.PathsResult }
+type pathsOut struct {
+	*graph.PathsResult
+	// EdgeProperties holds, with edgeProperties: true, the properties of
+	// each edge on the paths, by edge ID.
+	EdgeProperties map[string]graph.Props `json:"edgeProperties,omitempty"`
+}
 
 func (o pathsOut) items() int { return len(o.Paths) }
 func (o pathsOut) keep(n int) {
@@ -363,13 +390,28 @@ func findPaths() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return &pathsOut{r}, nil
+			out := &pathsOut{PathsResult: r}
+			if in.EdgeProperties {
+				var ids []string
+				for _, p := range r.Paths {
+					ids = append(ids, p.Edges...)
+				}
+				if out.EdgeProperties, err = c.edgeProperties(ctx, ids); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
 		})
 }
 
 // ---- query_graph
 
-type queryOut struct{ *graph.QueryResult }
+type queryOut struct {
+	*graph.QueryResult
+	// EdgeProperties holds, with return.edgeProperties, the properties
+	// of each edge on the paths, by edge ID.
+	EdgeProperties map[string]graph.Props `json:"edgeProperties,omitempty"`
+}
 
 func (o queryOut) text() string {
 	var b strings.Builder
@@ -425,7 +467,17 @@ func queryGraph() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return &queryOut{r}, nil
+			out := &queryOut{QueryResult: r}
+			if q.Return.EdgeProperties {
+				var ids []string
+				for _, p := range r.Paths {
+					ids = append(ids, p.Edges...)
+				}
+				if out.EdgeProperties, err = c.edgeProperties(ctx, ids); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
 		})
 }
 
@@ -474,7 +526,7 @@ const maxCursor = 1<<53 - 1
 
 func changesSince() *Tool {
 	return define(readTool("changes_since", "Changes since a cursor",
-		"What each write changed, after a cursor (0: from the start). Pass the returned cursor next time. A truncated entry goes on with cursor seq-1, offset part.next."),
+		"What each write changed after a cursor (0: the start); pass the returned cursor next. A truncated entry goes on at cursor seq-1, offset part.next."),
 		func(ctx context.Context, c *Catalog, in *changesIn) (*changesOut, error) {
 			return c.changes(ctx, in)
 		})

@@ -39,6 +39,12 @@ const (
 var scenarios = []scenario{
 	{name: "get", tool: "get_node", args: `{"id":"service/billing"}`,
 		gql: `{ getNode(id: "service/billing") { node { ` + nodeFields + ` } } }`},
+	{name: "get edge", tool: "get_edge", args: `{"id":"memberOf(person/ada-okafor,team/payments)"}`,
+		gql: `{ getEdge(id: "memberOf(person/ada-okafor,team/payments)") { edge { id from label to key properties createdAt updatedAt revision } } }`},
+	{name: "neighbors with edge properties", tool: "neighbors", args: `{"id":"person/ada-okafor","edgeProperties":true}`,
+		gql: `{ neighbors(id: "person/ada-okafor", edgeProperties: true) { nodes { node { ` + nodeFields + ` } depth } edges { from label to key } edgeProperties ` + readFields + ` } }`},
+	{name: "paths with edge properties", tool: "find_paths", args: `{"from":"person/ada-okafor","to":"team/payments","edge":"memberOf","edgeProperties":true}`,
+		gql: `{ findPaths(from: "person/ada-okafor", to: "team/payments", edge: "memberOf", edgeProperties: true) { paths { nodes edges } length edgeProperties ` + readFields + ` } }`},
 	{name: "search", tool: "search_nodes", args: `{"query":"billing","type":"Service","limit":3}`,
 		gql: `{ searchNodes(query: "billing", type: "Service", limit: 3) { hits { node { ` + nodeFields + ` } score } more cursor ` + readFields + ` } }`},
 	{name: "search paged", tool: "search_nodes", args: `{"query":"a","limit":1}`,
@@ -97,7 +103,7 @@ func TestParity(t *testing.T) {
 	seen := map[string]bool{}
 	t.Cleanup(func() {
 		// The table reaches the fields the issue found missing.
-		for _, k := range []string{"count", "paths", "reason", "capped", "stats", "limits", "edgeLabels", "nodeTypes", "more", "cursor", "replayed", "nodeCount", "edges", "score"} {
+		for _, k := range []string{"count", "paths", "reason", "capped", "stats", "limits", "edgeLabels", "nodeTypes", "more", "cursor", "replayed", "nodeCount", "edges", "score", "edgeProperties", "properties"} {
 			if !seen[k] {
 				t.Errorf("no scenario returns %q", k)
 			}

@@ -120,10 +120,15 @@ type ComplexityRoot struct {
 	}
 
 	Edge struct {
-		From  func(childComplexity int) int
-		Key   func(childComplexity int) int
-		Label func(childComplexity int) int
-		To    func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		From       func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Key        func(childComplexity int) int
+		Label      func(childComplexity int) int
+		Properties func(childComplexity int) int
+		Revision   func(childComplexity int) int
+		To         func(childComplexity int) int
+		UpdatedAt  func(childComplexity int) int
 	}
 
 	EdgeChange struct {
@@ -142,13 +147,18 @@ type ComplexityRoot struct {
 	}
 
 	FindPathsResult struct {
-		Capped    func(childComplexity int) int
-		Length    func(childComplexity int) int
-		Limits    func(childComplexity int) int
-		Paths     func(childComplexity int) int
-		Reason    func(childComplexity int) int
-		Stats     func(childComplexity int) int
-		Truncated func(childComplexity int) int
+		Capped         func(childComplexity int) int
+		EdgeProperties func(childComplexity int) int
+		Length         func(childComplexity int) int
+		Limits         func(childComplexity int) int
+		Paths          func(childComplexity int) int
+		Reason         func(childComplexity int) int
+		Stats          func(childComplexity int) int
+		Truncated      func(childComplexity int) int
+	}
+
+	GetEdgeResult struct {
+		Edge func(childComplexity int) int
 	}
 
 	GetNodeResult struct {
@@ -176,21 +186,22 @@ type ComplexityRoot struct {
 	}
 
 	NeighborsResult struct {
-		Capped    func(childComplexity int) int
-		Edges     func(childComplexity int) int
-		Limits    func(childComplexity int) int
-		Nodes     func(childComplexity int) int
-		Reason    func(childComplexity int) int
-		Stats     func(childComplexity int) int
-		Truncated func(childComplexity int) int
+		Capped         func(childComplexity int) int
+		EdgeProperties func(childComplexity int) int
+		Edges          func(childComplexity int) int
+		Limits         func(childComplexity int) int
+		Nodes          func(childComplexity int) int
+		Reason         func(childComplexity int) int
+		Stats          func(childComplexity int) int
+		Truncated      func(childComplexity int) int
 	}
 
 	Node struct {
 		CreatedAt  func(childComplexity int) int
 		EdgeCounts func(childComplexity int) int
-		Edges      func(childComplexity int, edge []string, direction *model.Direction, limit *int) int
+		Edges      func(childComplexity int, edge []string, direction *model.Direction, limit *int, edgeProperties *bool) int
 		ID         func(childComplexity int) int
-		Neighbors  func(childComplexity int, edge []string, direction *model.Direction, depth *int, limit *int) int
+		Neighbors  func(childComplexity int, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) int
 		Properties func(childComplexity int) int
 		Revision   func(childComplexity int) int
 		Type       func(childComplexity int) int
@@ -212,27 +223,29 @@ type ComplexityRoot struct {
 	Query struct {
 		ChangesSince  func(childComplexity int, cursor *int, limit *int, offset *int) int
 		DescribeModel func(childComplexity int, typeArg *string) int
-		FindPaths     func(childComplexity int, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int) int
+		FindPaths     func(childComplexity int, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool) int
+		GetEdge       func(childComplexity int, id string) int
 		GetNode       func(childComplexity int, id string) int
-		Neighbors     func(childComplexity int, id string, edge []string, direction *model.Direction, depth *int, limit *int) int
+		Neighbors     func(childComplexity int, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) int
 		QueryGraph    func(childComplexity int, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, limit *int, cursor *string, limits any) int
 		Resource      func(childComplexity int, uri string) int
 		SearchNodes   func(childComplexity int, query string, typeArg *string, limit *int, cursor *string) int
 	}
 
 	QueryGraphResult struct {
-		Capped    func(childComplexity int) int
-		Count     func(childComplexity int) int
-		Cursor    func(childComplexity int) int
-		Limits    func(childComplexity int) int
-		More      func(childComplexity int) int
-		Nodes     func(childComplexity int) int
-		Note      func(childComplexity int) int
-		Partial   func(childComplexity int) int
-		Paths     func(childComplexity int) int
-		Reason    func(childComplexity int) int
-		Stats     func(childComplexity int) int
-		Truncated func(childComplexity int) int
+		Capped         func(childComplexity int) int
+		Count          func(childComplexity int) int
+		Cursor         func(childComplexity int) int
+		EdgeProperties func(childComplexity int) int
+		Limits         func(childComplexity int) int
+		More           func(childComplexity int) int
+		Nodes          func(childComplexity int) int
+		Note           func(childComplexity int) int
+		Partial        func(childComplexity int) int
+		Paths          func(childComplexity int) int
+		Reason         func(childComplexity int) int
+		Stats          func(childComplexity int) int
+		Truncated      func(childComplexity int) int
 	}
 
 	ReadStats struct {
@@ -324,15 +337,16 @@ type MutationResolver interface {
 }
 type NodeResolver interface {
 	EdgeCounts(ctx context.Context, obj *model.Node) ([]*model.EdgeCount, error)
-	Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int) ([]*model.Neighbor, error)
-	Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int) ([]*model.Edge, error)
+	Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) ([]*model.Neighbor, error)
+	Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int, edgeProperties *bool) ([]*model.Edge, error)
 }
 type QueryResolver interface {
 	DescribeModel(ctx context.Context, typeArg *string) (*model.DescribeModelResult, error)
 	GetNode(ctx context.Context, id string) (*model.GetNodeResult, error)
+	GetEdge(ctx context.Context, id string) (*model.GetEdgeResult, error)
 	SearchNodes(ctx context.Context, query string, typeArg *string, limit *int, cursor *string) (*model.SearchNodesResult, error)
-	Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int) (*model.NeighborsResult, error)
-	FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int) (*model.FindPathsResult, error)
+	Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) (*model.NeighborsResult, error)
+	FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool) (*model.FindPathsResult, error)
 	QueryGraph(ctx context.Context, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, limit *int, cursor *string, limits any) (*model.QueryGraphResult, error)
 	ChangesSince(ctx context.Context, cursor *int, limit *int, offset *int) (*model.ChangesSinceResult, error)
 	Resource(ctx context.Context, uri string) (*model.Resource, error)
@@ -707,12 +721,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DescribeModelResult.Title(childComplexity), true
 
+	case "Edge.createdAt":
+		if e.ComplexityRoot.Edge.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Edge.CreatedAt(childComplexity), true
 	case "Edge.from":
 		if e.ComplexityRoot.Edge.From == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Edge.From(childComplexity), true
+	case "Edge.id":
+		if e.ComplexityRoot.Edge.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Edge.ID(childComplexity), true
 	case "Edge.key":
 		if e.ComplexityRoot.Edge.Key == nil {
 			break
@@ -725,12 +751,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Edge.Label(childComplexity), true
+	case "Edge.properties":
+		if e.ComplexityRoot.Edge.Properties == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Edge.Properties(childComplexity), true
+	case "Edge.revision":
+		if e.ComplexityRoot.Edge.Revision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Edge.Revision(childComplexity), true
 	case "Edge.to":
 		if e.ComplexityRoot.Edge.To == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Edge.To(childComplexity), true
+	case "Edge.updatedAt":
+		if e.ComplexityRoot.Edge.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Edge.UpdatedAt(childComplexity), true
 
 	case "EdgeChange.action":
 		if e.ComplexityRoot.EdgeChange.Action == nil {
@@ -794,6 +838,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FindPathsResult.Capped(childComplexity), true
+	case "FindPathsResult.edgeProperties":
+		if e.ComplexityRoot.FindPathsResult.EdgeProperties == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FindPathsResult.EdgeProperties(childComplexity), true
 	case "FindPathsResult.length":
 		if e.ComplexityRoot.FindPathsResult.Length == nil {
 			break
@@ -830,6 +880,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FindPathsResult.Truncated(childComplexity), true
+
+	case "GetEdgeResult.edge":
+		if e.ComplexityRoot.GetEdgeResult.Edge == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GetEdgeResult.Edge(childComplexity), true
 
 	case "GetNodeResult.node":
 		if e.ComplexityRoot.GetNodeResult.Node == nil {
@@ -933,6 +990,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NeighborsResult.Capped(childComplexity), true
+	case "NeighborsResult.edgeProperties":
+		if e.ComplexityRoot.NeighborsResult.EdgeProperties == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NeighborsResult.EdgeProperties(childComplexity), true
 	case "NeighborsResult.edges":
 		if e.ComplexityRoot.NeighborsResult.Edges == nil {
 			break
@@ -992,7 +1055,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Node.Edges(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["limit"].(*int)), true
+		return e.ComplexityRoot.Node.Edges(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["limit"].(*int), args["edgeProperties"].(*bool)), true
 	case "Node.id":
 		if e.ComplexityRoot.Node.ID == nil {
 			break
@@ -1009,7 +1072,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Node.Neighbors(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int)), true
+		return e.ComplexityRoot.Node.Neighbors(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int), args["edgeProperties"].(*bool)), true
 	case "Node.properties":
 		if e.ComplexityRoot.Node.Properties == nil {
 			break
@@ -1105,7 +1168,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.FindPaths(childComplexity, args["from"].(string), args["to"].(string), args["maxHops"].(*int), args["edge"].([]string), args["direction"].(*model.Direction), args["k"].(*int)), true
+		return e.ComplexityRoot.Query.FindPaths(childComplexity, args["from"].(string), args["to"].(string), args["maxHops"].(*int), args["edge"].([]string), args["direction"].(*model.Direction), args["k"].(*int), args["edgeProperties"].(*bool)), true
+	case "Query.getEdge":
+		if e.ComplexityRoot.Query.GetEdge == nil {
+			break
+		}
+
+		args, err := ec.field_Query_getEdge_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.GetEdge(childComplexity, args["id"].(string)), true
 	case "Query.getNode":
 		if e.ComplexityRoot.Query.GetNode == nil {
 			break
@@ -1128,7 +1202,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Neighbors(childComplexity, args["id"].(string), args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int)), true
+		return e.ComplexityRoot.Query.Neighbors(childComplexity, args["id"].(string), args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int), args["edgeProperties"].(*bool)), true
 	case "Query.queryGraph":
 		if e.ComplexityRoot.Query.QueryGraph == nil {
 			break
@@ -1181,6 +1255,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.QueryGraphResult.Cursor(childComplexity), true
+	case "QueryGraphResult.edgeProperties":
+		if e.ComplexityRoot.QueryGraphResult.EdgeProperties == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.EdgeProperties(childComplexity), true
 	case "QueryGraphResult.limits":
 		if e.ComplexityRoot.QueryGraphResult.Limits == nil {
 			break
@@ -1848,6 +1928,8 @@ func (ec *executionContext) childFields_DescribeModelResult(ctx context.Context,
 
 func (ec *executionContext) childFields_Edge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Edge_id(ctx, field)
 	case "from":
 		return ec.fieldContext_Edge_from(ctx, field)
 	case "label":
@@ -1856,6 +1938,14 @@ func (ec *executionContext) childFields_Edge(ctx context.Context, field graphql.
 		return ec.fieldContext_Edge_to(ctx, field)
 	case "key":
 		return ec.fieldContext_Edge_key(ctx, field)
+	case "properties":
+		return ec.fieldContext_Edge_properties(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Edge_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Edge_updatedAt(ctx, field)
+	case "revision":
+		return ec.fieldContext_Edge_revision(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Edge", field.Name)
 }
@@ -1906,8 +1996,18 @@ func (ec *executionContext) childFields_FindPathsResult(ctx context.Context, fie
 		return ec.fieldContext_FindPathsResult_capped(ctx, field)
 	case "stats":
 		return ec.fieldContext_FindPathsResult_stats(ctx, field)
+	case "edgeProperties":
+		return ec.fieldContext_FindPathsResult_edgeProperties(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FindPathsResult", field.Name)
+}
+
+func (ec *executionContext) childFields_GetEdgeResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edge":
+		return ec.fieldContext_GetEdgeResult_edge(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GetEdgeResult", field.Name)
 }
 
 func (ec *executionContext) childFields_GetNodeResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1960,6 +2060,8 @@ func (ec *executionContext) childFields_NeighborsResult(ctx context.Context, fie
 		return ec.fieldContext_NeighborsResult_capped(ctx, field)
 	case "stats":
 		return ec.fieldContext_NeighborsResult_stats(ctx, field)
+	case "edgeProperties":
+		return ec.fieldContext_NeighborsResult_edgeProperties(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NeighborsResult", field.Name)
 }
@@ -2038,6 +2140,8 @@ func (ec *executionContext) childFields_QueryGraphResult(ctx context.Context, fi
 		return ec.fieldContext_QueryGraphResult_capped(ctx, field)
 	case "stats":
 		return ec.fieldContext_QueryGraphResult_stats(ctx, field)
+	case "edgeProperties":
+		return ec.fieldContext_QueryGraphResult_edgeProperties(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type QueryGraphResult", field.Name)
 }
@@ -2427,6 +2531,14 @@ func (ec *executionContext) field_Node_edges_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["limit"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "edgeProperties",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["edgeProperties"] = arg3
 	return args, nil
 }
 
@@ -2465,6 +2577,14 @@ func (ec *executionContext) field_Node_neighbors_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["limit"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "edgeProperties",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["edgeProperties"] = arg4
 	return args, nil
 }
 
@@ -2577,6 +2697,28 @@ func (ec *executionContext) field_Query_findPaths_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["k"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "edgeProperties",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["edgeProperties"] = arg6
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_getEdge_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -2637,6 +2779,14 @@ func (ec *executionContext) field_Query_neighbors_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["limit"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "edgeProperties",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["edgeProperties"] = arg5
 	return args, nil
 }
 
@@ -4271,6 +4421,29 @@ func (ec *executionContext) fieldContext_DescribeModelResult_edges(_ context.Con
 	return graphql.NewScalarFieldContext("DescribeModelResult", field, false, false, "Int")
 }
 
+func (ec *executionContext) _Edge_id(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Edge_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Edge_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Edge", field, false, false, "String")
+}
+
 func (ec *executionContext) _Edge_from(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4361,6 +4534,98 @@ func (ec *executionContext) _Edge_key(ctx context.Context, field graphql.Collect
 }
 func (ec *executionContext) fieldContext_Edge_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Edge", field, false, false, "String")
+}
+
+func (ec *executionContext) _Edge_properties(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Edge_properties(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Properties, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Edge_properties(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Edge", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _Edge_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Edge_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Edge_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Edge", field, false, false, "String")
+}
+
+func (ec *executionContext) _Edge_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Edge_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Edge_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Edge", field, false, false, "String")
+}
+
+func (ec *executionContext) _Edge_revision(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Edge_revision(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Revision, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Edge_revision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Edge", field, false, false, "Int")
 }
 
 func (ec *executionContext) _EdgeChange_from(ctx context.Context, field graphql.CollectedField, obj *model.EdgeChange) (ret graphql.Marshaler) {
@@ -4753,6 +5018,61 @@ func (ec *executionContext) fieldContext_FindPathsResult_stats(_ context.Context
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ReadStats(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FindPathsResult_edgeProperties(ctx context.Context, field graphql.CollectedField, obj *model.FindPathsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FindPathsResult_edgeProperties(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeProperties, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FindPathsResult_edgeProperties(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _GetEdgeResult_edge(ctx context.Context, field graphql.CollectedField, obj *model.GetEdgeResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GetEdgeResult_edge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edge, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Edge) graphql.Marshaler {
+			return ec.marshalNEdge2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐEdge(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GetEdgeResult_edge(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GetEdgeResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Edge(ctx, field)
 		},
 	}
 	return fc, nil
@@ -5333,6 +5653,29 @@ func (ec *executionContext) fieldContext_NeighborsResult_stats(_ context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _NeighborsResult_edgeProperties(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NeighborsResult_edgeProperties(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeProperties, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NeighborsResult_edgeProperties(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NeighborsResult", field, false, false, "JSON")
+}
+
 func (ec *executionContext) _Node_id(ctx context.Context, field graphql.CollectedField, obj *model.Node) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5513,7 +5856,7 @@ func (ec *executionContext) _Node_neighbors(ctx context.Context, field graphql.C
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Node().Neighbors(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int))
+			return ec.Resolvers.Node().Neighbors(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.Neighbor) graphql.Marshaler {
@@ -5557,7 +5900,7 @@ func (ec *executionContext) _Node_edges(ctx context.Context, field graphql.Colle
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Node().Edges(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["limit"].(*int))
+			return ec.Resolvers.Node().Edges(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.Edge) graphql.Marshaler {
@@ -5817,6 +6160,50 @@ func (ec *executionContext) fieldContext_Query_getNode(ctx context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_getEdge(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_getEdge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().GetEdge(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GetEdgeResult) graphql.Marshaler {
+			return ec.marshalOGetEdgeResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐGetEdgeResult(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_getEdge(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GetEdgeResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_getEdge_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_searchNodes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5871,7 +6258,7 @@ func (ec *executionContext) _Query_neighbors(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Neighbors(ctx, fc.Args["id"].(string), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int))
+			return ec.Resolvers.Query().Neighbors(ctx, fc.Args["id"].(string), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.NeighborsResult) graphql.Marshaler {
@@ -5915,7 +6302,7 @@ func (ec *executionContext) _Query_findPaths(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().FindPaths(ctx, fc.Args["from"].(string), fc.Args["to"].(string), fc.Args["maxHops"].(*int), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["k"].(*int))
+			return ec.Resolvers.Query().FindPaths(ctx, fc.Args["from"].(string), fc.Args["to"].(string), fc.Args["maxHops"].(*int), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["k"].(*int), fc.Args["edgeProperties"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FindPathsResult) graphql.Marshaler {
@@ -6470,6 +6857,29 @@ func (ec *executionContext) fieldContext_QueryGraphResult_stats(_ context.Contex
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _QueryGraphResult_edgeProperties(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_edgeProperties(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeProperties, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_edgeProperties(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _ReadStats_visited(ctx context.Context, field graphql.CollectedField, obj *model.ReadStats) (ret graphql.Marshaler) {
@@ -9097,7 +9507,7 @@ func (ec *executionContext) unmarshalInputQueryGraphReturnInput(ctx context.Cont
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"fields", "paths", "count"}
+	fieldsInOrder := [...]string{"fields", "paths", "count", "edgeProperties"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9125,6 +9535,13 @@ func (ec *executionContext) unmarshalInputQueryGraphReturnInput(ctx context.Cont
 				return it, err
 			}
 			it.Count = data
+		case "edgeProperties":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("edgeProperties"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EdgeProperties = data
 		}
 	}
 	return it, nil
@@ -9877,6 +10294,11 @@ func (ec *executionContext) _Edge(ctx context.Context, sel ast.SelectionSet, obj
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Edge")
+		case "id":
+			out.Values[i] = ec._Edge_id(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "from":
 			out.Values[i] = ec._Edge_from(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9894,6 +10316,26 @@ func (ec *executionContext) _Edge(ctx context.Context, sel ast.SelectionSet, obj
 			}
 		case "key":
 			out.Values[i] = ec._Edge_key(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "properties":
+			out.Values[i] = ec._Edge_properties(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Edge_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Edge_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revision":
+			out.Values[i] = ec._Edge_revision(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -10058,6 +10500,44 @@ func (ec *executionContext) _FindPathsResult(ctx context.Context, sel ast.Select
 			}
 		case "stats":
 			out.Values[i] = ec._FindPathsResult_stats(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "edgeProperties":
+			out.Values[i] = ec._FindPathsResult_edgeProperties(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var getEdgeResultImplementors = []string{"GetEdgeResult"}
+
+func (ec *executionContext) _GetEdgeResult(ctx context.Context, sel ast.SelectionSet, obj *model.GetEdgeResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, getEdgeResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GetEdgeResult")
+		case "edge":
+			out.Values[i] = ec._GetEdgeResult_edge(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -10312,6 +10792,11 @@ func (ec *executionContext) _NeighborsResult(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "edgeProperties":
+			out.Values[i] = ec._NeighborsResult_edgeProperties(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10522,6 +11007,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_getNode(ctx, field)
 				})
+		case "getEdge":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_getEdge(ctx, field)
+				})
 		case "searchNodes":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, false,
@@ -10658,6 +11149,11 @@ func (ec *executionContext) _QueryGraphResult(ctx context.Context, sel ast.Selec
 		case "stats":
 			out.Values[i] = ec._QueryGraphResult_stats(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "edgeProperties":
+			out.Values[i] = ec._QueryGraphResult_edgeProperties(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -12358,6 +12854,13 @@ func (ec *executionContext) marshalOFindPathsResult2ᚖgithubᚗcomᚋloreᚑdev
 		return graphql.Null
 	}
 	return ec._FindPathsResult(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOGetEdgeResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐGetEdgeResult(ctx context.Context, sel ast.SelectionSet, v *model.GetEdgeResult) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._GetEdgeResult(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOGetNodeResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐGetNodeResult(ctx context.Context, sel ast.SelectionSet, v *model.GetNodeResult) graphql.Marshaler {

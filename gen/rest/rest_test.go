@@ -239,6 +239,8 @@ func TestTools(t *testing.T) {
 		{"describe unknown", "describe_model", `{"type":"Spaceship"}`, 404, mcp.CodeNotFound, "neither a node type nor an edge label"},
 		{"get", "get_node", `{"id":"service/billing"}`, 200, "", `"id":"service/billing"`},
 		{"get missing", "get_node", `{"id":"service/nope"}`, 404, mcp.CodeNotFound, "service/nope"},
+		{"get edge", "get_edge", `{"id":"memberOf(person/ada-okafor,team/payments)"}`, 200, "", `"role":"lead"`},
+		{"get edge malformed", "get_edge", `{"id":"memberOf(person/ada-okafor"}`, 400, mcp.CodeInvalid, "label(from,to)"},
 		{"get no body", "get_node", ``, 400, mcp.CodeInvalid, `"pointer":"/id"`},
 		{"search", "search_nodes", `{"query":"billing","type":"Service"}`, 200, "", `"id":"service/billing"`},
 		{"search bad limit", "search_nodes", `{"query":"x","limit":0}`, 400, mcp.CodeInvalid, `"pointer":"/limit"`},

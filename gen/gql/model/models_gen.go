@@ -110,13 +110,21 @@ type DescribeModelResult struct {
 	Edges      int                       `json:"edges"`
 }
 
-// A labelled, directed edge, by its key.
+// A labelled, directed edge, by its key; getEdge fills in the rest.
 type Edge struct {
-	From  string `json:"from"`
-	Label string `json:"label"`
-	To    string `json:"to"`
+	// The edge's ID: label(from,to) or label(from,to,key).
+	ID    *string `json:"id,omitempty"`
+	From  string  `json:"from"`
+	Label string  `json:"label"`
+	To    string  `json:"to"`
 	// Tells apart edges with the same ends and label (keyed labels only).
 	Key *string `json:"key,omitempty"`
+	// The edge's properties, as the model defines its label.
+	Properties any     `json:"properties,omitempty"`
+	CreatedAt  *string `json:"createdAt,omitempty"`
+	UpdatedAt  *string `json:"updatedAt,omitempty"`
+	// Starts at 1 and grows by one with every change to the edge.
+	Revision *int `json:"revision,omitempty"`
 }
 
 // What a write did to one edge.
@@ -140,12 +148,17 @@ type EdgeCount struct {
 type FindPathsResult struct {
 	Paths []*Path `json:"paths"`
 	// Edges in paths[0]; -1: none
-	Length    int        `json:"length"`
-	Truncated bool       `json:"truncated"`
-	Reason    *string    `json:"reason,omitempty"`
-	Limits    *Limits    `json:"limits"`
-	Capped    []string   `json:"capped,omitempty"`
-	Stats     *ReadStats `json:"stats"`
+	Length         int        `json:"length"`
+	Truncated      bool       `json:"truncated"`
+	Reason         *string    `json:"reason,omitempty"`
+	Limits         *Limits    `json:"limits"`
+	Capped         []string   `json:"capped,omitempty"`
+	Stats          *ReadStats `json:"stats"`
+	EdgeProperties any        `json:"edgeProperties,omitempty"`
+}
+
+type GetEdgeResult struct {
+	Edge *Edge `json:"edge"`
 }
 
 type GetNodeResult struct {
@@ -171,13 +184,14 @@ type Neighbor struct {
 }
 
 type NeighborsResult struct {
-	Nodes     []*Neighbor `json:"nodes"`
-	Edges     []*Edge     `json:"edges"`
-	Truncated bool        `json:"truncated"`
-	Reason    *string     `json:"reason,omitempty"`
-	Limits    *Limits     `json:"limits"`
-	Capped    []string    `json:"capped,omitempty"`
-	Stats     *ReadStats  `json:"stats"`
+	Nodes          []*Neighbor `json:"nodes"`
+	Edges          []*Edge     `json:"edges"`
+	Truncated      bool        `json:"truncated"`
+	Reason         *string     `json:"reason,omitempty"`
+	Limits         *Limits     `json:"limits"`
+	Capped         []string    `json:"capped,omitempty"`
+	Stats          *ReadStats  `json:"stats"`
+	EdgeProperties any         `json:"edgeProperties,omitempty"`
 }
 
 // What a write did to one node.
@@ -212,24 +226,26 @@ type QueryGraphOrderByInput struct {
 }
 
 type QueryGraphResult struct {
-	Nodes     []any      `json:"nodes"`
-	Paths     []*Path    `json:"paths,omitempty"`
-	Count     *int       `json:"count,omitempty"`
-	More      bool       `json:"more"`
-	Truncated bool       `json:"truncated"`
-	Reason    *string    `json:"reason,omitempty"`
-	Note      *string    `json:"note,omitempty"`
-	Partial   []string   `json:"partial,omitempty"`
-	Cursor    *string    `json:"cursor,omitempty"`
-	Limits    *Limits    `json:"limits"`
-	Capped    []string   `json:"capped,omitempty"`
-	Stats     *ReadStats `json:"stats"`
+	Nodes          []any      `json:"nodes"`
+	Paths          []*Path    `json:"paths,omitempty"`
+	Count          *int       `json:"count,omitempty"`
+	More           bool       `json:"more"`
+	Truncated      bool       `json:"truncated"`
+	Reason         *string    `json:"reason,omitempty"`
+	Note           *string    `json:"note,omitempty"`
+	Partial        []string   `json:"partial,omitempty"`
+	Cursor         *string    `json:"cursor,omitempty"`
+	Limits         *Limits    `json:"limits"`
+	Capped         []string   `json:"capped,omitempty"`
+	Stats          *ReadStats `json:"stats"`
+	EdgeProperties any        `json:"edgeProperties,omitempty"`
 }
 
 type QueryGraphReturnInput struct {
-	Fields []string `json:"fields,omitempty"`
-	Paths  *bool    `json:"paths,omitempty"`
-	Count  *bool    `json:"count,omitempty"`
+	Fields         []string `json:"fields,omitempty"`
+	Paths          *bool    `json:"paths,omitempty"`
+	Count          *bool    `json:"count,omitempty"`
+	EdgeProperties *bool    `json:"edgeProperties,omitempty"`
 }
 
 type QueryGraphTraverseInput struct {
