@@ -32,7 +32,7 @@ type obj = map[string]any
 // GET /api/v1/resources and the server-sent-event stream
 // GET /api/v1/subscribe. Errors are RFC 9457 problem details.
 func OpenAPI(in Input) ([]byte, error) {
-	schemas := obj{"Problem": problemSchema, "Violation": violationSchema, "Resource": resourceSchema}
+	schemas := obj{"Problem": problemSchema, "Violation": violationSchema}
 	paths := obj{}
 	for _, t := range in.Tools {
 		p := ToolsPath + t.Name
@@ -197,13 +197,23 @@ func resourceList(rs []mcp.ResourceSpec) string {
 	return strings.Join(names, ", ")
 }
 
+// resourceContent lists the resources' MIME types, each any JSON value.
+func resourceContent(rs []mcp.ResourceSpec) obj {
+	c := obj{}
+	for _, r := range rs {
+		c[r.MIMEType] = obj{"schema": obj{}}
+	}
+	return c
+}
+
 func resourcesOperation(rs []mcp.ResourceSpec) obj {
 	return obj{
 		"operationId": "read_resource", "summary": "Read a resource", "tags": []any{"resources"}, "security": anyone,
 		"description": "Reads one resource by URI, as MCP resources/read does. Resources: " + resourceList(rs) + ".",
 		"parameters":  []any{uriParam("The resource URI.")},
 		"responses": obj{
-			"200": obj{"description": "The resource's contents.", "content": jsonContent(ref("schemas", "Resource"))},
+			"200": obj{"description": "The resource's contents, as they are (every resource is JSON), with its MIME type as the Content-Type.",
+				"content": resourceContent(rs)},
 			"400": ref("responses", "BadRequest"), "401": ref("responses", "Unauthorized"), "403": ref("responses", "Forbidden"),
 			"404": ref("responses", "NotFound"), "429": ref("responses", "TooManyRequests"), "default": ref("responses", "Problem"),
 		},
@@ -292,16 +302,6 @@ var violationSchema = obj{
 		"pointer": obj{"type": "string", "description": "JSON pointer into the arguments (\"\" is the whole object)."},
 		"rule":    obj{"type": "string", "description": "The JSON Schema keyword or model rule broken."},
 		"message": obj{"type": "string"},
-	},
-}
-
-var resourceSchema = obj{
-	"type":     "object",
-	"required": []any{"uri", "mimeType", "text"},
-	"properties": obj{
-		"uri":      obj{"type": "string"},
-		"mimeType": obj{"type": "string"},
-		"text":     obj{"type": "string", "description": "The contents; JSON documents as text."},
 	},
 }
 
@@ -416,7 +416,11 @@ type QueryParam struct {
 	Types []string
 	// JSON is set when the value is JSON-encoded: objects, arrays, and
 	// arguments whose schema allows either or does not say.
-	JSON   bool
+	JSON bool
+	// List is set when the argument may be a list of strings: a value
+	// such as a,b (no JSON array) is split at the commas, and a repeated
+	// parameter is a list too.
+	List   bool
 	schema obj
 }
 
@@ -435,6 +439,10 @@ func (p QueryParam) Decode(values []string) json.RawMessage {
 		return data
 	}
 	v := values[0]
+	if t := strings.TrimSpace(v); p.List && !strings.HasPrefix(t, "[") && (strings.Contains(v, ",") || !slices.Contains(p.Types, "string")) {
+		data, _ := json.Marshal(strings.Split(v, ","))
+		return data
+	}
 	if p.JSON || !slices.Equal(p.Types, []string{"string"}) {
 		d := json.NewDecoder(strings.NewReader(v))
 		d.UseNumber()
@@ -493,6 +501,17 @@ func queryParams(root obj) ([]QueryParam, error) {
 		}
 		p := QueryParam{Name: name, Required: slices.Contains(req, any(name)), Types: typesOf(s), schema: s}
 		p.JSON = len(p.Types) == 0
+		branches, _ := s["anyOf"].([]any)
+		for _, b := range append(branches, map[string]any(s)) {
+			b, _ := b.(map[string]any)
+			items, _ := b["items"].(map[string]any)
+			if b["type"] == "array" && items["type"] == "string" {
+				p.List = true
+			}
+			if t, ok := b["type"].(string); ok && len(branches) > 0 {
+				p.Types = append(p.Types, t)
+			}
+		}
 		for _, t := range p.Types {
 			p.JSON = p.JSON || !slices.Contains(scalarTypes, t)
 		}

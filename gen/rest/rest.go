@@ -3,7 +3,7 @@
 //
 //	POST /api/v1/tools/{name}      the arguments as the JSON body ({} if empty)
 //	GET  /api/v1/tools/{name}?...  read-only tools, the arguments as query parameters
-//	GET  /api/v1/resources?uri=    a resource's contents
+//	GET  /api/v1/resources?uri=    a resource's contents, with its MIME type
 //	GET  /api/v1/subscribe?uri=    server-sent events when the resource changes
 //	GET  /openapi.json             the committed OpenAPI 3.1 document
 //
@@ -172,6 +172,10 @@ func (h *handler) queryArgs(tool string, q url.Values) (json.RawMessage, error) 
 		if !ok {
 			p = gen.QueryParam{Name: k, Types: []string{"string"}}
 		}
+		if p.List && len(vs) == 1 && !strings.HasPrefix(strings.TrimSpace(vs[0]), "[") {
+			args[k] = p.Decode(vs) // a word, or a comma list
+			continue
+		}
 		if len(vs) == 1 && (p.JSON || !slices.Equal(p.Types, []string{"string"})) {
 			if err := schema.CheckJSON([]byte(vs[0]), h.maxDepth); err != nil {
 				v := strings.TrimSpace(vs[0])
@@ -217,13 +221,10 @@ func (h *handler) resource(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, err)
 		return
 	}
-	data, err := json.Marshal(res)
-	if err != nil {
-		h.problem(w, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(data)
+	// The contents as they are, with their MIME type: every resource is
+	// JSON, and a client reads it as JSON, not as a string inside one.
+	w.Header().Set("Content-Type", res.MIMEType)
+	w.Write([]byte(res.Text))
 }
 
 // uriParam reads the uri query parameter, answering 400 if it is missing.
