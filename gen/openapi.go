@@ -225,9 +225,14 @@ func subscribeOperation(rs []mcp.ResourceSpec) obj {
 		"operationId": "subscribe", "summary": "Follow a resource's changes", "tags": []any{"resources"}, "security": anyone,
 		"description": "A server-sent-event stream for one resource URI (" + resourceList(rs) + "). It opens with " +
 			"`event: ready` once the subscription is live, then sends `event: updated` with `data: {\"uri\": ..., \"seq\": ...}` " +
-			"for every committed change that touched the URI (seq is the change's sequence number, for changes_since), " +
-			"and a comment line now and then to keep the connection open. Read the resource again to see the new state.",
-		"parameters": []any{uriParam("The resource URI to follow; a node's URI may name a node that does not exist yet.")},
+			"for every committed change that touched the URI (seq is the change's sequence number, for changes_since, and the event's `id`), " +
+			"and a comment line now and then to keep the connection open. Read the resource again to see the new state. " +
+			"A client that reconnects with `Last-Event-ID` (as EventSource does), or `?since=`, first gets the changes after that one.",
+		"parameters": []any{uriParam("The resource URI to follow; a node's URI may name a node that does not exist yet."),
+			obj{"name": "since", "in": "query", "required": false, "description": "Resume after this change's sequence number (an event id).",
+				"schema": obj{"type": "integer", "minimum": 0}},
+			obj{"name": "Last-Event-ID", "in": "header", "required": false, "description": "As since; EventSource sends it when it reconnects.",
+				"schema": obj{"type": "string"}}},
 		"responses": obj{
 			"200": obj{"description": "The event stream.", "content": obj{"text/event-stream": obj{
 				"schema": obj{"type": "string", "description": "Events `ready` and `updated`; each `data` line is a JSON object {uri, seq}."}}}},

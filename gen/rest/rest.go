@@ -4,7 +4,9 @@
 //	POST /api/v1/tools/{name}      the arguments as the JSON body ({} if empty)
 //	GET  /api/v1/tools/{name}?...  read-only tools, the arguments as query parameters
 //	GET  /api/v1/resources?uri=    a resource's contents, with its MIME type
-//	GET  /api/v1/subscribe?uri=    server-sent events when the resource changes
+//	GET  /api/v1/subscribe?uri=    server-sent events when the resource changes; each
+//	                               carries its change's sequence number as its id, and
+//	                               ?since= or Last-Event-ID resumes after one
 //	GET  /openapi.json             the committed OpenAPI 3.1 document
 //
 // Every tool call goes through Catalog.Invoke with the caller from
@@ -26,6 +28,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -269,7 +272,18 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	updates, err := h.cat.Updates(ctx) // before "ready": a change after it is never missed
+	since, resume, err := sinceParam(r)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	// Before "ready": a change after it is never missed.
+	var updates <-chan mcp.Update
+	if resume {
+		updates, err = h.cat.UpdatesSince(ctx, since)
+	} else {
+		updates, err = h.cat.Updates(ctx)
+	}
 	if err != nil {
 		h.problem(w, r, err)
 		return
@@ -282,7 +296,13 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	send := func(event string, data updated) error {
 		b, _ := json.Marshal(data)
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+		id := ""
+		if data.Seq > 0 {
+			// The change's sequence number: a client that reconnects with it
+			// as Last-Event-ID (or ?since=) gets the changes after it.
+			id = fmt.Sprintf("id: %d\n", data.Seq)
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\n%sdata: %s\n\n", event, id, b); err != nil {
 			return err
 		}
 		return rc.Flush()
@@ -316,6 +336,25 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// sinceParam reads where a stream resumes: ?since=, or the Last-Event-ID
+// header an EventSource sends when it reconnects (an event id is a change's
+// sequence number).
+func sinceParam(r *http.Request) (since uint64, ok bool, err error) {
+	v, at := r.URL.Query().Get("since"), "/since"
+	if v == "" {
+		v, at = r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	}
+	if v == "" {
+		return 0, false, nil
+	}
+	since, perr := strconv.ParseUint(v, 10, 64)
+	if perr != nil {
+		return 0, false, &mcp.Error{Code: mcp.CodeInvalid, Message: fmt.Sprintf("%s must be a change's sequence number (an event id), not %q", strings.TrimPrefix(at, "/"), v),
+			Violations: []schema.Violation{{Pointer: at, Rule: "type", Message: "want a non-negative integer"}}}
+	}
+	return since, true, nil
+}
+
 func resourceNames() string {
 	var names []string
 	for _, r := range mcp.Resources() {
@@ -334,6 +373,7 @@ func (h *handler) toolError(r *http.Request, err error) *mcp.Error {
 		if te.Code == mcp.CodeConfirm {
 			c := *te
 			c.Message += ". Over REST: send the same body with \"confirm\": true."
+			c.Violations = []schema.Violation{{Pointer: "/confirm", Rule: "const", Message: "must be true for a destructive call"}}
 			return &c
 		}
 		return te
@@ -370,6 +410,13 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 	e := h.toolError(r, err)
 	k := mcp.KindOf(e.Code)
 	status := k.Status
+	if status == http.StatusBadRequest && len(e.Violations) == 0 {
+		// Every 400 lists what to fix, as violations; this one has no
+		// better place than the whole request.
+		c := *e
+		c.Violations = []schema.Violation{{Pointer: "", Rule: e.Code, Message: e.Message}}
+		e = &c
+	}
 	data, _ := json.Marshal(problem{Type: "about:blank", Title: k.Title, Status: status,
 		Detail: e.Message, Code: e.Code, Violations: e.Violations})
 	w.Header().Set("Content-Type", "application/problem+json")

@@ -577,3 +577,76 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Errorf("%d %s, %d bytes", r.status, r.header.Get("Content-Type"), len(r.body))
 	}
 }
+
+// TestSubscribeResumes: every update carries its change's sequence number
+// as its SSE id, and a stream opened with ?since= or Last-Event-ID first
+// replays the changes after it that touched the URI; a bad one is a 400
+// with a violation.
+func TestSubscribeResumes(t *testing.T) {
+	f := newFixture(t, nil)
+	uri := "lore://node/topic/resume"
+	var seqs []uint64
+	for _, name := range []string{"one", "two", "three"} {
+		res, err := f.cat.Invoke(t.Context(), "upsert_nodes", json.RawMessage(`{"nodes":[{"id":"topic/resume","type":"Topic","properties":{"name":"`+name+`"}}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w struct{ Seq uint64 }
+		json.Unmarshal(res.Structured, &w)
+		seqs = append(seqs, w.Seq)
+	}
+	for _, tc := range []struct {
+		name   string
+		query  string
+		header string
+	}{
+		{"since", fmt.Sprintf("&since=%d", seqs[0]), ""},
+		{"Last-Event-ID", "", fmt.Sprint(seqs[0])},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := f.request(t, http.MethodGet, gen.SubscribePath+"?uri="+url.QueryEscape(uri)+tc.query, "")
+			if tc.header != "" {
+				req.Header.Set("Last-Event-ID", tc.header)
+			}
+			resp, err := f.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			var ids []string
+			for sc.Scan() && len(ids) < 2 {
+				if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+					ids = append(ids, id)
+				}
+			}
+			if want := []string{fmt.Sprint(seqs[1]), fmt.Sprint(seqs[2])}; !slices.Equal(ids, want) {
+				t.Errorf("replayed ids %v, want %v", ids, want)
+			}
+		})
+	}
+	p := problemOf(t, f.do(t, f.request(t, http.MethodGet, gen.SubscribePath+"?uri="+url.QueryEscape(uri)+"&since=x", ""), nothing), 400, mcp.CodeInvalid)
+	if len(p.Violations) != 1 || p.Violations[0].Pointer != "/since" {
+		t.Errorf("violations %+v, want one at /since", p.Violations)
+	}
+}
+
+// TestViolationsOnEvery400: a 400 always lists violations, even when the
+// request has no better place for them than the whole.
+func TestViolationsOnEvery400(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tc := range []struct {
+		name, code string
+		req        *http.Request
+		pointer    string
+	}{
+		{"unconfirmed delete", mcp.CodeConfirm, f.request(t, http.MethodPost, gen.ToolsPath+"delete_nodes", `{"nodes":[{"id":"service/ledger"}]}`), "/confirm"},
+		{"malformed query string", mcp.CodeInvalid, f.request(t, http.MethodGet, gen.ToolsPath+"get_node?id=%zz", ""), ""},
+		{"bad arguments", mcp.CodeInvalid, f.request(t, http.MethodPost, gen.ToolsPath+"get_node", `{"id":7}`), "/id"},
+	} {
+		p := problemOf(t, f.do(t, tc.req, nothing), 400, tc.code)
+		if len(p.Violations) == 0 || p.Violations[0].Pointer != tc.pointer {
+			t.Errorf("%s: violations %+v, want one at %q", tc.name, p.Violations, tc.pointer)
+		}
+	}
+}
