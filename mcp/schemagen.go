@@ -51,8 +51,8 @@ var limitConsts = map[string]int64{
 // by "Type.jsonName".
 var graphFieldTags = map[string]reflect.StructTag{
 	"Query.from":         `desc:"Start: ids; or type (+where); or search (+type)"`,
-	"Query.where":        `desc:"{field: v} or {field: {eq|ne|lt|lte|gt|gte|in|contains|prefix|exists: v}}; and, or, not"`,
-	"Query.limits":       `schema:"opaque" desc:"Lower ceilings: maxResults, maxHops, maxVisited, timeoutMs, maxBytes"`,
+	"Query.where":        `desc:"{field: v | {eq|ne|lt|lte|gt|gte|in|contains|prefix|exists: v}}; and/or/not"`,
+	"Query.limits":       `schema:"opaque" desc:"Lower the ceilings"`,
 	"Step.hops":          `desc:"n or [min,max]"`,
 	"Node.properties":    `desc:"As lore://model defines the node's type"`,
 	"PathsResult.length": `desc:"Edges in paths[0]; -1: none"`,
@@ -218,7 +218,9 @@ func derive(t reflect.Type, mode schemaMode) *jschema {
 	case typeTime:
 		return &jschema{Type: "string", Format: "date-time"}
 	case typeRaw:
-		return &jschema{}
+		// Lore's raw JSON fields are objects (filters, a type's schema);
+		// a schema with no keyword at all would accept anything.
+		return &jschema{Type: "object"}
 	case typeLabels:
 		// A label or a list of them: anyOf, never a type array, which
 		// some clients refuse.

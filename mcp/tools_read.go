@@ -196,7 +196,7 @@ func withModelRefs(strict json.RawMessage, m *schema.Model) json.RawMessage {
 
 func getNode(m *schema.Model) *Tool {
 	t := define(readTool("get_node", "Get a node",
-		"One node by ID (e.g. service/billing): type, properties, revision, edge counts per label."),
+		"One node by ID, e.g. service/billing: type, properties, revision, edge counts per label."),
 		func(ctx context.Context, c *Catalog, in *getNodeIn) (*nodeOut, error) {
 			if err := edgeIDError(in.ID); err != nil {
 				return nil, err

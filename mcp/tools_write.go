@@ -134,7 +134,7 @@ type upsertNodesIn struct {
 
 func upsertNodes() *Tool {
 	t := writeTool("upsert_nodes", "Create or update nodes",
-		"Create nodes or replace their properties (merge: true patches, null removes). All or nothing; errors list every problem.")
+		"Create nodes or replace their properties (merge: true patches, null removes). All or nothing.")
 	t.Idempotent = true
 	return define(t, func(ctx context.Context, c *Catalog, in *upsertNodesIn) (*writeOut, error) {
 		b := &graph.Batch{IdempotencyKey: in.IdempotencyKey, Op: "upsert_nodes"}
