@@ -167,13 +167,12 @@ const (
 )
 
 var (
-	typeTime    = reflect.TypeFor[time.Time]()
-	typeRaw     = reflect.TypeFor[json.RawMessage]()
-	typeLabels  = reflect.TypeFor[graph.Labels]()
-	typeHops    = reflect.TypeFor[graph.Hops]()
-	typeDir     = reflect.TypeFor[graph.Direction]()
-	typeStatus  = reflect.TypeFor[graph.Status]()
-	typeNodePtr = reflect.TypeFor[*graph.Node]()
+	typeTime   = reflect.TypeFor[time.Time]()
+	typeRaw    = reflect.TypeFor[json.RawMessage]()
+	typeLabels = reflect.TypeFor[graph.Labels]()
+	typeHops   = reflect.TypeFor[graph.Hops]()
+	typeDir    = reflect.TypeFor[graph.Direction]()
+	typeStatus = reflect.TypeFor[graph.Status]()
 )
 
 // schemaOf derives the JSON Schema 2020-12 document of a Go type.
