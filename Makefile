@@ -2,7 +2,7 @@
 # `make test` runs every test; `make test-race` runs them with the race detector, as CI does (.ci/run).
 GO ?= go
 
-.PHONY: all run test test-race test-short race lint bench bench-mcp bench-go generate check-generate fuzz conformance web check-web browser-test attack interop
+.PHONY: all run test test-race test-short race lint bench bench-mcp bench-go generate check-generate fuzz conformance inspector web check-web browser-test attack interop
 
 all: generate lint test
 
@@ -26,6 +26,8 @@ fuzz:           ; set -e; for t in $(FUZZ); do echo "fuzz $$t ($(FUZZTIME))"; $(
 # Every finding of issue 16 replayed against real lore serve processes; prints each attack's server CPU and RSS.
 attack:         ; $(GO) vet -tags attack ./cmd/lore && $(GO) test -tags attack -run '^TestAttack$$' -count=1 -timeout 10m -v ./cmd/lore
 conformance:    ; .ci/conformance
+# The MCP Inspector CLI in --strict mode lists the tools over stdio and HTTP: any schema portability warning fails.
+inspector:      ; .ci/inspector
 generate:       ; $(GO) run ./gen/cmd/generate
 check-generate: generate ; git diff --exit-code && test -z "$$(git status --porcelain)"
 web:            ; cd web/console && npm ci --ignore-scripts --no-audit --no-fund && node build.mjs

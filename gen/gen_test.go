@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/lore-dev/lore/gen"
+	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/mcp"
 )
 
@@ -59,5 +61,46 @@ func TestNewToolReachesEverySurface(t *testing.T) {
 		if w, ok := want[f.Path]; ok && !bytes.Contains(f.Data, []byte(w)) {
 			t.Errorf("%s does not have the new tool (%s)", f.Path, w)
 		}
+	}
+}
+
+// TestNewOutputFieldReachesEverySurface: a field added to a tool's output
+// struct is in the output schema MCP lists, the OpenAPI component, the
+// GraphQL type and llms-full.txt, by generation alone.
+func TestNewOutputFieldReachesEverySurface(t *testing.T) {
+	type nodeWithAge struct { // get_node's output, with one more field
+		Node       *graph.Node `json:"node"`
+		AgeSeconds int64       `json:"ageSeconds"`
+	}
+	in := gen.Default()
+	for i, tool := range in.Tools {
+		if tool.Name == "get_node" {
+			c := *tool
+			c.Output = mcp.OutputSchema(reflect.TypeFor[nodeWithAge]())
+			in.Tools[i] = &c
+			if !strings.Contains(string(c.Output), `"ageSeconds":{"type":"integer"}`) {
+				t.Errorf("the MCP output schema lacks the field: %s", c.Output)
+			}
+		}
+	}
+	files, err := gen.Files(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"gen/openapi.json":        `"ageSeconds": {`,
+		"gen/gql/schema.graphqls": "ageSeconds: Int!",
+		"gen/llms-full.txt":       `"ageSeconds"`,
+	}
+	for _, f := range files {
+		if w, ok := want[f.Path]; ok {
+			if !bytes.Contains(f.Data, []byte(w)) {
+				t.Errorf("%s does not have the new field (%s)", f.Path, w)
+			}
+			delete(want, f.Path)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not rendered: %v", want)
 	}
 }

@@ -32,7 +32,7 @@ type obj = map[string]any
 // GET /api/v1/resources and the server-sent-event stream
 // GET /api/v1/subscribe. Errors are RFC 9457 problem details.
 func OpenAPI(in Input) ([]byte, error) {
-	schemas := obj{"Problem": problemSchema, "Violation": violationSchema, "Resource": resourceSchema}
+	schemas := obj{"Problem": problemSchema, "Violation": violationSchema}
 	paths := obj{}
 	for _, t := range in.Tools {
 		p := ToolsPath + t.Name
@@ -176,6 +176,7 @@ func toolResponses(t *mcp.Tool) obj {
 		"403":     ref("responses", "Forbidden"),
 		"404":     ref("responses", "NotFound"),
 		"429":     ref("responses", "TooManyRequests"),
+		"504":     ref("responses", "DeadlineExceeded"),
 		"default": ref("responses", "Problem"),
 	}
 	if !t.ReadOnly {
@@ -196,13 +197,23 @@ func resourceList(rs []mcp.ResourceSpec) string {
 	return strings.Join(names, ", ")
 }
 
+// resourceContent lists the resources' MIME types, each any JSON value.
+func resourceContent(rs []mcp.ResourceSpec) obj {
+	c := obj{}
+	for _, r := range rs {
+		c[r.MIMEType] = obj{"schema": obj{}}
+	}
+	return c
+}
+
 func resourcesOperation(rs []mcp.ResourceSpec) obj {
 	return obj{
 		"operationId": "read_resource", "summary": "Read a resource", "tags": []any{"resources"}, "security": anyone,
 		"description": "Reads one resource by URI, as MCP resources/read does. Resources: " + resourceList(rs) + ".",
 		"parameters":  []any{uriParam("The resource URI.")},
 		"responses": obj{
-			"200": obj{"description": "The resource's contents.", "content": jsonContent(ref("schemas", "Resource"))},
+			"200": obj{"description": "The resource's contents, as they are (every resource is JSON), with its MIME type as the Content-Type.",
+				"content": resourceContent(rs)},
 			"400": ref("responses", "BadRequest"), "401": ref("responses", "Unauthorized"), "403": ref("responses", "Forbidden"),
 			"404": ref("responses", "NotFound"), "429": ref("responses", "TooManyRequests"), "default": ref("responses", "Problem"),
 		},
@@ -214,9 +225,14 @@ func subscribeOperation(rs []mcp.ResourceSpec) obj {
 		"operationId": "subscribe", "summary": "Follow a resource's changes", "tags": []any{"resources"}, "security": anyone,
 		"description": "A server-sent-event stream for one resource URI (" + resourceList(rs) + "). It opens with " +
 			"`event: ready` once the subscription is live, then sends `event: updated` with `data: {\"uri\": ..., \"seq\": ...}` " +
-			"for every committed change that touched the URI (seq is the change's sequence number, for changes_since), " +
-			"and a comment line now and then to keep the connection open. Read the resource again to see the new state.",
-		"parameters": []any{uriParam("The resource URI to follow; a node's URI may name a node that does not exist yet.")},
+			"for every committed change that touched the URI (seq is the change's sequence number, for changes_since, and the event's `id`), " +
+			"and a comment line now and then to keep the connection open. Read the resource again to see the new state. " +
+			"A client that reconnects with `Last-Event-ID` (as EventSource does), or `?since=`, first gets the changes after that one.",
+		"parameters": []any{uriParam("The resource URI to follow; a node's URI may name a node that does not exist yet."),
+			obj{"name": "since", "in": "query", "required": false, "description": "Resume after this change's sequence number (an event id).",
+				"schema": obj{"type": "integer", "minimum": 0}},
+			obj{"name": "Last-Event-ID", "in": "header", "required": false, "description": "As since; EventSource sends it when it reconnects.",
+				"schema": obj{"type": "string"}}},
 		"responses": obj{
 			"200": obj{"description": "The event stream.", "content": obj{"text/event-stream": obj{
 				"schema": obj{"type": "string", "description": "Events `ready` and `updated`; each `data` line is a JSON object {uri, seq}."}}}},
@@ -237,9 +253,10 @@ var guardText = obj{"text/plain": obj{"schema": obj{"type": "string"}}}
 var responses = obj{
 	"Problem": problemResponse("Any other error (500 internal: the server log has the details)."),
 	"BadRequest": problemResponse("The arguments break the input schema or a model rule (`invalid_argument`, every violation listed), " +
-		"a destructive call lacks `\"confirm\": true` (`confirmation_required`), or the call was cancelled (`cancelled`)."),
-	"NotFound": problemResponse("A node, edge, resource or tool the call names does not exist (`not_found`)."),
-	"Conflict": problemResponse("A stale expectedRevision or a reused idempotency key (`conflict`)."),
+		"or a destructive call lacks `\"confirm\": true` (`confirmation_required`)."),
+	"NotFound":         problemResponse("A node, edge, resource or tool the call names does not exist (`not_found`)."),
+	"Conflict":         problemResponse("A stale expectedRevision or a reused idempotency key (`conflict`)."),
+	"DeadlineExceeded": problemResponse("The call ran past its deadline (`deadline_exceeded`); ask for less."),
 	"Forbidden": obj{"description": "The token lacks the scope the tool needs (`forbidden`, problem details), " +
 		"or the request came from a browser Origin that is not allowed (plain text).",
 		"content": obj{problemJSON: obj{"schema": ref("schemas", "Problem")}, "text/plain": guardText["text/plain"]}},
@@ -248,6 +265,24 @@ var responses = obj{
 	"Unauthorized": obj{"description": "The server has tokens configured and the request has no valid bearer token.", "content": guardText},
 	"TooManyRequests": obj{"description": "The caller is over its request rate.", "content": guardText,
 		"headers": obj{"Retry-After": obj{"description": "Seconds to wait.", "schema": obj{"type": "integer"}}}},
+}
+
+// errorCodes lists the codes of the one error table, mcp.ErrorKinds.
+func errorCodes() []any {
+	var codes []any
+	for _, k := range mcp.ErrorKinds {
+		codes = append(codes, k.Code)
+	}
+	return codes
+}
+
+// errorTable renders mcp.ErrorKinds as "code (HTTP status, GRAPHQL_CODE)".
+func errorTable() string {
+	var rows []string
+	for _, k := range mcp.ErrorKinds {
+		rows = append(rows, fmt.Sprintf("%s (%d, %s)", k.Code, k.Status, k.GraphQL))
+	}
+	return strings.Join(rows, ", ") + "."
 }
 
 var problemSchema = obj{
@@ -259,8 +294,8 @@ var problemSchema = obj{
 		"title":  obj{"type": "string", "description": "The HTTP status phrase."},
 		"status": obj{"type": "integer", "minimum": 400, "maximum": 599},
 		"detail": obj{"type": "string", "description": "What went wrong and how to fix it."},
-		"code": obj{"type": "string", "description": "Lore's error code: invalid_argument, not_found, conflict, forbidden, " +
-			"confirmation_required, cancelled or internal as in MCP; method_not_allowed and too_large for HTTP-level refusals."},
+		"code": obj{"type": "string", "enum": errorCodes(), "description": "Lore's error code, as MCP's tool errors and GraphQL's " +
+			"extensions.code (upper case) report it: " + errorTable()},
 		"violations": obj{"type": "array", "items": ref("schemas", "Violation")},
 	},
 }
@@ -272,16 +307,6 @@ var violationSchema = obj{
 		"pointer": obj{"type": "string", "description": "JSON pointer into the arguments (\"\" is the whole object)."},
 		"rule":    obj{"type": "string", "description": "The JSON Schema keyword or model rule broken."},
 		"message": obj{"type": "string"},
-	},
-}
-
-var resourceSchema = obj{
-	"type":     "object",
-	"required": []any{"uri", "mimeType", "text"},
-	"properties": obj{
-		"uri":      obj{"type": "string"},
-		"mimeType": obj{"type": "string"},
-		"text":     obj{"type": "string", "description": "The contents; JSON documents as text."},
 	},
 }
 
@@ -396,7 +421,11 @@ type QueryParam struct {
 	Types []string
 	// JSON is set when the value is JSON-encoded: objects, arrays, and
 	// arguments whose schema allows either or does not say.
-	JSON   bool
+	JSON bool
+	// List is set when the argument may be a list of strings: a value
+	// such as a,b (no JSON array) is split at the commas, and a repeated
+	// parameter is a list too.
+	List   bool
 	schema obj
 }
 
@@ -415,6 +444,10 @@ func (p QueryParam) Decode(values []string) json.RawMessage {
 		return data
 	}
 	v := values[0]
+	if t := strings.TrimSpace(v); p.List && !strings.HasPrefix(t, "[") && (strings.Contains(v, ",") || !slices.Contains(p.Types, "string")) {
+		data, _ := json.Marshal(strings.Split(v, ","))
+		return data
+	}
 	if p.JSON || !slices.Equal(p.Types, []string{"string"}) {
 		d := json.NewDecoder(strings.NewReader(v))
 		d.UseNumber()
@@ -473,6 +506,17 @@ func queryParams(root obj) ([]QueryParam, error) {
 		}
 		p := QueryParam{Name: name, Required: slices.Contains(req, any(name)), Types: typesOf(s), schema: s}
 		p.JSON = len(p.Types) == 0
+		branches, _ := s["anyOf"].([]any)
+		for _, b := range append(branches, map[string]any(s)) {
+			b, _ := b.(map[string]any)
+			items, _ := b["items"].(map[string]any)
+			if b["type"] == "array" && items["type"] == "string" {
+				p.List = true
+			}
+			if t, ok := b["type"].(string); ok && len(branches) > 0 {
+				p.Types = append(p.Types, t)
+			}
+		}
 		for _, t := range p.Types {
 			p.JSON = p.JSON || !slices.Contains(scalarTypes, t)
 		}

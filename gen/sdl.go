@@ -126,9 +126,13 @@ const sharedDoc = `{"$defs":{
  "edges":{"type":"array","items":{"$ref":"#/$defs/EdgeCount"},"x-graphql-name":"edgeCounts","description":"The node's edges counted per label and direction; only getNode fills them in."}}},
 "EdgeCount":{"type":"object","description":"How many edges with one label a node has in one direction.","required":["label","direction","count"],"properties":{
  "label":{"type":"string"},"direction":{"enum":["out","in","both"]},"count":{"type":"integer"}}},
-"Edge":{"type":"object","description":"A labelled, directed edge, by its key.","required":["from","label","to"],"properties":{
+"Edge":{"type":"object","description":"A labelled, directed edge, by its key; getEdge fills in the rest.","required":["from","label","to"],"properties":{
+ "id":{"type":"string","description":"The edge's ID: label(from,to) or label(from,to,key)."},
  "from":{"type":"string","x-graphql-type":"ID"},"label":{"type":"string"},"to":{"type":"string","x-graphql-type":"ID"},
- "key":{"type":"string","description":"Tells apart edges with the same ends and label (keyed labels only)."}}},
+ "key":{"type":"string","description":"Tells apart edges with the same ends and label (keyed labels only)."},
+ "properties":{"type":"object","description":"The edge's properties, as the model defines its label."},
+ "createdAt":{"type":"string","format":"date-time"},"updatedAt":{"type":"string","format":"date-time"},
+ "revision":{"type":"integer","description":"Starts at 1 and grows by one with every change to the edge."}}},
 "Neighbor":{"type":"object","description":"A node reached from another, and how many hops away.","required":["node","depth"],"properties":{
  "node":{"$ref":"#/$defs/Node"},"depth":{"type":"integer"}}},
 "SearchHit":{"type":"object","description":"A node that matches a search, with its rank score.","required":["node","score"],"properties":{
@@ -150,6 +154,10 @@ const sharedDoc = `{"$defs":{
 "NodeChange":{"type":"object","description":"What a write did to one node.","required":["id","type","action","revision"],"properties":{
  "id":{"type":"string","x-graphql-type":"ID"},"type":{"type":"string"},
  "action":{"type":"string","description":"created, updated, unchanged or deleted."},"revision":{"type":"integer"}}},
+"Limits":{"type":"object","description":"The bounds a read ran under: the server's ceilings, lowered by the request.","properties":{
+ "maxResults":{"type":"integer"},"maxHops":{"type":"integer"},"maxVisited":{"type":"integer"},"timeoutMs":{"type":"integer"},"maxBytes":{"type":"integer"}}},
+"ReadStats":{"type":"object","description":"The work a read did.","required":["visited","elapsedMs"],"properties":{
+ "visited":{"type":"integer","description":"Nodes and edges visited."},"elapsedMs":{"type":"number"}}},
 "EdgeChange":{"type":"object","description":"What a write did to one edge.","required":["from","label","to","action","revision"],"properties":{
  "from":{"type":"string","x-graphql-type":"ID"},"label":{"type":"string"},"to":{"type":"string","x-graphql-type":"ID"},"key":{"type":"string"},
  "action":{"type":"string","description":"created, updated, unchanged or deleted."},"revision":{"type":"integer"}}}
@@ -169,6 +177,8 @@ var sharedKeys = []struct {
 	{"Change", []string{"seq", "op"}},
 	{"NodeChange", []string{"id", "action"}},
 	{"EdgeChange", []string{"from", "label", "to", "action"}},
+	{"Limits", []string{"maxResults", "maxHops", "maxVisited", "timeoutMs", "maxBytes"}},
+	{"ReadStats", []string{"visited", "elapsedMs"}},
 }
 
 func (r *sdl) addShared() error {
@@ -245,6 +255,9 @@ func (r *sdl) typeOf(sc scope, s *jsonSchema, name string, root bool) (string, b
 				rest = append(rest, b)
 			}
 		}
+		if t, ok := r.oneOrList(sc, rest, name); ok && len(s.Type) == 0 && len(s.Properties) == 0 {
+			return t, true, nil
+		}
 		if len(rest) != 1 || len(s.Type) > 0 || len(s.Properties) > 0 {
 			return jsonScalar, true, nil
 		}
@@ -315,6 +328,33 @@ func (r *sdl) typeOf(sc scope, s *jsonSchema, name string, root bool) (string, b
 		return t, nullable, err
 	}
 	return jsonScalar, true, nil
+}
+
+// oneOrList maps an input's anyOf of a scalar type and a list of it
+// ({"anyOf":[{"type":"string"},{"type":"array","items":{"type":"string"}}]})
+// to a list: GraphQL coerces a single value to a list of one, which Invoke
+// accepts too.
+func (r *sdl) oneOrList(sc scope, branches []*jsonSchema, name string) (string, bool) {
+	if !sc.input || len(branches) != 2 {
+		return "", false
+	}
+	one, list := branches[0], branches[1]
+	if len(one.Type) == 1 && one.Type[0] == "array" {
+		one, list = list, one
+	}
+	if len(one.Type) != 1 || len(list.Type) != 1 || list.Type[0] != "array" || list.Items == nil || !slices.Equal(list.Items.Type, one.Type) {
+		return "", false
+	}
+	switch one.Type[0] {
+	case "string", "integer", "number", "boolean":
+	default:
+		return "", false
+	}
+	t, _, err := r.typeOf(sc, one, name, false)
+	if err != nil {
+		return "", false
+	}
+	return "[" + t + "!]", true
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }

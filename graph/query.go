@@ -115,6 +115,9 @@ type Return struct {
 	Fields []string `json:"fields,omitempty"`
 	Paths  bool     `json:"paths,omitempty"`
 	Count  bool     `json:"count,omitempty"`
+	// EdgeProperties asks (with Paths) for the properties of the paths'
+	// edges; the surface that serves the query reads them.
+	EdgeProperties bool `json:"edgeProperties,omitempty"`
 }
 
 // An Order sorts results by a field.
@@ -252,6 +255,9 @@ func (q *Query) check(m *schema.Model) error {
 	}
 	if q.Return.Count && (q.Return.Paths || len(q.Return.Fields) > 0) {
 		v.add("/return", "count returns only the number of results; drop fields and paths, or count")
+	}
+	if q.Return.EdgeProperties && !q.Return.Paths {
+		v.add("/return/edgeProperties", "edgeProperties are the properties of the paths' edges: set paths: true too")
 	}
 	if len(v.problems) > 0 {
 		return &QueryError{v.problems}

@@ -16,8 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -187,21 +187,35 @@ type Tool struct {
 	// Icon is an SVG data URI.
 	Icon string
 
-	// strictOutput, if set, is what ValidateOutput checks instead of
-	// Output: Output with references into the model, which only Lore can
-	// resolve.
+	// strictOutput is what ValidateOutput checks: Output with every
+	// object closed and, for nodes, references into the model, which only
+	// Lore can resolve.
 	strictOutput json.RawMessage
+	// schemaIn, if set, is the type the input schema is derived from, for
+	// a tool that decodes its arguments itself.
+	schemaIn reflect.Type
 
 	run      func(ctx context.Context, c *Catalog, args json.RawMessage) (output, error)
 	in       *jsonschema.Schema
 	defaults map[string]json.RawMessage
 }
 
-// define declares a tool whose handler takes the decoded input In.
-func define[In any](t Tool, run func(ctx context.Context, c *Catalog, in *In) (output, error)) *Tool {
+// define declares a tool whose handler takes the decoded input In and
+// returns Out: its input schema is derived from In (or from schemaIn, if
+// the tool decodes its arguments itself) and its output schemas from Out
+// (schemagen.go). The arguments are decoded strictly: a field In does not
+// declare is refused, by name.
+func define[In any, Out output](t Tool, run func(ctx context.Context, c *Catalog, in *In) (Out, error)) *Tool {
+	inType := reflect.TypeFor[In]()
+	if t.schemaIn != nil {
+		inType = t.schemaIn
+	}
+	t.Input = schemaOf(inType, inputSchema)
+	t.Output = schemaOf(reflect.TypeFor[Out](), outputSchema)
+	t.strictOutput = schemaOf(reflect.TypeFor[Out](), strictSchema)
 	t.run = func(ctx context.Context, c *Catalog, args json.RawMessage) (output, error) {
 		in := new(In)
-		if err := schema.Decode(args, in); err != nil {
+		if err := schema.DecodeStrict(args, in); err != nil {
 			// The arguments passed the input schema; what remains (a number
 			// too large for its field, say) is told in the arguments' terms.
 			var de *schema.DecodeError
@@ -211,90 +225,20 @@ func define[In any](t Tool, run func(ctx context.Context, c *Catalog, in *In) (o
 			}
 			return nil, &Error{Code: CodeInvalid, Message: "the arguments of " + t.Name + ": " + err.Error()}
 		}
-		return run(ctx, c, in)
+		out, err := run(ctx, c, in)
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	return &t
 }
 
-// Error codes of tool errors.
-const (
-	CodeInvalid   = "invalid_argument" // the arguments break the input schema or a model rule
-	CodeNotFound  = "not_found"        // a node or edge named by the call does not exist
-	CodeConflict  = "conflict"         // a stale revision or a reused idempotency key
-	CodeForbidden = "forbidden"        // the caller lacks a scope
-	CodeConfirm   = "confirmation_required"
-	CodeCancelled = "cancelled" // the user declined the confirmation
-	CodeInternal  = "internal"
-)
-
-// An Error is a tool error: the call was understood and refused, and the
-// message says how to fix it. Every surface shows it to the caller as is.
-type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// Violations lists every broken rule, each at its JSON pointer into
-	// the arguments.
-	Violations []schema.Violation `json:"violations,omitempty"`
-	// Scope is the scope the caller lacks (CodeForbidden): HTTP surfaces
-	// answer it as RFC 6750's insufficient_scope.
-	Scope string `json:"scope,omitempty"`
-}
-
-func (e *Error) Error() string {
-	if len(e.Violations) == 0 {
-		return e.Message
-	}
-	var b strings.Builder
-	b.WriteString(e.Message)
-	for _, v := range e.Violations {
-		b.WriteString("\n- ")
-		b.WriteString(v.String())
-	}
-	return b.String()
-}
-
-// categories maps graph's error categories to codes, most specific first.
-var categories = []struct {
-	err  error
-	code string
-}{
-	{graph.ErrInvalid, CodeInvalid},
-	{graph.ErrConflict, CodeConflict},
-	{graph.ErrNotFound, CodeNotFound},
-}
-
-// toolError turns a handler's error into an *Error; errors outside graph's
-// categories are logged and reported as internal.
+// toolError turns a handler's error into an *Error; errors outside the
+// table (ErrorKinds) are logged and reported as internal.
 func (c *Catalog) toolError(ctx context.Context, name string, err error) *Error {
-	var te *Error
-	if errors.As(err, &te) {
-		return te
-	}
-	var be *graph.BatchError
-	if errors.As(err, &be) {
-		e := &Error{Code: CodeInvalid, Message: fmt.Sprintf("nothing was written: %d problem(s); fix them and send the whole batch again", len(be.Problems))}
-		for _, cat := range categories {
-			if errors.Is(err, cat.err) {
-				e.Code = cat.code
-				break
-			}
-		}
-		for _, p := range be.Problems {
-			e.Violations = append(e.Violations, schema.Violation{Pointer: p.Pointer, Rule: p.Rule, Message: p.Element + ": " + p.Message})
-		}
+	if e := ErrorOf(err); e != nil {
 		return e
-	}
-	var qe *graph.QueryError
-	if errors.As(err, &qe) {
-		return &Error{Code: CodeInvalid, Message: "the query is not valid", Violations: qe.Violations}
-	}
-	for _, cat := range categories {
-		if errors.Is(err, cat.err) {
-			return &Error{Code: cat.code, Message: err.Error()}
-		}
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return &Error{Code: CodeCancelled, Message: "the call was cancelled"}
 	}
 	c.log.ErrorContext(ctx, "tool call failed", "tool", name, "error", err)
 	return internalError()
@@ -332,6 +276,10 @@ func (c *Catalog) Invoke(ctx context.Context, name string, args json.RawMessage)
 	args, err = c.checkArgs(t, args)
 	if err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		// The caller has gone or its deadline has passed: nothing starts.
+		return nil, c.toolError(ctx, name, err)
 	}
 	out, err := t.run(ctx, c, args)
 	if err != nil {

@@ -22,3 +22,7 @@ func AddPanicTool(c *Catalog) {
 	c.tools = append(c.tools, t)
 	c.byName[t.Name] = t
 }
+
+// StrictOutput is the closed copy of the tool's output schema that
+// ValidateOutput checks every result against.
+func (t *Tool) StrictOutput() json.RawMessage { return t.strictOutput }

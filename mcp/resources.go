@@ -19,11 +19,16 @@ const (
 	nodePrefix   = "lore://node/"
 	typePrefix   = "lore://type/"
 	nodeTemplate = "lore://node/{+id}" // {+id}: IDs contain "/", which {id} would not match
+	edgePrefix   = "lore://edge/"
+	edgeTemplate = "lore://edge/{+id}"
 	typeTemplate = "lore://type/{type}"
 )
 
 // NodeURI returns the resource URI of a node.
 func NodeURI(id graph.ID) string { return nodePrefix + string(id) }
+
+// EdgeURI returns the resource URI of an edge, by its ID.
+func EdgeURI(id string) string { return edgePrefix + id }
 
 // TypeURI returns the resource URI of a node type's member list.
 func TypeURI(t string) string { return typePrefix + t }
@@ -51,6 +56,8 @@ func Resources() []ResourceSpec {
 			read:        (*Catalog).readChanges},
 		{Template: nodeTemplate, Name: "node", Title: "A node", MIMEType: jsonMIME,
 			Description: "One node with its properties and edge counts, as get_node returns it.", read: (*Catalog).readNode},
+		{Template: edgeTemplate, Name: "edge", Title: "An edge", MIMEType: jsonMIME,
+			Description: "One edge (label(from,to) or label(from,to,key)) with its properties, as get_edge returns it.", read: (*Catalog).readEdge},
 		{Template: typeTemplate, Name: "type", Title: "Nodes of a type", MIMEType: jsonMIME,
 			Description: "The IDs and names of a node type's nodes (the first 1,000, as many as fit; more if there are others).", read: (*Catalog).readType},
 	}
@@ -190,6 +197,18 @@ func (c *Catalog) readNode(ctx context.Context, uri string) (string, error) {
 		return "", tooLarge(uri, len(text), c.ceilings.MaxBytes, "read some of its properties with query_graph "+string(q)+", naming the fields you need")
 	}
 	return text, err
+}
+
+func (c *Catalog) readEdge(ctx context.Context, uri string) (string, error) {
+	k, err := graph.ParseEdgeKey(strings.TrimPrefix(uri, edgePrefix))
+	if err != nil {
+		return "", fmt.Errorf("resource %q: %w", uri, graph.ErrNotFound)
+	}
+	e, err := c.store.Edge(ctx, k)
+	if err != nil {
+		return "", err
+	}
+	return contents(&edgeOut{Edge: e})
 }
 
 type typeMembers struct {

@@ -63,7 +63,7 @@ func TestResources(t *testing.T) {
 			for _, rt := range tmpl.ResourceTemplates {
 				templates = append(templates, rt.URITemplate)
 			}
-			if !slices.Equal(templates, []string{"lore://node/{+id}", "lore://type/{type}"}) {
+			if !slices.Equal(templates, []string{"lore://edge/{+id}", "lore://node/{+id}", "lore://type/{type}"}) {
 				t.Errorf("templates: %v", templates)
 			}
 		})

@@ -384,3 +384,66 @@ func (c *Catalog) Updates(ctx context.Context) (<-chan Update, error) {
 	}()
 	return out, nil
 }
+
+// replayPage is how many log entries one page of a replay reads.
+const replayPage = 1000
+
+// UpdatesSince is Updates that first replays the change log after since
+// (a sequence number a surface handed out: an SSE event id, a
+// subscription's since), then goes on with new changes; a change
+// committed during the replay comes once, in order. A since past the
+// log's end is an invalid-argument *Error, at once.
+func (c *Catalog) UpdatesSince(ctx context.Context, since uint64) (<-chan Update, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	updates, err := c.Updates(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	page, err := c.changes(ctx, &changesIn{Cursor: since, Limit: replayPage})
+	if err != nil {
+		cancel()
+		return nil, c.toolError(ctx, "changes_since", err)
+	}
+	out := make(chan Update)
+	go func() {
+		defer cancel()
+		defer close(out)
+		defer logRecovered(ctx, c.log, "change replay panicked")
+		last := since
+		send := func(ch graph.Change) bool {
+			if ch.Seq <= last {
+				return true
+			}
+			last = ch.Seq
+			select {
+			case out <- Update{Change: ch, URIs: TouchedURIs(&ch)}:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for {
+			for _, ch := range page.Changes {
+				if !send(ch) {
+					return
+				}
+			}
+			if !page.More || len(page.Changes) == 0 {
+				break
+			}
+			if page, err = c.changes(ctx, &changesIn{Cursor: last, Limit: replayPage}); err != nil {
+				if ctx.Err() == nil {
+					c.log.ErrorContext(ctx, "replaying the change log", "error", err)
+				}
+				return
+			}
+		}
+		for u := range updates {
+			if !send(u.Change) {
+				return
+			}
+		}
+	}()
+	return out, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -13,20 +14,23 @@ import (
 
 const draft = `"$schema":"https://json-schema.org/draft/2020-12/schema"`
 
-// Shared schema fragments. Tool schemas stay small: the whole tools/list is
-// paid by a model on every turn.
+// Limits of the read tools' arguments: each is the one constant the
+// derived input schema (and so Invoke's validator) and the tool use.
 const (
-	idSchema      = `{"type":"string","minLength":1}`
-	labelsSchema  = `{"type":["string","array"],"items":{"type":"string"}}`
-	dirSchema     = `{"enum":["out","in","both"],"default":"both"}`
-	truncatedProp = `"truncated":{"type":"boolean"},"cursor":{"type":"string"}`
+	MaxSearchText    = 500  // characters of a search query
+	MaxSearchLimit   = 100  // hits per search page
+	MaxNeighborDepth = 6    // hops of neighbors
+	MaxNeighborLimit = 1000 // nodes of neighbors
+	MaxPathHops      = 12   // edges of a path
+	MaxPaths         = 20   // paths of find_paths
+	MaxChanges       = 1000 // changes per changes_since page
 )
 
 // tools returns the catalog's tool definitions for a model, in the order
 // surfaces present them.
 func tools(m *schema.Model) []*Tool {
 	return []*Tool{
-		describeModel(m), getNode(m), searchNodes(), neighbors(), findPaths(), queryGraph(), changesSince(),
+		describeModel(m), getNode(m), getEdge(), searchNodes(), neighbors(), findPaths(), queryGraph(), changesSince(),
 		upsertNodes(), upsertEdges(), deleteNodes(), deleteEdges(),
 	}
 }
@@ -37,15 +41,14 @@ const (
 	iconWrite = "data:image/svg+xml,%3Csvg%20xmlns='http://www.w3.org/2000/svg'%3E%3Crect%20width='8'%20height='8'/%3E%3C/svg%3E"
 )
 
-func readTool(name, title, desc, in, out string) Tool {
-	return Tool{Name: name, Title: title, Description: desc, Input: json.RawMessage(in), Output: json.RawMessage(out),
-		ReadOnly: true, Idempotent: true, Icon: iconRead}
+func readTool(name, title, desc string) Tool {
+	return Tool{Name: name, Title: title, Description: desc, ReadOnly: true, Idempotent: true, Icon: iconRead}
 }
 
 // ---- describe_model
 
 type describeIn struct {
-	Type string `json:"type"`
+	Type string `json:"type,omitempty"`
 }
 
 type typeSummary struct {
@@ -93,10 +96,8 @@ func (o *describeOut) text() string {
 
 func describeModel(m *schema.Model) *Tool {
 	return define(readTool("describe_model", "Describe the model",
-		"Node types (with properties) and edge labels of this graph, with counts. Call first; pass type for its full JSON Schema.",
-		`{`+draft+`,"type":"object","properties":{"type":{"type":"string"}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["nodes","edges"],"properties":{"nodeTypes":{"type":"array"},"schema":{"type":"object"},"nodes":{"type":"integer"},"edges":{"type":"integer"}}}`),
-		func(ctx context.Context, c *Catalog, in *describeIn) (output, error) {
+		"Node types (with properties) and edge labels of this graph, with counts. Call first; pass type for its full JSON Schema."),
+		func(ctx context.Context, c *Catalog, in *describeIn) (*describeOut, error) {
 			st, err := c.store.Stats(ctx)
 			if err != nil {
 				return nil, err
@@ -175,41 +176,49 @@ func (o *nodeOut) text() string {
 	return fence(string(b))
 }
 
-// nodeOutputSchema describes {node}. The published form is self-contained
-// (clients compile output schemas and cannot resolve lore://model); the
-// form Lore checks its own output against also requires the properties to
-// match one of the model's node type definitions, by $ref.
-func nodeOutputSchema(m *schema.Model, strict bool) string {
-	props := `{"type":"object","description":"As lore://model defines the node's type"}`
-	if strict {
-		var refs []string
-		for _, t := range m.NodeTypeNames() {
-			ref, _ := json.Marshal(ModelURI + "#/$defs/" + strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
-			refs = append(refs, `{"$ref":`+string(ref)+`}`)
-		}
-		props = `{"type":"object","anyOf":[` + strings.Join(refs, ",") + `]}`
+// withModelRefs returns a strict output schema whose node properties must
+// also match one of the model's node type definitions, by $ref (only Lore
+// resolves lore://model: the published schemas stay self-contained).
+func withModelRefs(strict json.RawMessage, m *schema.Model) json.RawMessage {
+	var doc map[string]any
+	if err := json.Unmarshal(strict, &doc); err != nil {
+		panic("mcp: " + err.Error())
 	}
-	return `{` + draft + `,"type":"object","required":["node"],"properties":{"node":{"type":"object","required":["id","type","properties","revision"],` +
-		`"properties":{"id":{"type":"string"},"type":{"type":"string"},"properties":` + props + `,"revision":{"type":"integer"}}}}}`
+	var refs []any
+	for _, t := range m.NodeTypeNames() {
+		refs = append(refs, map[string]any{"$ref": ModelURI + "#/$defs/" + strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")})
+	}
+	node := doc["properties"].(map[string]any)["node"].(map[string]any)
+	node["properties"].(map[string]any)["properties"] = map[string]any{"type": "object", "anyOf": refs}
+	out, _ := json.Marshal(doc)
+	return out
 }
 
 func getNode(m *schema.Model) *Tool {
 	t := define(readTool("get_node", "Get a node",
-		"One node by ID (e.g. service/billing): type, properties, revision, edge counts per label.",
-		`{`+draft+`,"type":"object","required":["id"],"properties":{"id":{"type":"string"}},"additionalProperties":false}`,
-		nodeOutputSchema(m, false)),
-		func(ctx context.Context, c *Catalog, in *getNodeIn) (output, error) {
+		"One node by ID, e.g. service/billing: type, properties, revision, edge counts per label."),
+		func(ctx context.Context, c *Catalog, in *getNodeIn) (*nodeOut, error) {
+			if err := edgeIDError(in.ID); err != nil {
+				return nil, err
+			}
 			n, err := c.store.Node(ctx, in.ID)
 			if err != nil {
 				return nil, err
 			}
 			return &nodeOut{Node: n}, nil
 		})
-	t.strictOutput = json.RawMessage(nodeOutputSchema(m, true))
+	t.strictOutput = withModelRefs(t.strictOutput, m)
 	return t
 }
 
 // ---- search_nodes
+
+type searchIn struct {
+	Query  string `json:"query" schema:"minLength=1,maxLength=MaxSearchText"`
+	Type   string `json:"type,omitempty"`
+	Limit  int    `json:"limit,omitempty" schema:"min=1,max=MaxSearchLimit,default=10"`
+	Cursor string `json:"cursor,omitempty"`
+}
 
 type searchOut struct{ *graph.SearchResult }
 
@@ -248,12 +257,9 @@ func display(n *graph.Node) string {
 
 func searchNodes() *Tool {
 	return define(readTool("search_nodes", "Search nodes",
-		"Ranked text search over node names and text; every word must match (the last as a prefix). Finds IDs from words.",
-		`{`+draft+`,"type":"object","required":["query"],"properties":{"query":{"type":"string","minLength":1,"maxLength":500},`+
-			`"type":{"type":"string","description":"Only this node type"},"limit":{"type":"integer","minimum":1,"maximum":100,"default":10},"cursor":{"type":"string"}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["hits","truncated"],"properties":{"hits":{"type":"array","items":{"type":"object","required":["node","score"]}},"more":{"type":"boolean"},`+truncatedProp+`}}`),
-		func(ctx context.Context, c *Catalog, in *graph.SearchQuery) (output, error) {
-			r, err := graph.Search(ctx, c.store, *in, c.ceilings)
+		"Ranked text search over node names and text; every word must match (the last as a prefix). Finds IDs from words."),
+		func(ctx context.Context, c *Catalog, in *searchIn) (*searchOut, error) {
+			r, err := graph.Search(ctx, c.store, graph.SearchQuery{Text: in.Query, Type: in.Type, Limit: in.Limit, Cursor: in.Cursor}, c.ceilings)
 			if err != nil {
 				return nil, err
 			}
@@ -264,14 +270,21 @@ func searchNodes() *Tool {
 // ---- neighbors
 
 type neighborsIn struct {
-	ID        graph.ID     `json:"id"`
-	Edge      graph.Labels `json:"edge"`
-	Direction string       `json:"direction"`
-	Depth     int          `json:"depth"`
-	Limit     int          `json:"limit"`
+	ID        graph.ID     `json:"id" schema:"minLength=1"`
+	Edge      graph.Labels `json:"edge,omitempty"`
+	Direction string       `json:"direction,omitempty" schema:"enum=out|in|both,default=\"both\""`
+	Depth     int          `json:"depth,omitempty" schema:"min=1,max=MaxDepth,default=1"`
+	Limit     int          `json:"limit,omitempty" schema:"min=1,max=MaxNeighborLimit,default=100"`
+	// EdgeProperties adds each listed edge's properties.
+	EdgeProperties bool `json:"edgeProperties,omitempty"`
 }
 
-type neighborsOut struct{ *graph.NeighborsResult }
+type neighborsOut struct {
+	*graph.NeighborsResult
+	// EdgeProperties holds, with edgeProperties: true, the properties of
+	// each listed edge, by edge ID.
+	EdgeProperties map[string]graph.Props `json:"edgeProperties,omitempty"`
+}
 
 func (o neighborsOut) items() int { return len(o.Nodes) }
 func (o neighborsOut) keep(n int) {
@@ -296,17 +309,24 @@ func (o neighborsOut) text() string {
 
 func neighbors() *Tool {
 	return define(readTool("neighbors", "Neighbours of a node",
-		"The nodes linked to one node, breadth first up to depth hops, with the edges that reach them.",
-		`{`+draft+`,"type":"object","required":["id"],"properties":{"id":`+idSchema+`,"edge":`+labelsSchema+`,"direction":`+dirSchema+
-			`,"depth":{"type":"integer","minimum":1,"maximum":6,"default":1},"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["nodes","edges","truncated"],"properties":{"nodes":{"type":"array","items":{"type":"object","required":["node","depth"]}},"edges":{"type":"array"},`+truncatedProp+`}}`),
-		func(ctx context.Context, c *Catalog, in *neighborsIn) (output, error) {
+		"The nodes linked to one node, breadth first up to depth hops, with the edges that reach them."),
+		func(ctx context.Context, c *Catalog, in *neighborsIn) (*neighborsOut, error) {
 			r, err := graph.Neighbors(ctx, c.store, graph.NeighborsQuery{ID: in.ID, Labels: in.Edge, Direction: graph.Direction(in.Direction),
 				Depth: in.Depth, Limits: graph.Limits{MaxResults: in.Limit}}, c.ceilings)
 			if err != nil {
 				return nil, err
 			}
-			return &neighborsOut{r}, nil
+			out := &neighborsOut{NeighborsResult: r}
+			if in.EdgeProperties {
+				ids := make([]string, len(r.Edges))
+				for i, e := range r.Edges {
+					ids[i] = e.String()
+				}
+				if out.EdgeProperties, err = c.edgeProperties(ctx, ids); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
 		})
 }
 
@@ -315,13 +335,20 @@ func neighbors() *Tool {
 type pathsIn struct {
 	From      graph.ID     `json:"from"`
 	To        graph.ID     `json:"to"`
-	MaxHops   int          `json:"maxHops"`
-	Edge      graph.Labels `json:"edge"`
-	Direction string       `json:"direction"`
-	K         int          `json:"k"`
+	MaxHops   int          `json:"maxHops,omitempty" schema:"min=1,max=MaxPathHops"`
+	Edge      graph.Labels `json:"edge,omitempty"`
+	Direction string       `json:"direction,omitempty" schema:"enum=out|in|both,default=\"both\""`
+	K         int          `json:"k,omitempty" schema:"min=1,max=MaxPaths,default=1"`
+	// EdgeProperties adds the properties of the paths' edges.
+	EdgeProperties bool `json:"edgeProperties,omitempty"`
 }
 
-type pathsOut struct{ *graph.PathsResult }
+type pathsOut struct {
+	*graph.PathsResult
+	// EdgeProperties holds, with edgeProperties: true, the properties of
+	// each edge on the paths, by edge ID.
+	EdgeProperties map[string]graph.Props `json:"edgeProperties,omitempty"`
+}
 
 func (o pathsOut) items() int { return len(o.Paths) }
 func (o pathsOut) keep(n int) {
@@ -356,24 +383,35 @@ func (o pathsOut) text() string {
 
 func findPaths() *Tool {
 	return define(readTool("find_paths", "Find paths",
-		"The k shortest simple paths between two nodes, shortest first, as node and edge IDs.",
-		`{`+draft+`,"type":"object","required":["from","to"],"properties":{"from":`+idSchema+`,"to":`+idSchema+
-			`,"maxHops":{"type":"integer","minimum":1,"maximum":12},"edge":`+labelsSchema+`,"direction":`+dirSchema+`,"k":{"type":"integer","minimum":1,"maximum":20,"default":1}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["paths","length","truncated"],"properties":{"paths":{"type":"array","items":{"type":"object","required":["nodes","edges"]}},`+
-			`"length":{"type":"integer","description":"Edges in paths[0]; -1: none"},"truncated":{"type":"boolean"}}}`),
-		func(ctx context.Context, c *Catalog, in *pathsIn) (output, error) {
+		"The k shortest simple paths between two nodes, shortest first, as node and edge IDs."),
+		func(ctx context.Context, c *Catalog, in *pathsIn) (*pathsOut, error) {
 			r, err := graph.Paths(ctx, c.store, graph.PathsQuery{From: in.From, To: in.To, Labels: in.Edge, Direction: graph.Direction(in.Direction),
 				MaxHops: in.MaxHops, K: in.K}, c.ceilings)
 			if err != nil {
 				return nil, err
 			}
-			return &pathsOut{r}, nil
+			out := &pathsOut{PathsResult: r}
+			if in.EdgeProperties {
+				var ids []string
+				for _, p := range r.Paths {
+					ids = append(ids, p.Edges...)
+				}
+				if out.EdgeProperties, err = c.edgeProperties(ctx, ids); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
 		})
 }
 
 // ---- query_graph
 
-type queryOut struct{ *graph.QueryResult }
+type queryOut struct {
+	*graph.QueryResult
+	// EdgeProperties holds, with return.edgeProperties, the properties
+	// of each edge on the paths, by edge ID.
+	EdgeProperties map[string]graph.Props `json:"edgeProperties,omitempty"`
+}
 
 func (o queryOut) text() string {
 	var b strings.Builder
@@ -411,24 +449,16 @@ func (o queryOut) text() string {
 	return b.String()
 }
 
-// queryInput is the query language's shape, condensed for the tools list;
-// graph.ParseQuery then checks the query against the language's full schema
-// (graph.QuerySchema) and the model, reporting every problem by pointer.
-const queryInput = `{` + draft + `,"type":"object","required":["from"],"properties":{` +
-	`"from":{"type":"object","description":"Start: ids; or type (+where); or search (+type)","properties":{"ids":{"type":"array","items":{"type":"string"}},"type":{"type":"string"},"where":{"$ref":"#/$defs/f"},"search":{"type":"string"}}},` +
-	`"traverse":{"type":"array","items":{"type":"object","properties":{"edge":{"type":["string","array"]},"direction":{"enum":["out","in","both"]},"hops":{"type":["integer","array"],"description":"n or [min,max]"},"type":{"type":"string"},"where":{"$ref":"#/$defs/f"}}}},` +
-	`"where":{"$ref":"#/$defs/f"},"return":{"type":"object","properties":{"fields":{"type":"array","items":{"type":"string"}},"paths":{"type":"boolean"},"count":{"type":"boolean"}}},` +
-	`"orderBy":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"desc":{"type":"boolean"}}}},"limit":{"type":"integer"},"cursor":{"type":"string"},"limits":{"type":"object"}},` +
-	`"$defs":{"f":{"type":"object","description":"{field: v} or {field: {eq|ne|lt|lte|gt|gte|in|contains|prefix|exists: v}}; and, or, not"}}}`
-
 func queryGraph() *Tool {
-	return define(Tool{Name: "query_graph", Title: "Query the graph",
-		Description: "Read-only, bounded graph query: a start set, traversal steps, filters, fields, order. For multi-hop questions.",
-		Input:       json.RawMessage(queryInput),
-		Output: json.RawMessage(`{` + draft + `,"type":"object","required":["nodes","more","truncated"],"properties":{"nodes":{"type":"array"},` +
-			`"more":{"type":"boolean"},` + truncatedProp + `,"note":{"type":"string"}}}`),
-		ReadOnly: true, Idempotent: true, Icon: iconRead},
-		func(ctx context.Context, c *Catalog, in *json.RawMessage) (output, error) {
+	// The input schema is the query language's shape, derived from
+	// graph.Query; graph.ParseQuery then checks the query against the
+	// language's full schema (graph.QuerySchema) and the model, reporting
+	// every problem by pointer.
+	t := readTool("query_graph", "Query the graph",
+		"Read-only, bounded graph query: a start set, traversal steps, filters, fields, order. For multi-hop questions.")
+	t.schemaIn = reflect.TypeFor[graph.Query]()
+	return define(t,
+		func(ctx context.Context, c *Catalog, in *json.RawMessage) (*queryOut, error) {
 			q, err := graph.ParseQuery(c.model, *in)
 			if err != nil {
 				return nil, err
@@ -437,16 +467,26 @@ func queryGraph() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return &queryOut{r}, nil
+			out := &queryOut{QueryResult: r}
+			if q.Return.EdgeProperties {
+				var ids []string
+				for _, p := range r.Paths {
+					ids = append(ids, p.Edges...)
+				}
+				if out.EdgeProperties, err = c.edgeProperties(ctx, ids); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
 		})
 }
 
 // ---- changes_since
 
 type changesIn struct {
-	Cursor uint64 `json:"cursor"`
-	Limit  int    `json:"limit"`
-	Offset int    `json:"offset"`
+	Cursor uint64 `json:"cursor,omitempty" schema:"max=maxCursor,default=0"`
+	Limit  int    `json:"limit,omitempty" schema:"min=1,max=MaxChanges,default=100"`
+	Offset int    `json:"offset,omitempty" schema:"min=0"`
 }
 
 type changesOut struct {
@@ -486,11 +526,8 @@ const maxCursor = 1<<53 - 1
 
 func changesSince() *Tool {
 	return define(readTool("changes_since", "Changes since a cursor",
-		"What each write changed, after a cursor (0: from the start). Pass the returned cursor next time. A truncated entry goes on with cursor seq-1, offset part.next.",
-		`{`+draft+`,"type":"object","properties":{"cursor":{"type":"integer","minimum":0,"maximum":`+strconv.Itoa(maxCursor)+`,"default":0},`+
-			`"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0}},"additionalProperties":false}`,
-		`{`+draft+`,"type":"object","required":["changes","cursor","more"],"properties":{"changes":{"type":"array","items":{"type":"object","required":["seq","op"]}},"cursor":{"type":"integer"},"more":{"type":"boolean"}}}`),
-		func(ctx context.Context, c *Catalog, in *changesIn) (output, error) {
+		"What each write changed after a cursor (0: the start); pass the returned cursor next. A truncated entry goes on at cursor seq-1, offset part.next."),
+		func(ctx context.Context, c *Catalog, in *changesIn) (*changesOut, error) {
 			return c.changes(ctx, in)
 		})
 }

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,25 +13,10 @@ import (
 // MaxWriteItems caps the elements of one write call.
 const MaxWriteItems = 1000
 
-const (
-	revSchema     = `{"type":"integer","minimum":0,"description":"0: must not exist"}`
-	idemSchema    = `{"type":"string","maxLength":200}`
-	confirmSchema = `{"type":"boolean"}`
-	edgeKeyProps  = `"from":{"type":"string"},"label":{"type":"string"},"to":{"type":"string"},"key":{"type":"string"}`
-	statusList    = `{"type":"array","items":{"type":"object","required":["id","status","revision"]}}`
-	idList        = `{"type":"array","items":{"type":"string"}}`
-)
-
-// writeTool declares a write tool; its output is the batch result, of
-// which out names the lists the tool fills and their counts.
-func writeTool(name, title, desc, in, out string) Tool {
-	return Tool{Name: name, Title: title, Description: desc, Input: json.RawMessage(in),
-		Output: json.RawMessage(`{` + draft + `,"type":"object","required":["seq"],"properties":{"seq":{"type":"integer"},"truncated":{"type":"boolean"},` + out + `}}`),
-		Write:  true, Icon: iconWrite}
+// writeTool declares a write tool; its output is the batch result.
+func writeTool(name, title, desc string) Tool {
+	return Tool{Name: name, Title: title, Description: desc, Write: true, Icon: iconWrite}
 }
-
-// countSchema is the schema of a list's count in a write result.
-const countSchema = `{"type":"integer"}`
 
 // A writeOut is a committed (or replayed) batch's result. It fits the byte
 // cap by construction: the lists are cut to their first items when they do
@@ -116,7 +100,7 @@ func (o *writeOut) text() string {
 	return b.String()
 }
 
-func apply(ctx context.Context, c *Catalog, b *graph.Batch) (output, error) {
+func apply(ctx context.Context, c *Catalog, b *graph.Batch) (*writeOut, error) {
 	r, err := c.store.Apply(ctx, b)
 	var be *graph.BatchError
 	if errors.As(err, &be) && (b.DeleteNodes != nil || b.DeleteEdges != nil) {
@@ -134,21 +118,30 @@ func apply(ctx context.Context, c *Catalog, b *graph.Batch) (output, error) {
 
 // ---- upsert_nodes
 
+// A nodeIn is graph.NodeInput without the fields only imports restore.
+type nodeIn struct {
+	ID               graph.ID    `json:"id"`
+	Type             string      `json:"type"`
+	Properties       graph.Props `json:"properties"`
+	Merge            bool        `json:"merge,omitempty"`
+	ExpectedRevision *int64      `json:"expectedRevision,omitempty" schema:"min=0" desc:"0: must not exist"`
+}
+
 type upsertNodesIn struct {
-	Nodes          []graph.NodeInput `json:"nodes"`
-	IdempotencyKey string            `json:"idempotencyKey"`
+	Nodes          []nodeIn `json:"nodes" schema:"maxItems=MaxWriteItems"`
+	IdempotencyKey string   `json:"idempotencyKey,omitempty" schema:"maxLength=MaxIdempotencyKey"`
 }
 
 func upsertNodes() *Tool {
 	t := writeTool("upsert_nodes", "Create or update nodes",
-		"Create nodes or replace their properties (merge: true patches, null removes). All or nothing; errors list every problem.",
-		`{`+draft+`,"type":"object","required":["nodes"],"properties":{"nodes":{"type":"array","items":{"type":"object","required":["id","type","properties"],`+
-			`"properties":{"id":{"type":"string"},"type":{"type":"string"},"properties":{"type":"object"},"merge":{"type":"boolean"},"expectedRevision":`+revSchema+`}}},`+
-			`"idempotencyKey":`+idemSchema+`},"additionalProperties":false}`,
-		`"nodes":`+statusList+`,"nodeCount":`+countSchema)
+		"Create nodes or replace their properties (merge: true patches, null removes). All or nothing.")
 	t.Idempotent = true
-	return define(t, func(ctx context.Context, c *Catalog, in *upsertNodesIn) (output, error) {
-		return apply(ctx, c, &graph.Batch{Nodes: in.Nodes, IdempotencyKey: in.IdempotencyKey, Op: "upsert_nodes"})
+	return define(t, func(ctx context.Context, c *Catalog, in *upsertNodesIn) (*writeOut, error) {
+		b := &graph.Batch{IdempotencyKey: in.IdempotencyKey, Op: "upsert_nodes"}
+		for _, n := range in.Nodes {
+			b.Nodes = append(b.Nodes, graph.NodeInput{ID: n.ID, Type: n.Type, Properties: n.Properties, Merge: n.Merge, ExpectedRevision: n.ExpectedRevision})
+		}
+		return apply(ctx, c, b)
 	})
 }
 
@@ -156,24 +149,20 @@ func upsertNodes() *Tool {
 
 type edgeIn struct {
 	graph.EdgeKey
-	Properties       graph.Props `json:"properties"`
-	ExpectedRevision *int64      `json:"expectedRevision"`
+	Properties       graph.Props `json:"properties,omitempty"`
+	ExpectedRevision *int64      `json:"expectedRevision,omitempty" schema:"min=0" desc:"0: must not exist"`
 }
 
 type upsertEdgesIn struct {
-	Edges          []edgeIn `json:"edges"`
-	IdempotencyKey string   `json:"idempotencyKey"`
+	Edges          []edgeIn `json:"edges" schema:"maxItems=MaxWriteItems"`
+	IdempotencyKey string   `json:"idempotencyKey,omitempty" schema:"maxLength=MaxIdempotencyKey"`
 }
 
 func upsertEdges() *Tool {
 	t := writeTool("upsert_edges", "Create or update edges",
-		"Link nodes: create edges or replace their properties. key only for keyed labels. All or nothing.",
-		`{`+draft+`,"type":"object","required":["edges"],"properties":{"edges":{"type":"array","items":{"type":"object","required":["from","label","to"],`+
-			`"properties":{`+edgeKeyProps+`,"properties":{"type":"object"},"expectedRevision":`+revSchema+`}}},`+
-			`"idempotencyKey":`+idemSchema+`},"additionalProperties":false}`,
-		`"edges":`+statusList+`,"edgeCount":`+countSchema)
+		"Link nodes: create edges or replace their properties. key only for keyed labels. All or nothing.")
 	t.Idempotent = true
-	return define(t, func(ctx context.Context, c *Catalog, in *upsertEdgesIn) (output, error) {
+	return define(t, func(ctx context.Context, c *Catalog, in *upsertEdgesIn) (*writeOut, error) {
 		b := &graph.Batch{IdempotencyKey: in.IdempotencyKey, Op: "upsert_edges"}
 		for _, e := range in.Edges {
 			b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: e.EdgeKey, Properties: e.Properties, ExpectedRevision: e.ExpectedRevision})
@@ -185,13 +174,13 @@ func upsertEdges() *Tool {
 // ---- delete_nodes
 
 type deleteNodesIn struct {
-	Nodes          []graph.NodeRef `json:"nodes"`
-	IdempotencyKey string          `json:"idempotencyKey"`
-	Confirm        bool            `json:"confirm"`
+	Nodes          []graph.NodeRef `json:"nodes" schema:"maxItems=MaxWriteItems"`
+	IdempotencyKey string          `json:"idempotencyKey,omitempty" schema:"maxLength=MaxIdempotencyKey"`
+	Confirm        bool            `json:"confirm,omitempty"`
 }
 
-func deleteTool(name, title, desc, in, out string) Tool {
-	t := writeTool(name, title, desc, in, out)
+func deleteTool(name, title, desc string) Tool {
+	t := writeTool(name, title, desc)
 	t.Destructive, t.Idempotent, t.Confirm = true, true, true
 	return t
 }
@@ -202,11 +191,8 @@ func needConfirm(name string, what []string) error {
 
 func deleteNodes() *Tool {
 	return define(deleteTool("delete_nodes", "Delete nodes",
-		"Delete nodes and every edge at them. Destructive: asks the user to confirm.",
-		`{`+draft+`,"type":"object","required":["nodes"],"properties":{"nodes":{"type":"array","items":{"type":"object","required":["id"],`+
-			`"properties":{"id":{"type":"string"},"expectedRevision":{"type":"integer"}}}},"idempotencyKey":`+idemSchema+`,"confirm":`+confirmSchema+`},"additionalProperties":false}`,
-		`"deletedNodes":`+idList+`,"deletedEdges":`+idList+`,"deletedNodeCount":`+countSchema+`,"deletedEdgeCount":`+countSchema),
-		func(ctx context.Context, c *Catalog, in *deleteNodesIn) (output, error) {
+		"Delete nodes and every edge at them. Destructive: asks the user to confirm."),
+		func(ctx context.Context, c *Catalog, in *deleteNodesIn) (*writeOut, error) {
 			if !in.Confirm {
 				var ids []string
 				for _, n := range in.Nodes {
@@ -221,18 +207,15 @@ func deleteNodes() *Tool {
 // ---- delete_edges
 
 type deleteEdgesIn struct {
-	Edges          []graph.EdgeRef `json:"edges"`
-	IdempotencyKey string          `json:"idempotencyKey"`
-	Confirm        bool            `json:"confirm"`
+	Edges          []graph.EdgeRef `json:"edges" schema:"maxItems=MaxWriteItems"`
+	IdempotencyKey string          `json:"idempotencyKey,omitempty" schema:"maxLength=MaxIdempotencyKey"`
+	Confirm        bool            `json:"confirm,omitempty"`
 }
 
 func deleteEdges() *Tool {
 	return define(deleteTool("delete_edges", "Delete edges",
-		"Delete edges (from, label, to, key); nodes stay. Destructive: asks the user to confirm.",
-		`{`+draft+`,"type":"object","required":["edges"],"properties":{"edges":{"type":"array","items":{"type":"object","required":["from","label","to"],`+
-			`"properties":{`+edgeKeyProps+`,"expectedRevision":{"type":"integer"}}}},"idempotencyKey":`+idemSchema+`,"confirm":`+confirmSchema+`},"additionalProperties":false}`,
-		`"deletedEdges":`+idList+`,"deletedEdgeCount":`+countSchema),
-		func(ctx context.Context, c *Catalog, in *deleteEdgesIn) (output, error) {
+		"Delete edges (from, label, to, key); nodes stay. Destructive: asks the user to confirm."),
+		func(ctx context.Context, c *Catalog, in *deleteEdgesIn) (*writeOut, error) {
 			if !in.Confirm {
 				var ids []string
 				for _, e := range in.Edges {

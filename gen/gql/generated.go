@@ -66,6 +66,13 @@ type ComplexityRoot struct {
 	DeleteEdgesResult struct {
 		DeletedEdgeCount func(childComplexity int) int
 		DeletedEdges     func(childComplexity int) int
+		DeletedNodeCount func(childComplexity int) int
+		DeletedNodes     func(childComplexity int) int
+		EdgeCount        func(childComplexity int) int
+		Edges            func(childComplexity int) int
+		NodeCount        func(childComplexity int) int
+		Nodes            func(childComplexity int) int
+		Replayed         func(childComplexity int) int
 		Seq              func(childComplexity int) int
 		Truncated        func(childComplexity int) int
 	}
@@ -75,22 +82,53 @@ type ComplexityRoot struct {
 		DeletedEdges     func(childComplexity int) int
 		DeletedNodeCount func(childComplexity int) int
 		DeletedNodes     func(childComplexity int) int
+		EdgeCount        func(childComplexity int) int
+		Edges            func(childComplexity int) int
+		NodeCount        func(childComplexity int) int
+		Nodes            func(childComplexity int) int
+		Replayed         func(childComplexity int) int
 		Seq              func(childComplexity int) int
 		Truncated        func(childComplexity int) int
 	}
 
+	DescribeModelEdgeLabel struct {
+		Count       func(childComplexity int) int
+		Description func(childComplexity int) int
+		From        func(childComplexity int) int
+		Keyed       func(childComplexity int) int
+		Name        func(childComplexity int) int
+		To          func(childComplexity int) int
+	}
+
+	DescribeModelNodeType struct {
+		Count       func(childComplexity int) int
+		Description func(childComplexity int) int
+		Display     func(childComplexity int) int
+		Indexed     func(childComplexity int) int
+		Name        func(childComplexity int) int
+		Properties  func(childComplexity int) int
+		Required    func(childComplexity int) int
+	}
+
 	DescribeModelResult struct {
-		Edges     func(childComplexity int) int
-		NodeTypes func(childComplexity int) int
-		Nodes     func(childComplexity int) int
-		Schema    func(childComplexity int) int
+		EdgeLabels func(childComplexity int) int
+		Edges      func(childComplexity int) int
+		NodeTypes  func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		Schema     func(childComplexity int) int
+		Title      func(childComplexity int) int
 	}
 
 	Edge struct {
-		From  func(childComplexity int) int
-		Key   func(childComplexity int) int
-		Label func(childComplexity int) int
-		To    func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		From       func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Key        func(childComplexity int) int
+		Label      func(childComplexity int) int
+		Properties func(childComplexity int) int
+		Revision   func(childComplexity int) int
+		To         func(childComplexity int) int
+		UpdatedAt  func(childComplexity int) int
 	}
 
 	EdgeChange struct {
@@ -109,13 +147,30 @@ type ComplexityRoot struct {
 	}
 
 	FindPathsResult struct {
-		Length    func(childComplexity int) int
-		Paths     func(childComplexity int) int
-		Truncated func(childComplexity int) int
+		Capped         func(childComplexity int) int
+		EdgeProperties func(childComplexity int) int
+		Length         func(childComplexity int) int
+		Limits         func(childComplexity int) int
+		Paths          func(childComplexity int) int
+		Reason         func(childComplexity int) int
+		Stats          func(childComplexity int) int
+		Truncated      func(childComplexity int) int
+	}
+
+	GetEdgeResult struct {
+		Edge func(childComplexity int) int
 	}
 
 	GetNodeResult struct {
 		Node func(childComplexity int) int
+	}
+
+	Limits struct {
+		MaxBytes   func(childComplexity int) int
+		MaxHops    func(childComplexity int) int
+		MaxResults func(childComplexity int) int
+		MaxVisited func(childComplexity int) int
+		TimeoutMs  func(childComplexity int) int
 	}
 
 	Mutation struct {
@@ -131,18 +186,22 @@ type ComplexityRoot struct {
 	}
 
 	NeighborsResult struct {
-		Cursor    func(childComplexity int) int
-		Edges     func(childComplexity int) int
-		Nodes     func(childComplexity int) int
-		Truncated func(childComplexity int) int
+		Capped         func(childComplexity int) int
+		EdgeProperties func(childComplexity int) int
+		Edges          func(childComplexity int) int
+		Limits         func(childComplexity int) int
+		Nodes          func(childComplexity int) int
+		Reason         func(childComplexity int) int
+		Stats          func(childComplexity int) int
+		Truncated      func(childComplexity int) int
 	}
 
 	Node struct {
 		CreatedAt  func(childComplexity int) int
 		EdgeCounts func(childComplexity int) int
-		Edges      func(childComplexity int, edge []string, direction *model.Direction, limit *int) int
+		Edges      func(childComplexity int, edge []string, direction *model.Direction, limit *int, edgeProperties *bool) int
 		ID         func(childComplexity int) int
-		Neighbors  func(childComplexity int, edge []string, direction *model.Direction, depth *int, limit *int) int
+		Neighbors  func(childComplexity int, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) int
 		Properties func(childComplexity int) int
 		Revision   func(childComplexity int) int
 		Type       func(childComplexity int) int
@@ -164,20 +223,34 @@ type ComplexityRoot struct {
 	Query struct {
 		ChangesSince  func(childComplexity int, cursor *int, limit *int, offset *int) int
 		DescribeModel func(childComplexity int, typeArg *string) int
-		FindPaths     func(childComplexity int, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int) int
+		FindPaths     func(childComplexity int, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool) int
+		GetEdge       func(childComplexity int, id string) int
 		GetNode       func(childComplexity int, id string) int
-		Neighbors     func(childComplexity int, id string, edge []string, direction *model.Direction, depth *int, limit *int) int
+		Neighbors     func(childComplexity int, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) int
 		QueryGraph    func(childComplexity int, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, limit *int, cursor *string, limits any) int
 		Resource      func(childComplexity int, uri string) int
 		SearchNodes   func(childComplexity int, query string, typeArg *string, limit *int, cursor *string) int
 	}
 
 	QueryGraphResult struct {
-		Cursor    func(childComplexity int) int
-		More      func(childComplexity int) int
-		Nodes     func(childComplexity int) int
-		Note      func(childComplexity int) int
-		Truncated func(childComplexity int) int
+		Capped         func(childComplexity int) int
+		Count          func(childComplexity int) int
+		Cursor         func(childComplexity int) int
+		EdgeProperties func(childComplexity int) int
+		Limits         func(childComplexity int) int
+		More           func(childComplexity int) int
+		Nodes          func(childComplexity int) int
+		Note           func(childComplexity int) int
+		Partial        func(childComplexity int) int
+		Paths          func(childComplexity int) int
+		Reason         func(childComplexity int) int
+		Stats          func(childComplexity int) int
+		Truncated      func(childComplexity int) int
+	}
+
+	ReadStats struct {
+		ElapsedMs func(childComplexity int) int
+		Visited   func(childComplexity int) int
 	}
 
 	Resource struct {
@@ -200,9 +273,13 @@ type ComplexityRoot struct {
 	}
 
 	SearchNodesResult struct {
+		Capped    func(childComplexity int) int
 		Cursor    func(childComplexity int) int
 		Hits      func(childComplexity int) int
+		Limits    func(childComplexity int) int
 		More      func(childComplexity int) int
+		Reason    func(childComplexity int) int
+		Stats     func(childComplexity int) int
 		Truncated func(childComplexity int) int
 	}
 
@@ -214,10 +291,17 @@ type ComplexityRoot struct {
 	}
 
 	UpsertEdgesResult struct {
-		EdgeCount func(childComplexity int) int
-		Edges     func(childComplexity int) int
-		Seq       func(childComplexity int) int
-		Truncated func(childComplexity int) int
+		DeletedEdgeCount func(childComplexity int) int
+		DeletedEdges     func(childComplexity int) int
+		DeletedNodeCount func(childComplexity int) int
+		DeletedNodes     func(childComplexity int) int
+		EdgeCount        func(childComplexity int) int
+		Edges            func(childComplexity int) int
+		NodeCount        func(childComplexity int) int
+		Nodes            func(childComplexity int) int
+		Replayed         func(childComplexity int) int
+		Seq              func(childComplexity int) int
+		Truncated        func(childComplexity int) int
 	}
 
 	UpsertNodesNode struct {
@@ -227,10 +311,17 @@ type ComplexityRoot struct {
 	}
 
 	UpsertNodesResult struct {
-		NodeCount func(childComplexity int) int
-		Nodes     func(childComplexity int) int
-		Seq       func(childComplexity int) int
-		Truncated func(childComplexity int) int
+		DeletedEdgeCount func(childComplexity int) int
+		DeletedEdges     func(childComplexity int) int
+		DeletedNodeCount func(childComplexity int) int
+		DeletedNodes     func(childComplexity int) int
+		EdgeCount        func(childComplexity int) int
+		Edges            func(childComplexity int) int
+		NodeCount        func(childComplexity int) int
+		Nodes            func(childComplexity int) int
+		Replayed         func(childComplexity int) int
+		Seq              func(childComplexity int) int
+		Truncated        func(childComplexity int) int
 	}
 }
 
@@ -246,15 +337,16 @@ type MutationResolver interface {
 }
 type NodeResolver interface {
 	EdgeCounts(ctx context.Context, obj *model.Node) ([]*model.EdgeCount, error)
-	Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int) ([]*model.Neighbor, error)
-	Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int) ([]*model.Edge, error)
+	Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) ([]*model.Neighbor, error)
+	Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int, edgeProperties *bool) ([]*model.Edge, error)
 }
 type QueryResolver interface {
 	DescribeModel(ctx context.Context, typeArg *string) (*model.DescribeModelResult, error)
 	GetNode(ctx context.Context, id string) (*model.GetNodeResult, error)
+	GetEdge(ctx context.Context, id string) (*model.GetEdgeResult, error)
 	SearchNodes(ctx context.Context, query string, typeArg *string, limit *int, cursor *string) (*model.SearchNodesResult, error)
-	Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int) (*model.NeighborsResult, error)
-	FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int) (*model.FindPathsResult, error)
+	Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) (*model.NeighborsResult, error)
+	FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool) (*model.FindPathsResult, error)
 	QueryGraph(ctx context.Context, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, limit *int, cursor *string, limits any) (*model.QueryGraphResult, error)
 	ChangesSince(ctx context.Context, cursor *int, limit *int, offset *int) (*model.ChangesSinceResult, error)
 	Resource(ctx context.Context, uri string) (*model.Resource, error)
@@ -390,6 +482,48 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DeleteEdgesResult.DeletedEdges(childComplexity), true
+	case "DeleteEdgesResult.deletedNodeCount":
+		if e.ComplexityRoot.DeleteEdgesResult.DeletedNodeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteEdgesResult.DeletedNodeCount(childComplexity), true
+	case "DeleteEdgesResult.deletedNodes":
+		if e.ComplexityRoot.DeleteEdgesResult.DeletedNodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteEdgesResult.DeletedNodes(childComplexity), true
+	case "DeleteEdgesResult.edgeCount":
+		if e.ComplexityRoot.DeleteEdgesResult.EdgeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteEdgesResult.EdgeCount(childComplexity), true
+	case "DeleteEdgesResult.edges":
+		if e.ComplexityRoot.DeleteEdgesResult.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteEdgesResult.Edges(childComplexity), true
+	case "DeleteEdgesResult.nodeCount":
+		if e.ComplexityRoot.DeleteEdgesResult.NodeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteEdgesResult.NodeCount(childComplexity), true
+	case "DeleteEdgesResult.nodes":
+		if e.ComplexityRoot.DeleteEdgesResult.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteEdgesResult.Nodes(childComplexity), true
+	case "DeleteEdgesResult.replayed":
+		if e.ComplexityRoot.DeleteEdgesResult.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteEdgesResult.Replayed(childComplexity), true
 	case "DeleteEdgesResult.seq":
 		if e.ComplexityRoot.DeleteEdgesResult.Seq == nil {
 			break
@@ -427,6 +561,36 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DeleteNodesResult.DeletedNodes(childComplexity), true
+	case "DeleteNodesResult.edgeCount":
+		if e.ComplexityRoot.DeleteNodesResult.EdgeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNodesResult.EdgeCount(childComplexity), true
+	case "DeleteNodesResult.edges":
+		if e.ComplexityRoot.DeleteNodesResult.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNodesResult.Edges(childComplexity), true
+	case "DeleteNodesResult.nodeCount":
+		if e.ComplexityRoot.DeleteNodesResult.NodeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNodesResult.NodeCount(childComplexity), true
+	case "DeleteNodesResult.nodes":
+		if e.ComplexityRoot.DeleteNodesResult.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNodesResult.Nodes(childComplexity), true
+	case "DeleteNodesResult.replayed":
+		if e.ComplexityRoot.DeleteNodesResult.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DeleteNodesResult.Replayed(childComplexity), true
 	case "DeleteNodesResult.seq":
 		if e.ComplexityRoot.DeleteNodesResult.Seq == nil {
 			break
@@ -440,6 +604,92 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DeleteNodesResult.Truncated(childComplexity), true
 
+	case "DescribeModelEdgeLabel.count":
+		if e.ComplexityRoot.DescribeModelEdgeLabel.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelEdgeLabel.Count(childComplexity), true
+	case "DescribeModelEdgeLabel.description":
+		if e.ComplexityRoot.DescribeModelEdgeLabel.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelEdgeLabel.Description(childComplexity), true
+	case "DescribeModelEdgeLabel.from":
+		if e.ComplexityRoot.DescribeModelEdgeLabel.From == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelEdgeLabel.From(childComplexity), true
+	case "DescribeModelEdgeLabel.keyed":
+		if e.ComplexityRoot.DescribeModelEdgeLabel.Keyed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelEdgeLabel.Keyed(childComplexity), true
+	case "DescribeModelEdgeLabel.name":
+		if e.ComplexityRoot.DescribeModelEdgeLabel.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelEdgeLabel.Name(childComplexity), true
+	case "DescribeModelEdgeLabel.to":
+		if e.ComplexityRoot.DescribeModelEdgeLabel.To == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelEdgeLabel.To(childComplexity), true
+
+	case "DescribeModelNodeType.count":
+		if e.ComplexityRoot.DescribeModelNodeType.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelNodeType.Count(childComplexity), true
+	case "DescribeModelNodeType.description":
+		if e.ComplexityRoot.DescribeModelNodeType.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelNodeType.Description(childComplexity), true
+	case "DescribeModelNodeType.display":
+		if e.ComplexityRoot.DescribeModelNodeType.Display == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelNodeType.Display(childComplexity), true
+	case "DescribeModelNodeType.indexed":
+		if e.ComplexityRoot.DescribeModelNodeType.Indexed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelNodeType.Indexed(childComplexity), true
+	case "DescribeModelNodeType.name":
+		if e.ComplexityRoot.DescribeModelNodeType.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelNodeType.Name(childComplexity), true
+	case "DescribeModelNodeType.properties":
+		if e.ComplexityRoot.DescribeModelNodeType.Properties == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelNodeType.Properties(childComplexity), true
+	case "DescribeModelNodeType.required":
+		if e.ComplexityRoot.DescribeModelNodeType.Required == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelNodeType.Required(childComplexity), true
+
+	case "DescribeModelResult.edgeLabels":
+		if e.ComplexityRoot.DescribeModelResult.EdgeLabels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelResult.EdgeLabels(childComplexity), true
 	case "DescribeModelResult.edges":
 		if e.ComplexityRoot.DescribeModelResult.Edges == nil {
 			break
@@ -464,13 +714,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DescribeModelResult.Schema(childComplexity), true
+	case "DescribeModelResult.title":
+		if e.ComplexityRoot.DescribeModelResult.Title == nil {
+			break
+		}
 
+		return e.ComplexityRoot.DescribeModelResult.Title(childComplexity), true
+
+	case "Edge.createdAt":
+		if e.ComplexityRoot.Edge.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Edge.CreatedAt(childComplexity), true
 	case "Edge.from":
 		if e.ComplexityRoot.Edge.From == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Edge.From(childComplexity), true
+	case "Edge.id":
+		if e.ComplexityRoot.Edge.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Edge.ID(childComplexity), true
 	case "Edge.key":
 		if e.ComplexityRoot.Edge.Key == nil {
 			break
@@ -483,12 +751,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Edge.Label(childComplexity), true
+	case "Edge.properties":
+		if e.ComplexityRoot.Edge.Properties == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Edge.Properties(childComplexity), true
+	case "Edge.revision":
+		if e.ComplexityRoot.Edge.Revision == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Edge.Revision(childComplexity), true
 	case "Edge.to":
 		if e.ComplexityRoot.Edge.To == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Edge.To(childComplexity), true
+	case "Edge.updatedAt":
+		if e.ComplexityRoot.Edge.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Edge.UpdatedAt(childComplexity), true
 
 	case "EdgeChange.action":
 		if e.ComplexityRoot.EdgeChange.Action == nil {
@@ -546,18 +832,48 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.EdgeCount.Label(childComplexity), true
 
+	case "FindPathsResult.capped":
+		if e.ComplexityRoot.FindPathsResult.Capped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FindPathsResult.Capped(childComplexity), true
+	case "FindPathsResult.edgeProperties":
+		if e.ComplexityRoot.FindPathsResult.EdgeProperties == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FindPathsResult.EdgeProperties(childComplexity), true
 	case "FindPathsResult.length":
 		if e.ComplexityRoot.FindPathsResult.Length == nil {
 			break
 		}
 
 		return e.ComplexityRoot.FindPathsResult.Length(childComplexity), true
+	case "FindPathsResult.limits":
+		if e.ComplexityRoot.FindPathsResult.Limits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FindPathsResult.Limits(childComplexity), true
 	case "FindPathsResult.paths":
 		if e.ComplexityRoot.FindPathsResult.Paths == nil {
 			break
 		}
 
 		return e.ComplexityRoot.FindPathsResult.Paths(childComplexity), true
+	case "FindPathsResult.reason":
+		if e.ComplexityRoot.FindPathsResult.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FindPathsResult.Reason(childComplexity), true
+	case "FindPathsResult.stats":
+		if e.ComplexityRoot.FindPathsResult.Stats == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FindPathsResult.Stats(childComplexity), true
 	case "FindPathsResult.truncated":
 		if e.ComplexityRoot.FindPathsResult.Truncated == nil {
 			break
@@ -565,12 +881,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FindPathsResult.Truncated(childComplexity), true
 
+	case "GetEdgeResult.edge":
+		if e.ComplexityRoot.GetEdgeResult.Edge == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GetEdgeResult.Edge(childComplexity), true
+
 	case "GetNodeResult.node":
 		if e.ComplexityRoot.GetNodeResult.Node == nil {
 			break
 		}
 
 		return e.ComplexityRoot.GetNodeResult.Node(childComplexity), true
+
+	case "Limits.maxBytes":
+		if e.ComplexityRoot.Limits.MaxBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Limits.MaxBytes(childComplexity), true
+	case "Limits.maxHops":
+		if e.ComplexityRoot.Limits.MaxHops == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Limits.MaxHops(childComplexity), true
+	case "Limits.maxResults":
+		if e.ComplexityRoot.Limits.MaxResults == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Limits.MaxResults(childComplexity), true
+	case "Limits.maxVisited":
+		if e.ComplexityRoot.Limits.MaxVisited == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Limits.MaxVisited(childComplexity), true
+	case "Limits.timeoutMs":
+		if e.ComplexityRoot.Limits.TimeoutMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Limits.TimeoutMs(childComplexity), true
 
 	case "Mutation.deleteEdges":
 		if e.ComplexityRoot.Mutation.DeleteEdges == nil {
@@ -630,24 +984,48 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Neighbor.Node(childComplexity), true
 
-	case "NeighborsResult.cursor":
-		if e.ComplexityRoot.NeighborsResult.Cursor == nil {
+	case "NeighborsResult.capped":
+		if e.ComplexityRoot.NeighborsResult.Capped == nil {
 			break
 		}
 
-		return e.ComplexityRoot.NeighborsResult.Cursor(childComplexity), true
+		return e.ComplexityRoot.NeighborsResult.Capped(childComplexity), true
+	case "NeighborsResult.edgeProperties":
+		if e.ComplexityRoot.NeighborsResult.EdgeProperties == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NeighborsResult.EdgeProperties(childComplexity), true
 	case "NeighborsResult.edges":
 		if e.ComplexityRoot.NeighborsResult.Edges == nil {
 			break
 		}
 
 		return e.ComplexityRoot.NeighborsResult.Edges(childComplexity), true
+	case "NeighborsResult.limits":
+		if e.ComplexityRoot.NeighborsResult.Limits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NeighborsResult.Limits(childComplexity), true
 	case "NeighborsResult.nodes":
 		if e.ComplexityRoot.NeighborsResult.Nodes == nil {
 			break
 		}
 
 		return e.ComplexityRoot.NeighborsResult.Nodes(childComplexity), true
+	case "NeighborsResult.reason":
+		if e.ComplexityRoot.NeighborsResult.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NeighborsResult.Reason(childComplexity), true
+	case "NeighborsResult.stats":
+		if e.ComplexityRoot.NeighborsResult.Stats == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NeighborsResult.Stats(childComplexity), true
 	case "NeighborsResult.truncated":
 		if e.ComplexityRoot.NeighborsResult.Truncated == nil {
 			break
@@ -677,7 +1055,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Node.Edges(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["limit"].(*int)), true
+		return e.ComplexityRoot.Node.Edges(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["limit"].(*int), args["edgeProperties"].(*bool)), true
 	case "Node.id":
 		if e.ComplexityRoot.Node.ID == nil {
 			break
@@ -694,7 +1072,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Node.Neighbors(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int)), true
+		return e.ComplexityRoot.Node.Neighbors(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int), args["edgeProperties"].(*bool)), true
 	case "Node.properties":
 		if e.ComplexityRoot.Node.Properties == nil {
 			break
@@ -790,7 +1168,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.FindPaths(childComplexity, args["from"].(string), args["to"].(string), args["maxHops"].(*int), args["edge"].([]string), args["direction"].(*model.Direction), args["k"].(*int)), true
+		return e.ComplexityRoot.Query.FindPaths(childComplexity, args["from"].(string), args["to"].(string), args["maxHops"].(*int), args["edge"].([]string), args["direction"].(*model.Direction), args["k"].(*int), args["edgeProperties"].(*bool)), true
+	case "Query.getEdge":
+		if e.ComplexityRoot.Query.GetEdge == nil {
+			break
+		}
+
+		args, err := ec.field_Query_getEdge_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.GetEdge(childComplexity, args["id"].(string)), true
 	case "Query.getNode":
 		if e.ComplexityRoot.Query.GetNode == nil {
 			break
@@ -813,7 +1202,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Neighbors(childComplexity, args["id"].(string), args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int)), true
+		return e.ComplexityRoot.Query.Neighbors(childComplexity, args["id"].(string), args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int), args["edgeProperties"].(*bool)), true
 	case "Query.queryGraph":
 		if e.ComplexityRoot.Query.QueryGraph == nil {
 			break
@@ -848,12 +1237,36 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.SearchNodes(childComplexity, args["query"].(string), args["type"].(*string), args["limit"].(*int), args["cursor"].(*string)), true
 
+	case "QueryGraphResult.capped":
+		if e.ComplexityRoot.QueryGraphResult.Capped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.Capped(childComplexity), true
+	case "QueryGraphResult.count":
+		if e.ComplexityRoot.QueryGraphResult.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.Count(childComplexity), true
 	case "QueryGraphResult.cursor":
 		if e.ComplexityRoot.QueryGraphResult.Cursor == nil {
 			break
 		}
 
 		return e.ComplexityRoot.QueryGraphResult.Cursor(childComplexity), true
+	case "QueryGraphResult.edgeProperties":
+		if e.ComplexityRoot.QueryGraphResult.EdgeProperties == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.EdgeProperties(childComplexity), true
+	case "QueryGraphResult.limits":
+		if e.ComplexityRoot.QueryGraphResult.Limits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.Limits(childComplexity), true
 	case "QueryGraphResult.more":
 		if e.ComplexityRoot.QueryGraphResult.More == nil {
 			break
@@ -872,12 +1285,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.QueryGraphResult.Note(childComplexity), true
+	case "QueryGraphResult.partial":
+		if e.ComplexityRoot.QueryGraphResult.Partial == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.Partial(childComplexity), true
+	case "QueryGraphResult.paths":
+		if e.ComplexityRoot.QueryGraphResult.Paths == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.Paths(childComplexity), true
+	case "QueryGraphResult.reason":
+		if e.ComplexityRoot.QueryGraphResult.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.Reason(childComplexity), true
+	case "QueryGraphResult.stats":
+		if e.ComplexityRoot.QueryGraphResult.Stats == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.Stats(childComplexity), true
 	case "QueryGraphResult.truncated":
 		if e.ComplexityRoot.QueryGraphResult.Truncated == nil {
 			break
 		}
 
 		return e.ComplexityRoot.QueryGraphResult.Truncated(childComplexity), true
+
+	case "ReadStats.elapsedMs":
+		if e.ComplexityRoot.ReadStats.ElapsedMs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReadStats.ElapsedMs(childComplexity), true
+	case "ReadStats.visited":
+		if e.ComplexityRoot.ReadStats.Visited == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReadStats.Visited(childComplexity), true
 
 	case "Resource.json":
 		if e.ComplexityRoot.Resource.JSON == nil {
@@ -942,6 +1392,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SearchHit.Score(childComplexity), true
 
+	case "SearchNodesResult.capped":
+		if e.ComplexityRoot.SearchNodesResult.Capped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchNodesResult.Capped(childComplexity), true
 	case "SearchNodesResult.cursor":
 		if e.ComplexityRoot.SearchNodesResult.Cursor == nil {
 			break
@@ -954,12 +1410,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SearchNodesResult.Hits(childComplexity), true
+	case "SearchNodesResult.limits":
+		if e.ComplexityRoot.SearchNodesResult.Limits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchNodesResult.Limits(childComplexity), true
 	case "SearchNodesResult.more":
 		if e.ComplexityRoot.SearchNodesResult.More == nil {
 			break
 		}
 
 		return e.ComplexityRoot.SearchNodesResult.More(childComplexity), true
+	case "SearchNodesResult.reason":
+		if e.ComplexityRoot.SearchNodesResult.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchNodesResult.Reason(childComplexity), true
+	case "SearchNodesResult.stats":
+		if e.ComplexityRoot.SearchNodesResult.Stats == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchNodesResult.Stats(childComplexity), true
 	case "SearchNodesResult.truncated":
 		if e.ComplexityRoot.SearchNodesResult.Truncated == nil {
 			break
@@ -1012,6 +1486,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Subscription.TypeChanged(childComplexity, args["type"].(string), args["since"].(*int)), true
 
+	case "UpsertEdgesResult.deletedEdgeCount":
+		if e.ComplexityRoot.UpsertEdgesResult.DeletedEdgeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertEdgesResult.DeletedEdgeCount(childComplexity), true
+	case "UpsertEdgesResult.deletedEdges":
+		if e.ComplexityRoot.UpsertEdgesResult.DeletedEdges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertEdgesResult.DeletedEdges(childComplexity), true
+	case "UpsertEdgesResult.deletedNodeCount":
+		if e.ComplexityRoot.UpsertEdgesResult.DeletedNodeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertEdgesResult.DeletedNodeCount(childComplexity), true
+	case "UpsertEdgesResult.deletedNodes":
+		if e.ComplexityRoot.UpsertEdgesResult.DeletedNodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertEdgesResult.DeletedNodes(childComplexity), true
 	case "UpsertEdgesResult.edgeCount":
 		if e.ComplexityRoot.UpsertEdgesResult.EdgeCount == nil {
 			break
@@ -1024,6 +1522,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UpsertEdgesResult.Edges(childComplexity), true
+	case "UpsertEdgesResult.nodeCount":
+		if e.ComplexityRoot.UpsertEdgesResult.NodeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertEdgesResult.NodeCount(childComplexity), true
+	case "UpsertEdgesResult.nodes":
+		if e.ComplexityRoot.UpsertEdgesResult.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertEdgesResult.Nodes(childComplexity), true
+	case "UpsertEdgesResult.replayed":
+		if e.ComplexityRoot.UpsertEdgesResult.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertEdgesResult.Replayed(childComplexity), true
 	case "UpsertEdgesResult.seq":
 		if e.ComplexityRoot.UpsertEdgesResult.Seq == nil {
 			break
@@ -1056,6 +1572,42 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.UpsertNodesNode.Status(childComplexity), true
 
+	case "UpsertNodesResult.deletedEdgeCount":
+		if e.ComplexityRoot.UpsertNodesResult.DeletedEdgeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesResult.DeletedEdgeCount(childComplexity), true
+	case "UpsertNodesResult.deletedEdges":
+		if e.ComplexityRoot.UpsertNodesResult.DeletedEdges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesResult.DeletedEdges(childComplexity), true
+	case "UpsertNodesResult.deletedNodeCount":
+		if e.ComplexityRoot.UpsertNodesResult.DeletedNodeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesResult.DeletedNodeCount(childComplexity), true
+	case "UpsertNodesResult.deletedNodes":
+		if e.ComplexityRoot.UpsertNodesResult.DeletedNodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesResult.DeletedNodes(childComplexity), true
+	case "UpsertNodesResult.edgeCount":
+		if e.ComplexityRoot.UpsertNodesResult.EdgeCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesResult.EdgeCount(childComplexity), true
+	case "UpsertNodesResult.edges":
+		if e.ComplexityRoot.UpsertNodesResult.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesResult.Edges(childComplexity), true
 	case "UpsertNodesResult.nodeCount":
 		if e.ComplexityRoot.UpsertNodesResult.NodeCount == nil {
 			break
@@ -1068,6 +1620,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UpsertNodesResult.Nodes(childComplexity), true
+	case "UpsertNodesResult.replayed":
+		if e.ComplexityRoot.UpsertNodesResult.Replayed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpsertNodesResult.Replayed(childComplexity), true
 	case "UpsertNodesResult.seq":
 		if e.ComplexityRoot.UpsertNodesResult.Seq == nil {
 			break
@@ -1260,10 +1818,24 @@ func (ec *executionContext) childFields_DeleteEdgesResult(ctx context.Context, f
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_DeleteEdgesResult_seq(ctx, field)
-	case "truncated":
-		return ec.fieldContext_DeleteEdgesResult_truncated(ctx, field)
+	case "nodes":
+		return ec.fieldContext_DeleteEdgesResult_nodes(ctx, field)
+	case "edges":
+		return ec.fieldContext_DeleteEdgesResult_edges(ctx, field)
+	case "deletedNodes":
+		return ec.fieldContext_DeleteEdgesResult_deletedNodes(ctx, field)
 	case "deletedEdges":
 		return ec.fieldContext_DeleteEdgesResult_deletedEdges(ctx, field)
+	case "replayed":
+		return ec.fieldContext_DeleteEdgesResult_replayed(ctx, field)
+	case "truncated":
+		return ec.fieldContext_DeleteEdgesResult_truncated(ctx, field)
+	case "nodeCount":
+		return ec.fieldContext_DeleteEdgesResult_nodeCount(ctx, field)
+	case "edgeCount":
+		return ec.fieldContext_DeleteEdgesResult_edgeCount(ctx, field)
+	case "deletedNodeCount":
+		return ec.fieldContext_DeleteEdgesResult_deletedNodeCount(ctx, field)
 	case "deletedEdgeCount":
 		return ec.fieldContext_DeleteEdgesResult_deletedEdgeCount(ctx, field)
 	}
@@ -1274,12 +1846,22 @@ func (ec *executionContext) childFields_DeleteNodesResult(ctx context.Context, f
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_DeleteNodesResult_seq(ctx, field)
-	case "truncated":
-		return ec.fieldContext_DeleteNodesResult_truncated(ctx, field)
+	case "nodes":
+		return ec.fieldContext_DeleteNodesResult_nodes(ctx, field)
+	case "edges":
+		return ec.fieldContext_DeleteNodesResult_edges(ctx, field)
 	case "deletedNodes":
 		return ec.fieldContext_DeleteNodesResult_deletedNodes(ctx, field)
 	case "deletedEdges":
 		return ec.fieldContext_DeleteNodesResult_deletedEdges(ctx, field)
+	case "replayed":
+		return ec.fieldContext_DeleteNodesResult_replayed(ctx, field)
+	case "truncated":
+		return ec.fieldContext_DeleteNodesResult_truncated(ctx, field)
+	case "nodeCount":
+		return ec.fieldContext_DeleteNodesResult_nodeCount(ctx, field)
+	case "edgeCount":
+		return ec.fieldContext_DeleteNodesResult_edgeCount(ctx, field)
 	case "deletedNodeCount":
 		return ec.fieldContext_DeleteNodesResult_deletedNodeCount(ctx, field)
 	case "deletedEdgeCount":
@@ -1288,10 +1870,52 @@ func (ec *executionContext) childFields_DeleteNodesResult(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type DeleteNodesResult", field.Name)
 }
 
+func (ec *executionContext) childFields_DescribeModelEdgeLabel(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_DescribeModelEdgeLabel_name(ctx, field)
+	case "description":
+		return ec.fieldContext_DescribeModelEdgeLabel_description(ctx, field)
+	case "from":
+		return ec.fieldContext_DescribeModelEdgeLabel_from(ctx, field)
+	case "to":
+		return ec.fieldContext_DescribeModelEdgeLabel_to(ctx, field)
+	case "keyed":
+		return ec.fieldContext_DescribeModelEdgeLabel_keyed(ctx, field)
+	case "count":
+		return ec.fieldContext_DescribeModelEdgeLabel_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DescribeModelEdgeLabel", field.Name)
+}
+
+func (ec *executionContext) childFields_DescribeModelNodeType(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_DescribeModelNodeType_name(ctx, field)
+	case "description":
+		return ec.fieldContext_DescribeModelNodeType_description(ctx, field)
+	case "display":
+		return ec.fieldContext_DescribeModelNodeType_display(ctx, field)
+	case "properties":
+		return ec.fieldContext_DescribeModelNodeType_properties(ctx, field)
+	case "required":
+		return ec.fieldContext_DescribeModelNodeType_required(ctx, field)
+	case "indexed":
+		return ec.fieldContext_DescribeModelNodeType_indexed(ctx, field)
+	case "count":
+		return ec.fieldContext_DescribeModelNodeType_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type DescribeModelNodeType", field.Name)
+}
+
 func (ec *executionContext) childFields_DescribeModelResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "title":
+		return ec.fieldContext_DescribeModelResult_title(ctx, field)
 	case "nodeTypes":
 		return ec.fieldContext_DescribeModelResult_nodeTypes(ctx, field)
+	case "edgeLabels":
+		return ec.fieldContext_DescribeModelResult_edgeLabels(ctx, field)
 	case "schema":
 		return ec.fieldContext_DescribeModelResult_schema(ctx, field)
 	case "nodes":
@@ -1304,6 +1928,8 @@ func (ec *executionContext) childFields_DescribeModelResult(ctx context.Context,
 
 func (ec *executionContext) childFields_Edge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Edge_id(ctx, field)
 	case "from":
 		return ec.fieldContext_Edge_from(ctx, field)
 	case "label":
@@ -1312,6 +1938,14 @@ func (ec *executionContext) childFields_Edge(ctx context.Context, field graphql.
 		return ec.fieldContext_Edge_to(ctx, field)
 	case "key":
 		return ec.fieldContext_Edge_key(ctx, field)
+	case "properties":
+		return ec.fieldContext_Edge_properties(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Edge_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Edge_updatedAt(ctx, field)
+	case "revision":
+		return ec.fieldContext_Edge_revision(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Edge", field.Name)
 }
@@ -1354,8 +1988,26 @@ func (ec *executionContext) childFields_FindPathsResult(ctx context.Context, fie
 		return ec.fieldContext_FindPathsResult_length(ctx, field)
 	case "truncated":
 		return ec.fieldContext_FindPathsResult_truncated(ctx, field)
+	case "reason":
+		return ec.fieldContext_FindPathsResult_reason(ctx, field)
+	case "limits":
+		return ec.fieldContext_FindPathsResult_limits(ctx, field)
+	case "capped":
+		return ec.fieldContext_FindPathsResult_capped(ctx, field)
+	case "stats":
+		return ec.fieldContext_FindPathsResult_stats(ctx, field)
+	case "edgeProperties":
+		return ec.fieldContext_FindPathsResult_edgeProperties(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FindPathsResult", field.Name)
+}
+
+func (ec *executionContext) childFields_GetEdgeResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edge":
+		return ec.fieldContext_GetEdgeResult_edge(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GetEdgeResult", field.Name)
 }
 
 func (ec *executionContext) childFields_GetNodeResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1364,6 +2016,22 @@ func (ec *executionContext) childFields_GetNodeResult(ctx context.Context, field
 		return ec.fieldContext_GetNodeResult_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type GetNodeResult", field.Name)
+}
+
+func (ec *executionContext) childFields_Limits(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "maxResults":
+		return ec.fieldContext_Limits_maxResults(ctx, field)
+	case "maxHops":
+		return ec.fieldContext_Limits_maxHops(ctx, field)
+	case "maxVisited":
+		return ec.fieldContext_Limits_maxVisited(ctx, field)
+	case "timeoutMs":
+		return ec.fieldContext_Limits_timeoutMs(ctx, field)
+	case "maxBytes":
+		return ec.fieldContext_Limits_maxBytes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Limits", field.Name)
 }
 
 func (ec *executionContext) childFields_Neighbor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1384,8 +2052,16 @@ func (ec *executionContext) childFields_NeighborsResult(ctx context.Context, fie
 		return ec.fieldContext_NeighborsResult_edges(ctx, field)
 	case "truncated":
 		return ec.fieldContext_NeighborsResult_truncated(ctx, field)
-	case "cursor":
-		return ec.fieldContext_NeighborsResult_cursor(ctx, field)
+	case "reason":
+		return ec.fieldContext_NeighborsResult_reason(ctx, field)
+	case "limits":
+		return ec.fieldContext_NeighborsResult_limits(ctx, field)
+	case "capped":
+		return ec.fieldContext_NeighborsResult_capped(ctx, field)
+	case "stats":
+		return ec.fieldContext_NeighborsResult_stats(ctx, field)
+	case "edgeProperties":
+		return ec.fieldContext_NeighborsResult_edgeProperties(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NeighborsResult", field.Name)
 }
@@ -1442,16 +2118,42 @@ func (ec *executionContext) childFields_QueryGraphResult(ctx context.Context, fi
 	switch field.Name {
 	case "nodes":
 		return ec.fieldContext_QueryGraphResult_nodes(ctx, field)
+	case "paths":
+		return ec.fieldContext_QueryGraphResult_paths(ctx, field)
+	case "count":
+		return ec.fieldContext_QueryGraphResult_count(ctx, field)
 	case "more":
 		return ec.fieldContext_QueryGraphResult_more(ctx, field)
 	case "truncated":
 		return ec.fieldContext_QueryGraphResult_truncated(ctx, field)
-	case "cursor":
-		return ec.fieldContext_QueryGraphResult_cursor(ctx, field)
+	case "reason":
+		return ec.fieldContext_QueryGraphResult_reason(ctx, field)
 	case "note":
 		return ec.fieldContext_QueryGraphResult_note(ctx, field)
+	case "partial":
+		return ec.fieldContext_QueryGraphResult_partial(ctx, field)
+	case "cursor":
+		return ec.fieldContext_QueryGraphResult_cursor(ctx, field)
+	case "limits":
+		return ec.fieldContext_QueryGraphResult_limits(ctx, field)
+	case "capped":
+		return ec.fieldContext_QueryGraphResult_capped(ctx, field)
+	case "stats":
+		return ec.fieldContext_QueryGraphResult_stats(ctx, field)
+	case "edgeProperties":
+		return ec.fieldContext_QueryGraphResult_edgeProperties(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type QueryGraphResult", field.Name)
+}
+
+func (ec *executionContext) childFields_ReadStats(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "visited":
+		return ec.fieldContext_ReadStats_visited(ctx, field)
+	case "elapsedMs":
+		return ec.fieldContext_ReadStats_elapsedMs(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReadStats", field.Name)
 }
 
 func (ec *executionContext) childFields_Resource(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1500,8 +2202,16 @@ func (ec *executionContext) childFields_SearchNodesResult(ctx context.Context, f
 		return ec.fieldContext_SearchNodesResult_more(ctx, field)
 	case "truncated":
 		return ec.fieldContext_SearchNodesResult_truncated(ctx, field)
+	case "reason":
+		return ec.fieldContext_SearchNodesResult_reason(ctx, field)
 	case "cursor":
 		return ec.fieldContext_SearchNodesResult_cursor(ctx, field)
+	case "limits":
+		return ec.fieldContext_SearchNodesResult_limits(ctx, field)
+	case "capped":
+		return ec.fieldContext_SearchNodesResult_capped(ctx, field)
+	case "stats":
+		return ec.fieldContext_SearchNodesResult_stats(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SearchNodesResult", field.Name)
 }
@@ -1510,12 +2220,26 @@ func (ec *executionContext) childFields_UpsertEdgesResult(ctx context.Context, f
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_UpsertEdgesResult_seq(ctx, field)
-	case "truncated":
-		return ec.fieldContext_UpsertEdgesResult_truncated(ctx, field)
+	case "nodes":
+		return ec.fieldContext_UpsertEdgesResult_nodes(ctx, field)
 	case "edges":
 		return ec.fieldContext_UpsertEdgesResult_edges(ctx, field)
+	case "deletedNodes":
+		return ec.fieldContext_UpsertEdgesResult_deletedNodes(ctx, field)
+	case "deletedEdges":
+		return ec.fieldContext_UpsertEdgesResult_deletedEdges(ctx, field)
+	case "replayed":
+		return ec.fieldContext_UpsertEdgesResult_replayed(ctx, field)
+	case "truncated":
+		return ec.fieldContext_UpsertEdgesResult_truncated(ctx, field)
+	case "nodeCount":
+		return ec.fieldContext_UpsertEdgesResult_nodeCount(ctx, field)
 	case "edgeCount":
 		return ec.fieldContext_UpsertEdgesResult_edgeCount(ctx, field)
+	case "deletedNodeCount":
+		return ec.fieldContext_UpsertEdgesResult_deletedNodeCount(ctx, field)
+	case "deletedEdgeCount":
+		return ec.fieldContext_UpsertEdgesResult_deletedEdgeCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UpsertEdgesResult", field.Name)
 }
@@ -1536,12 +2260,26 @@ func (ec *executionContext) childFields_UpsertNodesResult(ctx context.Context, f
 	switch field.Name {
 	case "seq":
 		return ec.fieldContext_UpsertNodesResult_seq(ctx, field)
-	case "truncated":
-		return ec.fieldContext_UpsertNodesResult_truncated(ctx, field)
 	case "nodes":
 		return ec.fieldContext_UpsertNodesResult_nodes(ctx, field)
+	case "edges":
+		return ec.fieldContext_UpsertNodesResult_edges(ctx, field)
+	case "deletedNodes":
+		return ec.fieldContext_UpsertNodesResult_deletedNodes(ctx, field)
+	case "deletedEdges":
+		return ec.fieldContext_UpsertNodesResult_deletedEdges(ctx, field)
+	case "replayed":
+		return ec.fieldContext_UpsertNodesResult_replayed(ctx, field)
+	case "truncated":
+		return ec.fieldContext_UpsertNodesResult_truncated(ctx, field)
 	case "nodeCount":
 		return ec.fieldContext_UpsertNodesResult_nodeCount(ctx, field)
+	case "edgeCount":
+		return ec.fieldContext_UpsertNodesResult_edgeCount(ctx, field)
+	case "deletedNodeCount":
+		return ec.fieldContext_UpsertNodesResult_deletedNodeCount(ctx, field)
+	case "deletedEdgeCount":
+		return ec.fieldContext_UpsertNodesResult_deletedEdgeCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UpsertNodesResult", field.Name)
 }
@@ -1793,6 +2531,14 @@ func (ec *executionContext) field_Node_edges_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["limit"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "edgeProperties",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["edgeProperties"] = arg3
 	return args, nil
 }
 
@@ -1831,6 +2577,14 @@ func (ec *executionContext) field_Node_neighbors_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["limit"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "edgeProperties",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["edgeProperties"] = arg4
 	return args, nil
 }
 
@@ -1943,6 +2697,28 @@ func (ec *executionContext) field_Query_findPaths_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["k"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "edgeProperties",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["edgeProperties"] = arg6
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_getEdge_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -2003,6 +2779,14 @@ func (ec *executionContext) field_Query_neighbors_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["limit"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "edgeProperties",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["edgeProperties"] = arg5
 	return args, nil
 }
 
@@ -2663,27 +3447,91 @@ func (ec *executionContext) fieldContext_DeleteEdgesResult_seq(_ context.Context
 	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "Int")
 }
 
-func (ec *executionContext) _DeleteEdgesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeleteEdgesResult_nodes(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DeleteEdgesResult_truncated(ctx, field)
+			return ec.fieldContext_DeleteEdgesResult_nodes(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Truncated, nil
+			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
-			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UpsertNodesNode) graphql.Marshaler {
+			return ec.marshalOUpsertNodesNode2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNodeᚄ(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_DeleteEdgesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "Boolean")
+func (ec *executionContext) fieldContext_DeleteEdgesResult_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DeleteEdgesResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpsertNodesNode(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DeleteEdgesResult_edges(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteEdgesResult_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UpsertNodesNode) graphql.Marshaler {
+			return ec.marshalOUpsertNodesNode2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNodeᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteEdgesResult_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DeleteEdgesResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpsertNodesNode(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DeleteEdgesResult_deletedNodes(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteEdgesResult_deletedNodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedNodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteEdgesResult_deletedNodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "String")
 }
 
 func (ec *executionContext) _DeleteEdgesResult_deletedEdges(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
@@ -2707,6 +3555,121 @@ func (ec *executionContext) _DeleteEdgesResult_deletedEdges(ctx context.Context,
 }
 func (ec *executionContext) fieldContext_DeleteEdgesResult_deletedEdges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _DeleteEdgesResult_replayed(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteEdgesResult_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteEdgesResult_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _DeleteEdgesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteEdgesResult_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteEdgesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _DeleteEdgesResult_nodeCount(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteEdgesResult_nodeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NodeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteEdgesResult_nodeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DeleteEdgesResult_edgeCount(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteEdgesResult_edgeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteEdgesResult_edgeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DeleteEdgesResult_deletedNodeCount(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteEdgesResult_deletedNodeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedNodeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteEdgesResult_deletedNodeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteEdgesResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _DeleteEdgesResult_deletedEdgeCount(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
@@ -2755,27 +3718,68 @@ func (ec *executionContext) fieldContext_DeleteNodesResult_seq(_ context.Context
 	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Int")
 }
 
-func (ec *executionContext) _DeleteNodesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeleteNodesResult_nodes(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_DeleteNodesResult_truncated(ctx, field)
+			return ec.fieldContext_DeleteNodesResult_nodes(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Truncated, nil
+			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
-			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UpsertNodesNode) graphql.Marshaler {
+			return ec.marshalOUpsertNodesNode2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNodeᚄ(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_DeleteNodesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Boolean")
+func (ec *executionContext) fieldContext_DeleteNodesResult_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DeleteNodesResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpsertNodesNode(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DeleteNodesResult_edges(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNodesResult_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UpsertNodesNode) graphql.Marshaler {
+			return ec.marshalOUpsertNodesNode2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNodeᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNodesResult_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DeleteNodesResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpsertNodesNode(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _DeleteNodesResult_deletedNodes(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
@@ -2824,6 +3828,98 @@ func (ec *executionContext) fieldContext_DeleteNodesResult_deletedEdges(_ contex
 	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "String")
 }
 
+func (ec *executionContext) _DeleteNodesResult_replayed(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNodesResult_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNodesResult_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _DeleteNodesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNodesResult_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNodesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _DeleteNodesResult_nodeCount(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNodesResult_nodeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NodeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNodesResult_nodeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DeleteNodesResult_edgeCount(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DeleteNodesResult_edgeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DeleteNodesResult_edgeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Int")
+}
+
 func (ec *executionContext) _DeleteNodesResult_deletedNodeCount(ctx context.Context, field graphql.CollectedField, obj *model.DeleteNodesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2870,6 +3966,328 @@ func (ec *executionContext) fieldContext_DeleteNodesResult_deletedEdgeCount(_ co
 	return graphql.NewScalarFieldContext("DeleteNodesResult", field, false, false, "Int")
 }
 
+func (ec *executionContext) _DescribeModelEdgeLabel_name(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelEdgeLabel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelEdgeLabel_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelEdgeLabel_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelEdgeLabel", field, false, false, "String")
+}
+
+func (ec *executionContext) _DescribeModelEdgeLabel_description(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelEdgeLabel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelEdgeLabel_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelEdgeLabel_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelEdgeLabel", field, false, false, "String")
+}
+
+func (ec *executionContext) _DescribeModelEdgeLabel_from(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelEdgeLabel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelEdgeLabel_from(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.From, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelEdgeLabel_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelEdgeLabel", field, false, false, "String")
+}
+
+func (ec *executionContext) _DescribeModelEdgeLabel_to(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelEdgeLabel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelEdgeLabel_to(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.To, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelEdgeLabel_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelEdgeLabel", field, false, false, "String")
+}
+
+func (ec *executionContext) _DescribeModelEdgeLabel_keyed(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelEdgeLabel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelEdgeLabel_keyed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Keyed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelEdgeLabel_keyed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelEdgeLabel", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _DescribeModelEdgeLabel_count(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelEdgeLabel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelEdgeLabel_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelEdgeLabel_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelEdgeLabel", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DescribeModelNodeType_name(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelNodeType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelNodeType_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelNodeType_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelNodeType", field, false, false, "String")
+}
+
+func (ec *executionContext) _DescribeModelNodeType_description(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelNodeType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelNodeType_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelNodeType_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelNodeType", field, false, false, "String")
+}
+
+func (ec *executionContext) _DescribeModelNodeType_display(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelNodeType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelNodeType_display(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Display, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelNodeType_display(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelNodeType", field, false, false, "String")
+}
+
+func (ec *executionContext) _DescribeModelNodeType_properties(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelNodeType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelNodeType_properties(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Properties, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelNodeType_properties(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelNodeType", field, false, false, "String")
+}
+
+func (ec *executionContext) _DescribeModelNodeType_required(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelNodeType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelNodeType_required(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Required, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelNodeType_required(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelNodeType", field, false, false, "String")
+}
+
+func (ec *executionContext) _DescribeModelNodeType_indexed(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelNodeType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelNodeType_indexed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Indexed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelNodeType_indexed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelNodeType", field, false, false, "String")
+}
+
+func (ec *executionContext) _DescribeModelNodeType_count(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelNodeType) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelNodeType_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelNodeType_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelNodeType", field, false, false, "Int")
+}
+
+func (ec *executionContext) _DescribeModelResult_title(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelResult_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelResult_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelResult", field, false, false, "String")
+}
+
 func (ec *executionContext) _DescribeModelResult_nodeTypes(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2882,15 +4300,56 @@ func (ec *executionContext) _DescribeModelResult_nodeTypes(ctx context.Context, 
 			return obj.NodeTypes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []any) graphql.Marshaler {
-			return ec.marshalOJSON2ᚕinterface(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.DescribeModelNodeType) graphql.Marshaler {
+			return ec.marshalODescribeModelNodeType2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐDescribeModelNodeTypeᚄ(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
 func (ec *executionContext) fieldContext_DescribeModelResult_nodeTypes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("DescribeModelResult", field, false, false, "JSON")
+	fc = &graphql.FieldContext{
+		Object:     "DescribeModelResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DescribeModelNodeType(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _DescribeModelResult_edgeLabels(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelResult_edgeLabels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeLabels, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.DescribeModelEdgeLabel) graphql.Marshaler {
+			return ec.marshalODescribeModelEdgeLabel2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐDescribeModelEdgeLabelᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelResult_edgeLabels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "DescribeModelResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_DescribeModelEdgeLabel(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _DescribeModelResult_schema(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelResult) (ret graphql.Marshaler) {
@@ -2960,6 +4419,29 @@ func (ec *executionContext) _DescribeModelResult_edges(ctx context.Context, fiel
 }
 func (ec *executionContext) fieldContext_DescribeModelResult_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DescribeModelResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Edge_id(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Edge_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Edge_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Edge", field, false, false, "String")
 }
 
 func (ec *executionContext) _Edge_from(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
@@ -3052,6 +4534,98 @@ func (ec *executionContext) _Edge_key(ctx context.Context, field graphql.Collect
 }
 func (ec *executionContext) fieldContext_Edge_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Edge", field, false, false, "String")
+}
+
+func (ec *executionContext) _Edge_properties(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Edge_properties(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Properties, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Edge_properties(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Edge", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _Edge_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Edge_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Edge_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Edge", field, false, false, "String")
+}
+
+func (ec *executionContext) _Edge_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Edge_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Edge_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Edge", field, false, false, "String")
+}
+
+func (ec *executionContext) _Edge_revision(ctx context.Context, field graphql.CollectedField, obj *model.Edge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Edge_revision(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Revision, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Edge_revision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Edge", field, false, false, "Int")
 }
 
 func (ec *executionContext) _EdgeChange_from(ctx context.Context, field graphql.CollectedField, obj *model.EdgeChange) (ret graphql.Marshaler) {
@@ -3339,6 +4913,171 @@ func (ec *executionContext) fieldContext_FindPathsResult_truncated(_ context.Con
 	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _FindPathsResult_reason(ctx context.Context, field graphql.CollectedField, obj *model.FindPathsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FindPathsResult_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FindPathsResult_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _FindPathsResult_limits(ctx context.Context, field graphql.CollectedField, obj *model.FindPathsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FindPathsResult_limits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Limits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Limits) graphql.Marshaler {
+			return ec.marshalNLimits2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐLimits(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FindPathsResult_limits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FindPathsResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Limits(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FindPathsResult_capped(ctx context.Context, field graphql.CollectedField, obj *model.FindPathsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FindPathsResult_capped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FindPathsResult_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _FindPathsResult_stats(ctx context.Context, field graphql.CollectedField, obj *model.FindPathsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FindPathsResult_stats(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stats, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReadStats) graphql.Marshaler {
+			return ec.marshalNReadStats2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐReadStats(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FindPathsResult_stats(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FindPathsResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReadStats(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FindPathsResult_edgeProperties(ctx context.Context, field graphql.CollectedField, obj *model.FindPathsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FindPathsResult_edgeProperties(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeProperties, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FindPathsResult_edgeProperties(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _GetEdgeResult_edge(ctx context.Context, field graphql.CollectedField, obj *model.GetEdgeResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GetEdgeResult_edge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edge, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Edge) graphql.Marshaler {
+			return ec.marshalNEdge2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐEdge(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GetEdgeResult_edge(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GetEdgeResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Edge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _GetNodeResult_node(ctx context.Context, field graphql.CollectedField, obj *model.GetNodeResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3369,6 +5108,121 @@ func (ec *executionContext) fieldContext_GetNodeResult_node(_ context.Context, f
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Limits_maxResults(ctx context.Context, field graphql.CollectedField, obj *model.Limits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Limits_maxResults(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxResults, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Limits_maxResults(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Limits", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Limits_maxHops(ctx context.Context, field graphql.CollectedField, obj *model.Limits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Limits_maxHops(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxHops, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Limits_maxHops(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Limits", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Limits_maxVisited(ctx context.Context, field graphql.CollectedField, obj *model.Limits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Limits_maxVisited(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxVisited, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Limits_maxVisited(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Limits", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Limits_timeoutMs(ctx context.Context, field graphql.CollectedField, obj *model.Limits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Limits_timeoutMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TimeoutMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Limits_timeoutMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Limits", field, false, false, "Int")
+}
+
+func (ec *executionContext) _Limits_maxBytes(ctx context.Context, field graphql.CollectedField, obj *model.Limits) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Limits_maxBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MaxBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Limits_maxBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Limits", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Mutation_upsertNodes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -3646,15 +5500,24 @@ func (ec *executionContext) _NeighborsResult_edges(ctx context.Context, field gr
 			return obj.Edges, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []any) graphql.Marshaler {
-			return ec.marshalNJSON2ᚕinterface(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Edge) graphql.Marshaler {
+			return ec.marshalNEdge2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐEdgeᚄ(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_NeighborsResult_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NeighborsResult", field, false, false, "JSON")
+	fc = &graphql.FieldContext{
+		Object:     "NeighborsResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Edge(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _NeighborsResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
@@ -3680,16 +5543,16 @@ func (ec *executionContext) fieldContext_NeighborsResult_truncated(_ context.Con
 	return graphql.NewScalarFieldContext("NeighborsResult", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _NeighborsResult_cursor(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _NeighborsResult_reason(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_NeighborsResult_cursor(ctx, field)
+			return ec.fieldContext_NeighborsResult_reason(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Cursor, nil
+			return obj.Reason, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -3699,8 +5562,118 @@ func (ec *executionContext) _NeighborsResult_cursor(ctx context.Context, field g
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_NeighborsResult_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_NeighborsResult_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("NeighborsResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _NeighborsResult_limits(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NeighborsResult_limits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Limits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Limits) graphql.Marshaler {
+			return ec.marshalNLimits2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐLimits(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NeighborsResult_limits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NeighborsResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Limits(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NeighborsResult_capped(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NeighborsResult_capped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NeighborsResult_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NeighborsResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _NeighborsResult_stats(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NeighborsResult_stats(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stats, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReadStats) graphql.Marshaler {
+			return ec.marshalNReadStats2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐReadStats(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NeighborsResult_stats(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NeighborsResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReadStats(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NeighborsResult_edgeProperties(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NeighborsResult_edgeProperties(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeProperties, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NeighborsResult_edgeProperties(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NeighborsResult", field, false, false, "JSON")
 }
 
 func (ec *executionContext) _Node_id(ctx context.Context, field graphql.CollectedField, obj *model.Node) (ret graphql.Marshaler) {
@@ -3883,7 +5856,7 @@ func (ec *executionContext) _Node_neighbors(ctx context.Context, field graphql.C
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Node().Neighbors(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int))
+			return ec.Resolvers.Node().Neighbors(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.Neighbor) graphql.Marshaler {
@@ -3927,7 +5900,7 @@ func (ec *executionContext) _Node_edges(ctx context.Context, field graphql.Colle
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Node().Edges(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["limit"].(*int))
+			return ec.Resolvers.Node().Edges(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.Edge) graphql.Marshaler {
@@ -4187,6 +6160,50 @@ func (ec *executionContext) fieldContext_Query_getNode(ctx context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_getEdge(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_getEdge(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().GetEdge(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GetEdgeResult) graphql.Marshaler {
+			return ec.marshalOGetEdgeResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐGetEdgeResult(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_getEdge(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GetEdgeResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_getEdge_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_searchNodes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4241,7 +6258,7 @@ func (ec *executionContext) _Query_neighbors(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Neighbors(ctx, fc.Args["id"].(string), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int))
+			return ec.Resolvers.Query().Neighbors(ctx, fc.Args["id"].(string), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.NeighborsResult) graphql.Marshaler {
@@ -4285,7 +6302,7 @@ func (ec *executionContext) _Query_findPaths(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().FindPaths(ctx, fc.Args["from"].(string), fc.Args["to"].(string), fc.Args["maxHops"].(*int), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["k"].(*int))
+			return ec.Resolvers.Query().FindPaths(ctx, fc.Args["from"].(string), fc.Args["to"].(string), fc.Args["maxHops"].(*int), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["k"].(*int), fc.Args["edgeProperties"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FindPathsResult) graphql.Marshaler {
@@ -4552,7 +6569,7 @@ func (ec *executionContext) _QueryGraphResult_nodes(ctx context.Context, field g
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []any) graphql.Marshaler {
-			return ec.marshalNJSON2ᚕinterface(ctx, selections, v)
+			return ec.marshalNJSON2ᚕinterfaceᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4560,6 +6577,61 @@ func (ec *executionContext) _QueryGraphResult_nodes(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_QueryGraphResult_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _QueryGraphResult_paths(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_paths(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Paths, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Path) graphql.Marshaler {
+			return ec.marshalOPath2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPathᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_paths(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "QueryGraphResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Path(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _QueryGraphResult_count(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "Int")
 }
 
 func (ec *executionContext) _QueryGraphResult_more(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
@@ -4608,16 +6680,16 @@ func (ec *executionContext) fieldContext_QueryGraphResult_truncated(_ context.Co
 	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "Boolean")
 }
 
-func (ec *executionContext) _QueryGraphResult_cursor(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _QueryGraphResult_reason(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_QueryGraphResult_cursor(ctx, field)
+			return ec.fieldContext_QueryGraphResult_reason(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Cursor, nil
+			return obj.Reason, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -4627,7 +6699,7 @@ func (ec *executionContext) _QueryGraphResult_cursor(ctx context.Context, field 
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_QueryGraphResult_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_QueryGraphResult_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "String")
 }
 
@@ -4652,6 +6724,208 @@ func (ec *executionContext) _QueryGraphResult_note(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_QueryGraphResult_note(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _QueryGraphResult_partial(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_partial(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Partial, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_partial(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _QueryGraphResult_cursor(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _QueryGraphResult_limits(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_limits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Limits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Limits) graphql.Marshaler {
+			return ec.marshalNLimits2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐLimits(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_limits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "QueryGraphResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Limits(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _QueryGraphResult_capped(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_capped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _QueryGraphResult_stats(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_stats(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stats, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReadStats) graphql.Marshaler {
+			return ec.marshalNReadStats2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐReadStats(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_stats(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "QueryGraphResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReadStats(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _QueryGraphResult_edgeProperties(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_edgeProperties(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeProperties, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_edgeProperties(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _ReadStats_visited(ctx context.Context, field graphql.CollectedField, obj *model.ReadStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReadStats_visited(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Visited, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReadStats_visited(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReadStats", field, false, false, "Int")
+}
+
+func (ec *executionContext) _ReadStats_elapsedMs(ctx context.Context, field graphql.CollectedField, obj *model.ReadStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReadStats_elapsedMs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ElapsedMs, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReadStats_elapsedMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReadStats", field, false, false, "Float")
 }
 
 func (ec *executionContext) _Resource_uri(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -4964,11 +7238,11 @@ func (ec *executionContext) _SearchNodesResult_more(ctx context.Context, field g
 			return obj.More, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
-			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_SearchNodesResult_more(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4998,6 +7272,29 @@ func (ec *executionContext) fieldContext_SearchNodesResult_truncated(_ context.C
 	return graphql.NewScalarFieldContext("SearchNodesResult", field, false, false, "Boolean")
 }
 
+func (ec *executionContext) _SearchNodesResult_reason(ctx context.Context, field graphql.CollectedField, obj *model.SearchNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchNodesResult_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchNodesResult_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchNodesResult", field, false, false, "String")
+}
+
 func (ec *executionContext) _SearchNodesResult_cursor(ctx context.Context, field graphql.CollectedField, obj *model.SearchNodesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5019,6 +7316,93 @@ func (ec *executionContext) _SearchNodesResult_cursor(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_SearchNodesResult_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SearchNodesResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _SearchNodesResult_limits(ctx context.Context, field graphql.CollectedField, obj *model.SearchNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchNodesResult_limits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Limits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Limits) graphql.Marshaler {
+			return ec.marshalNLimits2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐLimits(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchNodesResult_limits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchNodesResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Limits(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SearchNodesResult_capped(ctx context.Context, field graphql.CollectedField, obj *model.SearchNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchNodesResult_capped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchNodesResult_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchNodesResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _SearchNodesResult_stats(ctx context.Context, field graphql.CollectedField, obj *model.SearchNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchNodesResult_stats(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stats, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReadStats) graphql.Marshaler {
+			return ec.marshalNReadStats2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐReadStats(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchNodesResult_stats(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchNodesResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReadStats(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Subscription_resourceUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -5220,27 +7604,36 @@ func (ec *executionContext) fieldContext_UpsertEdgesResult_seq(_ context.Context
 	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Int")
 }
 
-func (ec *executionContext) _UpsertEdgesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _UpsertEdgesResult_nodes(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UpsertEdgesResult_truncated(ctx, field)
+			return ec.fieldContext_UpsertEdgesResult_nodes(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Truncated, nil
+			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
-			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UpsertNodesNode) graphql.Marshaler {
+			return ec.marshalOUpsertNodesNode2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNodeᚄ(ctx, selections, v)
 		},
 		true,
 		false,
 	)
 }
-func (ec *executionContext) fieldContext_UpsertEdgesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Boolean")
+func (ec *executionContext) fieldContext_UpsertEdgesResult_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpsertEdgesResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpsertNodesNode(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _UpsertEdgesResult_edges(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
@@ -5275,6 +7668,121 @@ func (ec *executionContext) fieldContext_UpsertEdgesResult_edges(_ context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _UpsertEdgesResult_deletedNodes(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertEdgesResult_deletedNodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedNodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertEdgesResult_deletedNodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _UpsertEdgesResult_deletedEdges(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertEdgesResult_deletedEdges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedEdges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertEdgesResult_deletedEdges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _UpsertEdgesResult_replayed(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertEdgesResult_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertEdgesResult_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _UpsertEdgesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertEdgesResult_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertEdgesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _UpsertEdgesResult_nodeCount(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertEdgesResult_nodeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NodeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertEdgesResult_nodeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Int")
+}
+
 func (ec *executionContext) _UpsertEdgesResult_edgeCount(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5298,6 +7806,52 @@ func (ec *executionContext) fieldContext_UpsertEdgesResult_edgeCount(_ context.C
 	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Int")
 }
 
+func (ec *executionContext) _UpsertEdgesResult_deletedNodeCount(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertEdgesResult_deletedNodeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedNodeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertEdgesResult_deletedNodeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _UpsertEdgesResult_deletedEdgeCount(ctx context.Context, field graphql.CollectedField, obj *model.UpsertEdgesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertEdgesResult_deletedEdgeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedEdgeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertEdgesResult_deletedEdgeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertEdgesResult", field, false, false, "Int")
+}
+
 func (ec *executionContext) _UpsertNodesNode_id(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesNode) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5310,15 +7864,15 @@ func (ec *executionContext) _UpsertNodesNode_id(ctx context.Context, field graph
 			return obj.ID, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
-			return ec.marshalOJSON2interface(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_UpsertNodesNode_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UpsertNodesNode", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("UpsertNodesNode", field, false, false, "String")
 }
 
 func (ec *executionContext) _UpsertNodesNode_status(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesNode) (ret graphql.Marshaler) {
@@ -5333,15 +7887,15 @@ func (ec *executionContext) _UpsertNodesNode_status(ctx context.Context, field g
 			return obj.Status, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
-			return ec.marshalOJSON2interface(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v model.Status) graphql.Marshaler {
+			return ec.marshalNStatus2githubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐStatus(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_UpsertNodesNode_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UpsertNodesNode", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("UpsertNodesNode", field, false, false, "Status")
 }
 
 func (ec *executionContext) _UpsertNodesNode_revision(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesNode) (ret graphql.Marshaler) {
@@ -5356,15 +7910,15 @@ func (ec *executionContext) _UpsertNodesNode_revision(ctx context.Context, field
 			return obj.Revision, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
-			return ec.marshalOJSON2interface(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
 		},
 		true,
-		false,
+		true,
 	)
 }
 func (ec *executionContext) fieldContext_UpsertNodesNode_revision(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UpsertNodesNode", field, false, false, "JSON")
+	return graphql.NewScalarFieldContext("UpsertNodesNode", field, false, false, "Int")
 }
 
 func (ec *executionContext) _UpsertNodesResult_seq(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
@@ -5388,29 +7942,6 @@ func (ec *executionContext) _UpsertNodesResult_seq(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_UpsertNodesResult_seq(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Int")
-}
-
-func (ec *executionContext) _UpsertNodesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_UpsertNodesResult_truncated(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Truncated, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
-			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_UpsertNodesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _UpsertNodesResult_nodes(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
@@ -5445,6 +7976,130 @@ func (ec *executionContext) fieldContext_UpsertNodesResult_nodes(_ context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _UpsertNodesResult_edges(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesResult_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.UpsertNodesNode) graphql.Marshaler {
+			return ec.marshalOUpsertNodesNode2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐUpsertNodesNodeᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesResult_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpsertNodesResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UpsertNodesNode(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpsertNodesResult_deletedNodes(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesResult_deletedNodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedNodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesResult_deletedNodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _UpsertNodesResult_deletedEdges(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesResult_deletedEdges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedEdges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesResult_deletedEdges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _UpsertNodesResult_replayed(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesResult_replayed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Replayed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesResult_replayed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _UpsertNodesResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesResult_truncated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Truncated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesResult_truncated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _UpsertNodesResult_nodeCount(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5465,6 +8120,75 @@ func (ec *executionContext) _UpsertNodesResult_nodeCount(ctx context.Context, fi
 	)
 }
 func (ec *executionContext) fieldContext_UpsertNodesResult_nodeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _UpsertNodesResult_edgeCount(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesResult_edgeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EdgeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesResult_edgeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _UpsertNodesResult_deletedNodeCount(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesResult_deletedNodeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedNodeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesResult_deletedNodeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _UpsertNodesResult_deletedEdgeCount(ctx context.Context, field graphql.CollectedField, obj *model.UpsertNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpsertNodesResult_deletedEdgeCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedEdgeCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UpsertNodesResult_deletedEdgeCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UpsertNodesResult", field, false, false, "Int")
 }
 
@@ -6743,7 +9467,7 @@ func (ec *executionContext) unmarshalInputQueryGraphOrderByInput(ctx context.Con
 		switch k {
 		case "field":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
-			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			data, err := ec.unmarshalNString2string(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -6783,7 +9507,7 @@ func (ec *executionContext) unmarshalInputQueryGraphReturnInput(ctx context.Cont
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"fields", "paths", "count"}
+	fieldsInOrder := [...]string{"fields", "paths", "count", "edgeProperties"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -6811,6 +9535,13 @@ func (ec *executionContext) unmarshalInputQueryGraphReturnInput(ctx context.Cont
 				return it, err
 			}
 			it.Count = data
+		case "edgeProperties":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("edgeProperties"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EdgeProperties = data
 		}
 	}
 	return it, nil
@@ -6848,7 +9579,7 @@ func (ec *executionContext) unmarshalInputQueryGraphTraverseInput(ctx context.Co
 		switch k {
 		case "edge":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("edge"))
-			data, err := ec.unmarshalOJSON2interface(ctx, v)
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -6862,7 +9593,7 @@ func (ec *executionContext) unmarshalInputQueryGraphTraverseInput(ctx context.Co
 			it.Direction = data
 		case "hops":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("hops"))
-			data, err := ec.unmarshalOJSON2interface(ctx, v)
+			data, err := ec.unmarshalOInt2ᚕintᚄ(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -7223,13 +9954,48 @@ func (ec *executionContext) _DeleteEdgesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "truncated":
-			out.Values[i] = ec._DeleteEdgesResult_truncated(ctx, field, obj)
+		case "nodes":
+			out.Values[i] = ec._DeleteEdgesResult_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "edges":
+			out.Values[i] = ec._DeleteEdgesResult_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedNodes":
+			out.Values[i] = ec._DeleteEdgesResult_deletedNodes(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "deletedEdges":
 			out.Values[i] = ec._DeleteEdgesResult_deletedEdges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "replayed":
+			out.Values[i] = ec._DeleteEdgesResult_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "truncated":
+			out.Values[i] = ec._DeleteEdgesResult_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodeCount":
+			out.Values[i] = ec._DeleteEdgesResult_nodeCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "edgeCount":
+			out.Values[i] = ec._DeleteEdgesResult_edgeCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedNodeCount":
+			out.Values[i] = ec._DeleteEdgesResult_deletedNodeCount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -7271,8 +10037,13 @@ func (ec *executionContext) _DeleteNodesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "truncated":
-			out.Values[i] = ec._DeleteNodesResult_truncated(ctx, field, obj)
+		case "nodes":
+			out.Values[i] = ec._DeleteNodesResult_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "edges":
+			out.Values[i] = ec._DeleteNodesResult_edges(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -7283,6 +10054,26 @@ func (ec *executionContext) _DeleteNodesResult(ctx context.Context, sel ast.Sele
 			}
 		case "deletedEdges":
 			out.Values[i] = ec._DeleteNodesResult_deletedEdges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "replayed":
+			out.Values[i] = ec._DeleteNodesResult_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "truncated":
+			out.Values[i] = ec._DeleteNodesResult_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodeCount":
+			out.Values[i] = ec._DeleteNodesResult_nodeCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "edgeCount":
+			out.Values[i] = ec._DeleteNodesResult_edgeCount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -7313,6 +10104,127 @@ func (ec *executionContext) _DeleteNodesResult(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var describeModelEdgeLabelImplementors = []string{"DescribeModelEdgeLabel"}
+
+func (ec *executionContext) _DescribeModelEdgeLabel(ctx context.Context, sel ast.SelectionSet, obj *model.DescribeModelEdgeLabel) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, describeModelEdgeLabelImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DescribeModelEdgeLabel")
+		case "name":
+			out.Values[i] = ec._DescribeModelEdgeLabel_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._DescribeModelEdgeLabel_description(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "from":
+			out.Values[i] = ec._DescribeModelEdgeLabel_from(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "to":
+			out.Values[i] = ec._DescribeModelEdgeLabel_to(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "keyed":
+			out.Values[i] = ec._DescribeModelEdgeLabel_keyed(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._DescribeModelEdgeLabel_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var describeModelNodeTypeImplementors = []string{"DescribeModelNodeType"}
+
+func (ec *executionContext) _DescribeModelNodeType(ctx context.Context, sel ast.SelectionSet, obj *model.DescribeModelNodeType) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, describeModelNodeTypeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("DescribeModelNodeType")
+		case "name":
+			out.Values[i] = ec._DescribeModelNodeType_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "description":
+			out.Values[i] = ec._DescribeModelNodeType_description(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "display":
+			out.Values[i] = ec._DescribeModelNodeType_display(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "properties":
+			out.Values[i] = ec._DescribeModelNodeType_properties(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "required":
+			out.Values[i] = ec._DescribeModelNodeType_required(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "indexed":
+			out.Values[i] = ec._DescribeModelNodeType_indexed(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._DescribeModelNodeType_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var describeModelResultImplementors = []string{"DescribeModelResult"}
 
 func (ec *executionContext) _DescribeModelResult(ctx context.Context, sel ast.SelectionSet, obj *model.DescribeModelResult) graphql.Marshaler {
@@ -7324,8 +10236,18 @@ func (ec *executionContext) _DescribeModelResult(ctx context.Context, sel ast.Se
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("DescribeModelResult")
+		case "title":
+			out.Values[i] = ec._DescribeModelResult_title(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "nodeTypes":
 			out.Values[i] = ec._DescribeModelResult_nodeTypes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "edgeLabels":
+			out.Values[i] = ec._DescribeModelResult_edgeLabels(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -7372,6 +10294,11 @@ func (ec *executionContext) _Edge(ctx context.Context, sel ast.SelectionSet, obj
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Edge")
+		case "id":
+			out.Values[i] = ec._Edge_id(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "from":
 			out.Values[i] = ec._Edge_from(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7389,6 +10316,26 @@ func (ec *executionContext) _Edge(ctx context.Context, sel ast.SelectionSet, obj
 			}
 		case "key":
 			out.Values[i] = ec._Edge_key(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "properties":
+			out.Values[i] = ec._Edge_properties(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Edge_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Edge_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "revision":
+			out.Values[i] = ec._Edge_revision(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -7536,6 +10483,64 @@ func (ec *executionContext) _FindPathsResult(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "reason":
+			out.Values[i] = ec._FindPathsResult_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "limits":
+			out.Values[i] = ec._FindPathsResult_limits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capped":
+			out.Values[i] = ec._FindPathsResult_capped(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "stats":
+			out.Values[i] = ec._FindPathsResult_stats(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "edgeProperties":
+			out.Values[i] = ec._FindPathsResult_edgeProperties(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var getEdgeResultImplementors = []string{"GetEdgeResult"}
+
+func (ec *executionContext) _GetEdgeResult(ctx context.Context, sel ast.SelectionSet, obj *model.GetEdgeResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, getEdgeResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GetEdgeResult")
+		case "edge":
+			out.Values[i] = ec._GetEdgeResult_edge(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -7567,6 +10572,59 @@ func (ec *executionContext) _GetNodeResult(ctx context.Context, sel ast.Selectio
 		case "node":
 			out.Values[i] = ec._GetNodeResult_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var limitsImplementors = []string{"Limits"}
+
+func (ec *executionContext) _Limits(ctx context.Context, sel ast.SelectionSet, obj *model.Limits) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, limitsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Limits")
+		case "maxResults":
+			out.Values[i] = ec._Limits_maxResults(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "maxHops":
+			out.Values[i] = ec._Limits_maxHops(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "maxVisited":
+			out.Values[i] = ec._Limits_maxVisited(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "timeoutMs":
+			out.Values[i] = ec._Limits_timeoutMs(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "maxBytes":
+			out.Values[i] = ec._Limits_maxBytes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -7714,8 +10772,28 @@ func (ec *executionContext) _NeighborsResult(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "cursor":
-			out.Values[i] = ec._NeighborsResult_cursor(ctx, field, obj)
+		case "reason":
+			out.Values[i] = ec._NeighborsResult_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "limits":
+			out.Values[i] = ec._NeighborsResult_limits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capped":
+			out.Values[i] = ec._NeighborsResult_capped(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "stats":
+			out.Values[i] = ec._NeighborsResult_stats(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "edgeProperties":
+			out.Values[i] = ec._NeighborsResult_edgeProperties(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -7929,6 +11007,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_getNode(ctx, field)
 				})
+		case "getEdge":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_getEdge(ctx, field)
+				})
 		case "searchNodes":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, false,
@@ -8012,6 +11096,16 @@ func (ec *executionContext) _QueryGraphResult(ctx context.Context, sel ast.Selec
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "paths":
+			out.Values[i] = ec._QueryGraphResult_paths(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._QueryGraphResult_count(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "more":
 			out.Values[i] = ec._QueryGraphResult_more(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -8022,14 +11116,82 @@ func (ec *executionContext) _QueryGraphResult(ctx context.Context, sel ast.Selec
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "cursor":
-			out.Values[i] = ec._QueryGraphResult_cursor(ctx, field, obj)
+		case "reason":
+			out.Values[i] = ec._QueryGraphResult_reason(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "note":
 			out.Values[i] = ec._QueryGraphResult_note(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "partial":
+			out.Values[i] = ec._QueryGraphResult_partial(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._QueryGraphResult_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "limits":
+			out.Values[i] = ec._QueryGraphResult_limits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capped":
+			out.Values[i] = ec._QueryGraphResult_capped(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "stats":
+			out.Values[i] = ec._QueryGraphResult_stats(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "edgeProperties":
+			out.Values[i] = ec._QueryGraphResult_edgeProperties(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var readStatsImplementors = []string{"ReadStats"}
+
+func (ec *executionContext) _ReadStats(ctx context.Context, sel ast.SelectionSet, obj *model.ReadStats) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, readStatsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReadStats")
+		case "visited":
+			out.Values[i] = ec._ReadStats_visited(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "elapsedMs":
+			out.Values[i] = ec._ReadStats_elapsedMs(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -8204,7 +11366,7 @@ func (ec *executionContext) _SearchNodesResult(ctx context.Context, sel ast.Sele
 			}
 		case "more":
 			out.Values[i] = ec._SearchNodesResult_more(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "truncated":
@@ -8212,9 +11374,29 @@ func (ec *executionContext) _SearchNodesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "reason":
+			out.Values[i] = ec._SearchNodesResult_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "cursor":
 			out.Values[i] = ec._SearchNodesResult_cursor(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "limits":
+			out.Values[i] = ec._SearchNodesResult_limits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capped":
+			out.Values[i] = ec._SearchNodesResult_capped(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "stats":
+			out.Values[i] = ec._SearchNodesResult_stats(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -8276,8 +11458,8 @@ func (ec *executionContext) _UpsertEdgesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "truncated":
-			out.Values[i] = ec._UpsertEdgesResult_truncated(ctx, field, obj)
+		case "nodes":
+			out.Values[i] = ec._UpsertEdgesResult_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -8286,8 +11468,43 @@ func (ec *executionContext) _UpsertEdgesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "deletedNodes":
+			out.Values[i] = ec._UpsertEdgesResult_deletedNodes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedEdges":
+			out.Values[i] = ec._UpsertEdgesResult_deletedEdges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "replayed":
+			out.Values[i] = ec._UpsertEdgesResult_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "truncated":
+			out.Values[i] = ec._UpsertEdgesResult_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "nodeCount":
+			out.Values[i] = ec._UpsertEdgesResult_nodeCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "edgeCount":
 			out.Values[i] = ec._UpsertEdgesResult_edgeCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedNodeCount":
+			out.Values[i] = ec._UpsertEdgesResult_deletedNodeCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedEdgeCount":
+			out.Values[i] = ec._UpsertEdgesResult_deletedEdgeCount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -8321,17 +11538,17 @@ func (ec *executionContext) _UpsertNodesNode(ctx context.Context, sel ast.Select
 			out.Values[i] = graphql.MarshalString("UpsertNodesNode")
 		case "id":
 			out.Values[i] = ec._UpsertNodesNode_id(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "status":
 			out.Values[i] = ec._UpsertNodesNode_status(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "revision":
 			out.Values[i] = ec._UpsertNodesNode_revision(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -8367,18 +11584,53 @@ func (ec *executionContext) _UpsertNodesResult(ctx context.Context, sel ast.Sele
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "truncated":
-			out.Values[i] = ec._UpsertNodesResult_truncated(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
 		case "nodes":
 			out.Values[i] = ec._UpsertNodesResult_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "edges":
+			out.Values[i] = ec._UpsertNodesResult_edges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedNodes":
+			out.Values[i] = ec._UpsertNodesResult_deletedNodes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedEdges":
+			out.Values[i] = ec._UpsertNodesResult_deletedEdges(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "replayed":
+			out.Values[i] = ec._UpsertNodesResult_replayed(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "truncated":
+			out.Values[i] = ec._UpsertNodesResult_truncated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "nodeCount":
 			out.Values[i] = ec._UpsertNodesResult_nodeCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "edgeCount":
+			out.Values[i] = ec._UpsertNodesResult_edgeCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedNodeCount":
+			out.Values[i] = ec._UpsertNodesResult_deletedNodeCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deletedEdgeCount":
+			out.Values[i] = ec._UpsertNodesResult_deletedEdgeCount(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -8837,6 +12089,22 @@ func (ec *executionContext) unmarshalNDeleteNodesNodeInput2ᚖgithubᚗcomᚋlor
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNDescribeModelEdgeLabel2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐDescribeModelEdgeLabel(ctx context.Context, sel ast.SelectionSet, v *model.DescribeModelEdgeLabel) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DescribeModelEdgeLabel!")
+		return graphql.Null
+	}
+	return ec._DescribeModelEdgeLabel(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNDescribeModelNodeType2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐDescribeModelNodeType(ctx context.Context, sel ast.SelectionSet, v *model.DescribeModelNodeType) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "DescribeModelNodeType!")
+		return graphql.Null
+	}
+	return ec._DescribeModelNodeType(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNDirection2githubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐDirection(ctx context.Context, v any) (model.Direction, error) {
 	var res model.Direction
 	err := res.UnmarshalGQL(v)
@@ -8845,6 +12113,22 @@ func (ec *executionContext) unmarshalNDirection2githubᚗcomᚋloreᚑdevᚋlore
 
 func (ec *executionContext) marshalNDirection2githubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐDirection(ctx context.Context, sel ast.SelectionSet, v model.Direction) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNEdge2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Edge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 4, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEdge2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalNEdge2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐEdge(ctx context.Context, sel ast.SelectionSet, v *model.Edge) graphql.Marshaler {
@@ -8992,13 +12276,13 @@ func (ec *executionContext) marshalNJSON2map(ctx context.Context, sel ast.Select
 	return res
 }
 
-func (ec *executionContext) unmarshalNJSON2ᚕinterface(ctx context.Context, v any) ([]any, error) {
+func (ec *executionContext) unmarshalNJSON2ᚕinterfaceᚄ(ctx context.Context, v any) ([]any, error) {
 	vSlice := graphql.CoerceList(v)
 	var err error
 	res := make([]any, len(vSlice))
 	for i := range vSlice {
 		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
-		res[i], err = ec.unmarshalOJSON2interface(ctx, vSlice[i])
+		res[i], err = ec.unmarshalNJSON2interface(ctx, vSlice[i])
 		if err != nil {
 			return nil, err
 		}
@@ -9006,13 +12290,27 @@ func (ec *executionContext) unmarshalNJSON2ᚕinterface(ctx context.Context, v a
 	return res, nil
 }
 
-func (ec *executionContext) marshalNJSON2ᚕinterface(ctx context.Context, sel ast.SelectionSet, v []any) graphql.Marshaler {
+func (ec *executionContext) marshalNJSON2ᚕinterfaceᚄ(ctx context.Context, sel ast.SelectionSet, v []any) graphql.Marshaler {
 	ret := make(graphql.Array, len(v))
 	for i := range v {
-		ret[i] = ec.marshalOJSON2interface(ctx, sel, v[i])
+		ret[i] = ec.marshalNJSON2interface(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNLimits2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐLimits(ctx context.Context, sel ast.SelectionSet, v *model.Limits) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Limits!")
+		return graphql.Null
+	}
+	return ec._Limits(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNNeighbor2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNeighborᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Neighbor) graphql.Marshaler {
@@ -9094,6 +12392,14 @@ func (ec *executionContext) unmarshalNQueryGraphTraverseInput2ᚖgithubᚗcomᚋ
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNReadStats2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐReadStats(ctx context.Context, sel ast.SelectionSet, v *model.ReadStats) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ReadStats!")
+		return graphql.Null
+	}
+	return ec._ReadStats(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNResourceUpdate2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐResourceUpdate(ctx context.Context, sel ast.SelectionSet, v *model.ResourceUpdate) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "ResourceUpdate!")
@@ -9124,6 +12430,16 @@ func (ec *executionContext) marshalNSearchHit2ᚖgithubᚗcomᚋloreᚑdevᚋlor
 		return graphql.Null
 	}
 	return ec._SearchHit(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNStatus2githubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐStatus(ctx context.Context, v any) (model.Status, error) {
+	var res model.Status
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNStatus2githubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐStatus(ctx context.Context, sel ast.SelectionSet, v model.Status) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
@@ -9415,6 +12731,44 @@ func (ec *executionContext) marshalODeleteNodesResult2ᚖgithubᚗcomᚋloreᚑd
 	return ec._DeleteNodesResult(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalODescribeModelEdgeLabel2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐDescribeModelEdgeLabelᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.DescribeModelEdgeLabel) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 4, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNDescribeModelEdgeLabel2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐDescribeModelEdgeLabel(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalODescribeModelNodeType2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐDescribeModelNodeTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.DescribeModelNodeType) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 4, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNDescribeModelNodeType2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐDescribeModelNodeType(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalODescribeModelResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐDescribeModelResult(ctx context.Context, sel ast.SelectionSet, v *model.DescribeModelResult) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -9502,11 +12856,53 @@ func (ec *executionContext) marshalOFindPathsResult2ᚖgithubᚗcomᚋloreᚑdev
 	return ec._FindPathsResult(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOGetEdgeResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐGetEdgeResult(ctx context.Context, sel ast.SelectionSet, v *model.GetEdgeResult) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._GetEdgeResult(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOGetNodeResult2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐGetNodeResult(ctx context.Context, sel ast.SelectionSet, v *model.GetNodeResult) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._GetNodeResult(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOInt2ᚕintᚄ(ctx context.Context, v any) ([]int, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]int, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNInt2int(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOInt2ᚕintᚄ(ctx context.Context, sel ast.SelectionSet, v []int) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNInt2int(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {
@@ -9543,35 +12939,6 @@ func (ec *executionContext) marshalOJSON2interface(ctx context.Context, sel ast.
 	_ = ctx
 	res := graphql.MarshalAny(v)
 	return res
-}
-
-func (ec *executionContext) unmarshalOJSON2ᚕinterface(ctx context.Context, v any) ([]any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	vSlice := graphql.CoerceList(v)
-	var err error
-	res := make([]any, len(vSlice))
-	for i := range vSlice {
-		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
-		res[i], err = ec.unmarshalOJSON2interface(ctx, vSlice[i])
-		if err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
-}
-
-func (ec *executionContext) marshalOJSON2ᚕinterface(ctx context.Context, sel ast.SelectionSet, v []any) graphql.Marshaler {
-	if v == nil {
-		return graphql.Null
-	}
-	ret := make(graphql.Array, len(v))
-	for i := range v {
-		ret[i] = ec.marshalOJSON2interface(ctx, sel, v[i])
-	}
-
-	return ret
 }
 
 func (ec *executionContext) marshalONeighbor2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNeighborᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Neighbor) graphql.Marshaler {
@@ -9615,6 +12982,25 @@ func (ec *executionContext) marshalONodeChange2ᚕᚖgithubᚗcomᚋloreᚑdev�
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNNodeChange2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNodeChange(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalOPath2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPathᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Path) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 4, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPath2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPath(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {

@@ -96,16 +96,19 @@ var toolCases = []struct {
 	want              string
 	wantCode          string
 }{
-	{name: "describe", tool: "describe_model", query: `{ describeModel { nodes edges nodeTypes } }`, want: `"nodes":`},
+	{name: "describe", tool: "describe_model", query: `{ describeModel { nodes edges nodeTypes { name count } edgeLabels { name from to } } }`, want: `"nodes":`},
 	{name: "describe a type", tool: "describe_model", query: `{ describeModel(type: "Service") { schema } }`, want: `"properties"`},
 	{name: "describe unknown", tool: "describe_model", query: `{ describeModel(type: "Nope") { nodes } }`, wantCode: "NOT_FOUND"},
 	{name: "get", tool: "get_node", query: `{ getNode(id: "service/billing") { node { id type properties revision createdAt edgeCounts { label direction count } } } }`,
 		want: `"id":"service/billing","type":"Service","properties":{`},
+	{name: "get edge", tool: "get_edge", query: `{ getEdge(id: "memberOf(person/ada-okafor,team/payments)") { edge { id properties revision } } }`,
+		want: `"properties":{"role":"lead"`},
+	{name: "get edge missing", tool: "get_edge", query: `{ getEdge(id: "memberOf(person/ada-okafor,team/nope)") { edge { id } } }`, wantCode: "NOT_FOUND"},
 	{name: "get missing", tool: "get_node", query: `{ getNode(id: "service/nope") { node { id } } }`, wantCode: "NOT_FOUND"},
 	{name: "search", tool: "search_nodes", query: `{ searchNodes(query: "billing", limit: 3) { hits { score node { id type } } truncated } }`,
 		want: `"id":"service/billing"`},
 	{name: "search empty", tool: "search_nodes", query: `{ searchNodes(query: "") { truncated } }`, wantCode: "INVALID_ARGUMENT"},
-	{name: "neighbors", tool: "neighbors", query: `{ neighbors(id: "service/billing", edge: "dependsOn", direction: out) { nodes { depth node { id } } edges truncated } }`,
+	{name: "neighbors", tool: "neighbors", query: `{ neighbors(id: "service/billing", edge: "dependsOn", direction: out) { nodes { depth node { id } } edges { from label to } truncated } }`,
 		want: `"id":"service/ledger"`},
 	{name: "neighbors missing", tool: "neighbors", query: `{ neighbors(id: "service/nope") { truncated } }`, wantCode: "NOT_FOUND"},
 	{name: "paths", tool: "find_paths", query: `{ findPaths(from: "service/payments", to: "service/ledger") { paths { nodes edges } length } }`,

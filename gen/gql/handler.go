@@ -32,7 +32,6 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/mcp"
 	"github.com/lore-dev/lore/schema"
 )
@@ -203,6 +202,14 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 		return resp
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.Context().Err(); err != nil {
+			// gqlgen answers null to a request whose context is over before
+			// it starts; answer what the other surfaces do (mcp.ErrorKinds).
+			e := mcp.ErrorOf(err)
+			k := mcp.KindOf(e.Code)
+			requestError(w, k.Status, k.GraphQL, e.Message)
+			return
+		}
 		st := &requestState{}
 		r = r.WithContext(context.WithValue(mcp.RequestContext(r), stateKey{}, st))
 		switch {
@@ -279,11 +286,11 @@ func collapse(errs gqlerror.List, code, what string) gqlerror.List {
 	return append(out, e)
 }
 
-// Codes of the errors of an operation stopped before it was done.
-const (
-	codeDeadline = "DEADLINE_EXCEEDED"
-	codeTooLarge = "RESPONSE_TOO_LARGE"
-)
+// Codes of the errors of an operation stopped before it was done: past
+// its deadline (the table's), or over its read budget (GraphQL's own).
+var codeDeadline = mcp.KindOf(mcp.CodeDeadline).GraphQL
+
+const codeTooLarge = "RESPONSE_TOO_LARGE"
 
 // Preflighted reports whether a request carries something a browser sends
 // cross-site only after a CORS preflight, which this server never grants:
@@ -497,28 +504,6 @@ func originPatterns(allowed []string) []string {
 
 var errInternal = errors.New("internal error")
 
-// codes are the GraphQL error codes of the catalog's error codes.
-var codes = map[string]string{
-	mcp.CodeInvalid:   "INVALID_ARGUMENT",
-	mcp.CodeNotFound:  "NOT_FOUND",
-	mcp.CodeConflict:  "CONFLICT",
-	mcp.CodeForbidden: "FORBIDDEN",
-	mcp.CodeConfirm:   "CONFIRMATION_REQUIRED",
-	mcp.CodeCancelled: "CANCELLED",
-	mcp.CodeInternal:  "INTERNAL",
-}
-
-// categories map the graph's error categories (resource reads return
-// them) to codes.
-var categories = []struct {
-	err  error
-	code string
-}{
-	{graph.ErrNotFound, mcp.CodeNotFound},
-	{graph.ErrInvalid, mcp.CodeInvalid},
-	{graph.ErrConflict, mcp.CodeConflict},
-}
-
 // presenter turns a resolver's error into the GraphQL error a client
 // sees: a tool error keeps its message, with extensions.code and the
 // violations by JSON pointer; gqlgen's own errors (parsing, validation,
@@ -528,24 +513,18 @@ func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		gerr := graphql.DefaultErrorPresenter(ctx, err)
 		var te *mcp.Error
-		if !errors.As(err, &te) {
-			for _, c := range categories {
-				if errors.Is(err, c.err) {
-					te = &mcp.Error{Code: c.code, Message: err.Error()}
-					break
-				}
-			}
-		}
 		switch {
-		case te == nil && errors.Is(err, errDeadline), te == nil && errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, errDeadline):
+			// The operation's own deadline: collapse makes one error of these.
 			return &gqlerror.Error{Message: "not resolved: " + errDeadline.Error(), Path: gerr.Path, Locations: gerr.Locations,
 				Extensions: map[string]any{"code": codeDeadline}}
 		case errors.Is(err, errGathered):
 			return &gqlerror.Error{Message: "not resolved: " + errGathered.Error(), Path: gerr.Path, Locations: gerr.Locations,
 				Extensions: map[string]any{"code": codeTooLarge}}
-		case te == nil && errors.Is(err, context.Canceled):
-			te = &mcp.Error{Code: mcp.CodeCancelled, Message: "the call was cancelled"}
-		case te != nil && te.Code == mcp.CodeForbidden && te.Scope != "":
+		case !errors.Is(err, errInternal):
+			te = mcp.ErrorOf(err)
+		}
+		if te != nil && te.Code == mcp.CodeForbidden && te.Scope != "" {
 			if st, ok := ctx.Value(stateKey{}).(*requestState); ok {
 				st.mu.Lock()
 				st.scope = te.Scope
@@ -554,7 +533,7 @@ func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		}
 		if te != nil {
 			out := &gqlerror.Error{Message: te.Message, Path: gerr.Path, Locations: gerr.Locations,
-				Extensions: map[string]any{"code": codeOf(te.Code)}}
+				Extensions: map[string]any{"code": mcp.KindOf(te.Code).GraphQL}}
 			if len(te.Violations) > 0 {
 				out.Extensions["violations"] = te.Violations
 			}
@@ -568,11 +547,4 @@ func presenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		}
 		return gerr
 	}
-}
-
-func codeOf(code string) string {
-	if c, ok := codes[code]; ok {
-		return c
-	}
-	return strings.ToUpper(code)
 }

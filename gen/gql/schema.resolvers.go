@@ -37,12 +37,12 @@ func (r *nodeResolver) EdgeCounts(ctx context.Context, obj *model.Node) ([]*mode
 }
 
 // Neighbors is the resolver for the neighbors field.
-func (r *nodeResolver) Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int) ([]*model.Neighbor, error) {
+func (r *nodeResolver) Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) ([]*model.Neighbor, error) {
 	return navigate[[]*model.Neighbor](ctx, r.Cat, "neighbors", obj, "nodes")
 }
 
 // Edges is the resolver for the edges field.
-func (r *nodeResolver) Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int) ([]*model.Edge, error) {
+func (r *nodeResolver) Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int, edgeProperties *bool) ([]*model.Edge, error) {
 	return navigate[[]*model.Edge](ctx, r.Cat, "neighbors", obj, "edges")
 }
 
@@ -56,18 +56,23 @@ func (r *queryResolver) GetNode(ctx context.Context, id string) (*model.GetNodeR
 	return invoke[*model.GetNodeResult](ctx, r.Cat, "get_node", arguments(ctx))
 }
 
+// GetEdge is the resolver for the getEdge field.
+func (r *queryResolver) GetEdge(ctx context.Context, id string) (*model.GetEdgeResult, error) {
+	return invoke[*model.GetEdgeResult](ctx, r.Cat, "get_edge", arguments(ctx))
+}
+
 // SearchNodes is the resolver for the searchNodes field.
 func (r *queryResolver) SearchNodes(ctx context.Context, query string, typeArg *string, limit *int, cursor *string) (*model.SearchNodesResult, error) {
 	return invoke[*model.SearchNodesResult](ctx, r.Cat, "search_nodes", arguments(ctx))
 }
 
 // Neighbors is the resolver for the neighbors field.
-func (r *queryResolver) Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int) (*model.NeighborsResult, error) {
+func (r *queryResolver) Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) (*model.NeighborsResult, error) {
 	return invoke[*model.NeighborsResult](ctx, r.Cat, "neighbors", arguments(ctx))
 }
 
 // FindPaths is the resolver for the findPaths field.
-func (r *queryResolver) FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int) (*model.FindPathsResult, error) {
+func (r *queryResolver) FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool) (*model.FindPathsResult, error) {
 	return invoke[*model.FindPathsResult](ctx, r.Cat, "find_paths", arguments(ctx))
 }
 

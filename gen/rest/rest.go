@@ -3,8 +3,10 @@
 //
 //	POST /api/v1/tools/{name}      the arguments as the JSON body ({} if empty)
 //	GET  /api/v1/tools/{name}?...  read-only tools, the arguments as query parameters
-//	GET  /api/v1/resources?uri=    a resource's contents
-//	GET  /api/v1/subscribe?uri=    server-sent events when the resource changes
+//	GET  /api/v1/resources?uri=    a resource's contents, with its MIME type
+//	GET  /api/v1/subscribe?uri=    server-sent events when the resource changes; each
+//	                               carries its change's sequence number as its id, and
+//	                               ?since= or Last-Event-ID resumes after one
 //	GET  /openapi.json             the committed OpenAPI 3.1 document
 //
 // Every tool call goes through Catalog.Invoke with the caller from
@@ -17,7 +19,6 @@ package rest
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,11 +28,11 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lore-dev/lore/gen"
-	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/mcp"
 	"github.com/lore-dev/lore/schema"
 )
@@ -174,6 +175,10 @@ func (h *handler) queryArgs(tool string, q url.Values) (json.RawMessage, error) 
 		if !ok {
 			p = gen.QueryParam{Name: k, Types: []string{"string"}}
 		}
+		if p.List && len(vs) == 1 && !strings.HasPrefix(strings.TrimSpace(vs[0]), "[") {
+			args[k] = p.Decode(vs) // a word, or a comma list
+			continue
+		}
 		if len(vs) == 1 && (p.JSON || !slices.Equal(p.Types, []string{"string"})) {
 			if err := schema.CheckJSON([]byte(vs[0]), h.maxDepth); err != nil {
 				v := strings.TrimSpace(vs[0])
@@ -219,13 +224,10 @@ func (h *handler) resource(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, err)
 		return
 	}
-	data, err := json.Marshal(res)
-	if err != nil {
-		h.problem(w, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(data)
+	// The contents as they are, with their MIME type: every resource is
+	// JSON, and a client reads it as JSON, not as a string inside one.
+	w.Header().Set("Content-Type", res.MIMEType)
+	w.Write([]byte(res.Text))
 }
 
 // uriParam reads the uri query parameter, answering 400 if it is missing.
@@ -270,7 +272,18 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	updates, err := h.cat.Updates(ctx) // before "ready": a change after it is never missed
+	since, resume, err := sinceParam(r)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	// Before "ready": a change after it is never missed.
+	var updates <-chan mcp.Update
+	if resume {
+		updates, err = h.cat.UpdatesSince(ctx, since)
+	} else {
+		updates, err = h.cat.Updates(ctx)
+	}
 	if err != nil {
 		h.problem(w, r, err)
 		return
@@ -283,7 +296,13 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	send := func(event string, data updated) error {
 		b, _ := json.Marshal(data)
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+		id := ""
+		if data.Seq > 0 {
+			// The change's sequence number: a client that reconnects with it
+			// as Last-Event-ID (or ?since=) gets the changes after it.
+			id = fmt.Sprintf("id: %d\n", data.Seq)
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\n%sdata: %s\n\n", event, id, b); err != nil {
 			return err
 		}
 		return rc.Flush()
@@ -317,46 +336,31 @@ func (h *handler) subscribe(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// sinceParam reads where a stream resumes: ?since=, or the Last-Event-ID
+// header an EventSource sends when it reconnects (an event id is a change's
+// sequence number).
+func sinceParam(r *http.Request) (since uint64, ok bool, err error) {
+	v, at := r.URL.Query().Get("since"), "/since"
+	if v == "" {
+		v, at = r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	}
+	if v == "" {
+		return 0, false, nil
+	}
+	since, perr := strconv.ParseUint(v, 10, 64)
+	if perr != nil {
+		return 0, false, &mcp.Error{Code: mcp.CodeInvalid, Message: fmt.Sprintf("%s must be a change's sequence number (an event id), not %q", strings.TrimPrefix(at, "/"), v),
+			Violations: []schema.Violation{{Pointer: at, Rule: "type", Message: "want a non-negative integer"}}}
+	}
+	return since, true, nil
+}
+
 func resourceNames() string {
 	var names []string
 	for _, r := range mcp.Resources() {
 		names = append(names, r.URI+r.Template)
 	}
 	return strings.Join(names, ", ")
-}
-
-// HTTP-level error codes, beside the catalog's.
-const (
-	codeMethod   = "method_not_allowed"
-	codeTooLarge = "too_large"
-	codeTimeout  = "timeout"
-)
-
-// statusOf maps error codes to HTTP statuses: the one table.
-var statusOf = map[string]int{
-	mcp.CodeInvalid:   http.StatusBadRequest,
-	mcp.CodeConfirm:   http.StatusBadRequest,
-	mcp.CodeCancelled: http.StatusBadRequest, // the client went away or gave up; no one reads it
-	mcp.CodeNotFound:  http.StatusNotFound,
-	mcp.CodeForbidden: http.StatusForbidden,
-	mcp.CodeConflict:  http.StatusConflict,
-	mcp.CodeInternal:  http.StatusInternalServerError,
-	codeMethod:        http.StatusMethodNotAllowed,
-	codeTooLarge:      http.StatusRequestEntityTooLarge,
-	codeTimeout:       http.StatusRequestTimeout,
-}
-
-// categories maps graph's error categories, which reading a resource
-// returns, to codes.
-var categories = []struct {
-	err  error
-	code string
-}{
-	{graph.ErrInvalid, mcp.CodeInvalid},
-	{graph.ErrConflict, mcp.CodeConflict},
-	{graph.ErrNotFound, mcp.CodeNotFound},
-	{context.Canceled, mcp.CodeCancelled},
-	{context.DeadlineExceeded, mcp.CodeCancelled},
 }
 
 // toolError turns any error into a tool error with a code; errors without
@@ -369,6 +373,7 @@ func (h *handler) toolError(r *http.Request, err error) *mcp.Error {
 		if te.Code == mcp.CodeConfirm {
 			c := *te
 			c.Message += ". Over REST: send the same body with \"confirm\": true."
+			c.Violations = []schema.Violation{{Pointer: "/confirm", Rule: "const", Message: "must be true for a destructive call"}}
 			return &c
 		}
 		return te
@@ -379,15 +384,13 @@ func (h *handler) toolError(r *http.Request, err error) *mcp.Error {
 		}
 		return &mcp.Error{Code: mcp.CodeNotFound, Message: fmt.Sprintf("%v; the tools are %s", err, strings.Join(names, ", "))}
 	case errors.As(err, &tooLarge):
-		return &mcp.Error{Code: codeTooLarge, Message: fmt.Sprintf("the body is over the server's limit of %d bytes; send less per call", tooLarge.Limit)}
+		return &mcp.Error{Code: mcp.CodeTooLarge, Message: fmt.Sprintf("the body is over the server's limit of %d bytes; send less per call", tooLarge.Limit)}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		_, msg := mcp.BodyError(err)
-		return &mcp.Error{Code: codeTimeout, Message: msg}
+		return &mcp.Error{Code: mcp.CodeTimeout, Message: msg}
 	}
-	for _, c := range categories {
-		if errors.Is(err, c.err) {
-			return &mcp.Error{Code: c.code, Message: err.Error()}
-		}
+	if e := mcp.ErrorOf(err); e != nil {
+		return e
 	}
 	h.log.ErrorContext(r.Context(), "REST call failed", "path", r.URL.Path, "error", err)
 	return &mcp.Error{Code: mcp.CodeInternal, Message: "internal error; the server log has the details"}
@@ -405,11 +408,16 @@ type problem struct {
 
 func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 	e := h.toolError(r, err)
-	status, ok := statusOf[e.Code]
-	if !ok {
-		status = http.StatusInternalServerError
+	k := mcp.KindOf(e.Code)
+	status := k.Status
+	if status == http.StatusBadRequest && len(e.Violations) == 0 {
+		// Every 400 lists what to fix, as violations; this one has no
+		// better place than the whole request.
+		c := *e
+		c.Violations = []schema.Violation{{Pointer: "", Rule: e.Code, Message: e.Message}}
+		e = &c
 	}
-	data, _ := json.Marshal(problem{Type: "about:blank", Title: http.StatusText(status), Status: status,
+	data, _ := json.Marshal(problem{Type: "about:blank", Title: k.Title, Status: status,
 		Detail: e.Message, Code: e.Code, Violations: e.Violations})
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -422,15 +430,16 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 
 func (h *handler) notAllowed(w http.ResponseWriter, r *http.Request, allow []string, msg string) {
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	h.problem(w, r, &mcp.Error{Code: codeMethod, Message: msg})
+	h.problem(w, r, &mcp.Error{Code: mcp.CodeMethod, Message: msg})
 }
 
 // InternalError answers 500 with a problem detail and nothing more: what
 // a client sees when a handler panicked (mcp.Recover).
 func InternalError(w http.ResponseWriter, _ *http.Request) {
-	status := http.StatusInternalServerError
-	data, _ := json.Marshal(problem{Type: "about:blank", Title: http.StatusText(status), Status: status,
-		Detail: "internal error; the server log has the details", Code: mcp.CodeInternal})
+	k := mcp.KindOf(mcp.CodeInternal)
+	status := k.Status
+	data, _ := json.Marshal(problem{Type: "about:blank", Title: k.Title, Status: status,
+		Detail: "internal error; the server log has the details", Code: k.Code})
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)

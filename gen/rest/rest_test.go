@@ -239,6 +239,8 @@ func TestTools(t *testing.T) {
 		{"describe unknown", "describe_model", `{"type":"Spaceship"}`, 404, mcp.CodeNotFound, "neither a node type nor an edge label"},
 		{"get", "get_node", `{"id":"service/billing"}`, 200, "", `"id":"service/billing"`},
 		{"get missing", "get_node", `{"id":"service/nope"}`, 404, mcp.CodeNotFound, "service/nope"},
+		{"get edge", "get_edge", `{"id":"memberOf(person/ada-okafor,team/payments)"}`, 200, "", `"role":"lead"`},
+		{"get edge malformed", "get_edge", `{"id":"memberOf(person/ada-okafor"}`, 400, mcp.CodeInvalid, "label(from,to)"},
 		{"get no body", "get_node", ``, 400, mcp.CodeInvalid, `"pointer":"/id"`},
 		{"search", "search_nodes", `{"query":"billing","type":"Service"}`, 200, "", `"id":"service/billing"`},
 		{"search bad limit", "search_nodes", `{"query":"x","limit":0}`, 400, mcp.CodeInvalid, `"pointer":"/limit"`},
@@ -400,10 +402,12 @@ func TestGetEqualsPost(t *testing.T) {
 		})
 	}
 	// A bare word for an argument that may be a string or an array is the
-	// string; a repeated parameter is an array.
+	// string; a repeated parameter, or a comma list, is an array.
 	for q, body := range map[string]string{
 		"id=service/billing&edge=dependsOn":           `{"id":"service/billing","edge":"dependsOn"}`,
 		"id=service/billing&edge=dependsOn&edge=owns": `{"id":"service/billing","edge":["dependsOn","owns"]}`,
+		"id=service/billing&edge=dependsOn,owns":      `{"id":"service/billing","edge":["dependsOn","owns"]}`,
+		"id=person/ada-okafor&edge=memberOf,leads":    `{"id":"person/ada-okafor","edge":["memberOf","leads"]}`,
 	} {
 		got := f.do(t, f.request(t, http.MethodGet, gen.ToolsPath+"neighbors?"+q, ""), response)
 		want := f.post(t, "neighbors", body, both)
@@ -434,7 +438,7 @@ func sameResult(t *testing.T, a, b []byte) string {
 // TestResources reads resources by URI.
 func TestResources(t *testing.T) {
 	f := newFixture(t, nil)
-	for _, uri := range []string{"lore://model", "lore://changes", "lore://node/service/billing", "lore://type/Service"} {
+	for _, uri := range []string{"lore://model", "lore://changes", "lore://node/service/billing", "lore://type/Service", "lore://edge/memberOf(person/ada-okafor,team/payments)"} {
 		r := f.do(t, f.request(t, http.MethodGet, gen.ResourcesPath+"?uri="+url.QueryEscape(uri), ""), both)
 		if r.status != 200 {
 			t.Fatalf("%s: %d %s", uri, r.status, r.body)
@@ -443,12 +447,8 @@ func TestResources(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got mcp.Resource
-		if err := json.Unmarshal(r.body, &got); err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(*want, got); diff != "" {
-			t.Errorf("%s (-catalog +REST):\n%s", uri, diff)
+		if ct := r.header.Get("Content-Type"); ct != want.MIMEType || string(r.body) != want.Text || !json.Valid(r.body) {
+			t.Errorf("%s: %s %.80s, want the catalog's %s %.80s", uri, ct, r.body, want.MIMEType, want.Text)
 		}
 	}
 	p := problemOf(t, f.do(t, f.request(t, http.MethodGet, gen.ResourcesPath, ""), response), 400, mcp.CodeInvalid)
@@ -575,5 +575,78 @@ func TestOpenAPIServed(t *testing.T) {
 	r := f.do(t, f.request(t, http.MethodGet, "/openapi.json", ""), nothing)
 	if r.status != 200 || r.header.Get("Content-Type") != "application/json" || !bytes.Equal(r.body, gen.Committed("openapi.json")) {
 		t.Errorf("%d %s, %d bytes", r.status, r.header.Get("Content-Type"), len(r.body))
+	}
+}
+
+// TestSubscribeResumes: every update carries its change's sequence number
+// as its SSE id, and a stream opened with ?since= or Last-Event-ID first
+// replays the changes after it that touched the URI; a bad one is a 400
+// with a violation.
+func TestSubscribeResumes(t *testing.T) {
+	f := newFixture(t, nil)
+	uri := "lore://node/topic/resume"
+	var seqs []uint64
+	for _, name := range []string{"one", "two", "three"} {
+		res, err := f.cat.Invoke(t.Context(), "upsert_nodes", json.RawMessage(`{"nodes":[{"id":"topic/resume","type":"Topic","properties":{"name":"`+name+`"}}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w struct{ Seq uint64 }
+		json.Unmarshal(res.Structured, &w)
+		seqs = append(seqs, w.Seq)
+	}
+	for _, tc := range []struct {
+		name   string
+		query  string
+		header string
+	}{
+		{"since", fmt.Sprintf("&since=%d", seqs[0]), ""},
+		{"Last-Event-ID", "", fmt.Sprint(seqs[0])},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := f.request(t, http.MethodGet, gen.SubscribePath+"?uri="+url.QueryEscape(uri)+tc.query, "")
+			if tc.header != "" {
+				req.Header.Set("Last-Event-ID", tc.header)
+			}
+			resp, err := f.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			var ids []string
+			for sc.Scan() && len(ids) < 2 {
+				if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+					ids = append(ids, id)
+				}
+			}
+			if want := []string{fmt.Sprint(seqs[1]), fmt.Sprint(seqs[2])}; !slices.Equal(ids, want) {
+				t.Errorf("replayed ids %v, want %v", ids, want)
+			}
+		})
+	}
+	p := problemOf(t, f.do(t, f.request(t, http.MethodGet, gen.SubscribePath+"?uri="+url.QueryEscape(uri)+"&since=x", ""), nothing), 400, mcp.CodeInvalid)
+	if len(p.Violations) != 1 || p.Violations[0].Pointer != "/since" {
+		t.Errorf("violations %+v, want one at /since", p.Violations)
+	}
+}
+
+// TestViolationsOnEvery400: a 400 always lists violations, even when the
+// request has no better place for them than the whole.
+func TestViolationsOnEvery400(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tc := range []struct {
+		name, code string
+		req        *http.Request
+		pointer    string
+	}{
+		{"unconfirmed delete", mcp.CodeConfirm, f.request(t, http.MethodPost, gen.ToolsPath+"delete_nodes", `{"nodes":[{"id":"service/ledger"}]}`), "/confirm"},
+		{"malformed query string", mcp.CodeInvalid, f.request(t, http.MethodGet, gen.ToolsPath+"get_node?id=%zz", ""), ""},
+		{"bad arguments", mcp.CodeInvalid, f.request(t, http.MethodPost, gen.ToolsPath+"get_node", `{"id":7}`), "/id"},
+	} {
+		p := problemOf(t, f.do(t, tc.req, nothing), 400, tc.code)
+		if len(p.Violations) == 0 || p.Violations[0].Pointer != tc.pointer {
+			t.Errorf("%s: violations %+v, want one at %q", tc.name, p.Violations, tc.pointer)
+		}
 	}
 }

@@ -50,10 +50,17 @@ type DeleteEdgesEdgeInput struct {
 }
 
 type DeleteEdgesResult struct {
-	Seq              int      `json:"seq"`
-	Truncated        *bool    `json:"truncated,omitempty"`
-	DeletedEdges     []string `json:"deletedEdges,omitempty"`
-	DeletedEdgeCount *int     `json:"deletedEdgeCount,omitempty"`
+	Seq              int                `json:"seq"`
+	Nodes            []*UpsertNodesNode `json:"nodes,omitempty"`
+	Edges            []*UpsertNodesNode `json:"edges,omitempty"`
+	DeletedNodes     []string           `json:"deletedNodes,omitempty"`
+	DeletedEdges     []string           `json:"deletedEdges,omitempty"`
+	Replayed         *bool              `json:"replayed,omitempty"`
+	Truncated        bool               `json:"truncated"`
+	NodeCount        *int               `json:"nodeCount,omitempty"`
+	EdgeCount        *int               `json:"edgeCount,omitempty"`
+	DeletedNodeCount *int               `json:"deletedNodeCount,omitempty"`
+	DeletedEdgeCount *int               `json:"deletedEdgeCount,omitempty"`
 }
 
 type DeleteNodesNodeInput struct {
@@ -62,28 +69,62 @@ type DeleteNodesNodeInput struct {
 }
 
 type DeleteNodesResult struct {
-	Seq              int      `json:"seq"`
-	Truncated        *bool    `json:"truncated,omitempty"`
-	DeletedNodes     []string `json:"deletedNodes,omitempty"`
-	DeletedEdges     []string `json:"deletedEdges,omitempty"`
-	DeletedNodeCount *int     `json:"deletedNodeCount,omitempty"`
-	DeletedEdgeCount *int     `json:"deletedEdgeCount,omitempty"`
+	Seq              int                `json:"seq"`
+	Nodes            []*UpsertNodesNode `json:"nodes,omitempty"`
+	Edges            []*UpsertNodesNode `json:"edges,omitempty"`
+	DeletedNodes     []string           `json:"deletedNodes,omitempty"`
+	DeletedEdges     []string           `json:"deletedEdges,omitempty"`
+	Replayed         *bool              `json:"replayed,omitempty"`
+	Truncated        bool               `json:"truncated"`
+	NodeCount        *int               `json:"nodeCount,omitempty"`
+	EdgeCount        *int               `json:"edgeCount,omitempty"`
+	DeletedNodeCount *int               `json:"deletedNodeCount,omitempty"`
+	DeletedEdgeCount *int               `json:"deletedEdgeCount,omitempty"`
+}
+
+type DescribeModelEdgeLabel struct {
+	Name        string   `json:"name"`
+	Description *string  `json:"description,omitempty"`
+	From        []string `json:"from"`
+	To          []string `json:"to"`
+	Keyed       *bool    `json:"keyed,omitempty"`
+	Count       int      `json:"count"`
+}
+
+type DescribeModelNodeType struct {
+	Name        string   `json:"name"`
+	Description *string  `json:"description,omitempty"`
+	Display     *string  `json:"display,omitempty"`
+	Properties  []string `json:"properties"`
+	Required    []string `json:"required,omitempty"`
+	Indexed     []string `json:"indexed,omitempty"`
+	Count       int      `json:"count"`
 }
 
 type DescribeModelResult struct {
-	NodeTypes []any `json:"nodeTypes,omitempty"`
-	Schema    any   `json:"schema,omitempty"`
-	Nodes     int   `json:"nodes"`
-	Edges     int   `json:"edges"`
+	Title      *string                   `json:"title,omitempty"`
+	NodeTypes  []*DescribeModelNodeType  `json:"nodeTypes,omitempty"`
+	EdgeLabels []*DescribeModelEdgeLabel `json:"edgeLabels,omitempty"`
+	Schema     any                       `json:"schema,omitempty"`
+	Nodes      int                       `json:"nodes"`
+	Edges      int                       `json:"edges"`
 }
 
-// A labelled, directed edge, by its key.
+// A labelled, directed edge, by its key; getEdge fills in the rest.
 type Edge struct {
-	From  string `json:"from"`
-	Label string `json:"label"`
-	To    string `json:"to"`
+	// The edge's ID: label(from,to) or label(from,to,key).
+	ID    *string `json:"id,omitempty"`
+	From  string  `json:"from"`
+	Label string  `json:"label"`
+	To    string  `json:"to"`
 	// Tells apart edges with the same ends and label (keyed labels only).
 	Key *string `json:"key,omitempty"`
+	// The edge's properties, as the model defines its label.
+	Properties any     `json:"properties,omitempty"`
+	CreatedAt  *string `json:"createdAt,omitempty"`
+	UpdatedAt  *string `json:"updatedAt,omitempty"`
+	// Starts at 1 and grows by one with every change to the edge.
+	Revision *int `json:"revision,omitempty"`
 }
 
 // What a write did to one edge.
@@ -107,12 +148,30 @@ type EdgeCount struct {
 type FindPathsResult struct {
 	Paths []*Path `json:"paths"`
 	// Edges in paths[0]; -1: none
-	Length    int  `json:"length"`
-	Truncated bool `json:"truncated"`
+	Length         int        `json:"length"`
+	Truncated      bool       `json:"truncated"`
+	Reason         *string    `json:"reason,omitempty"`
+	Limits         *Limits    `json:"limits"`
+	Capped         []string   `json:"capped,omitempty"`
+	Stats          *ReadStats `json:"stats"`
+	EdgeProperties any        `json:"edgeProperties,omitempty"`
+}
+
+type GetEdgeResult struct {
+	Edge *Edge `json:"edge"`
 }
 
 type GetNodeResult struct {
 	Node *Node `json:"node"`
+}
+
+// The bounds a read ran under: the server's ceilings, lowered by the request.
+type Limits struct {
+	MaxResults *int `json:"maxResults,omitempty"`
+	MaxHops    *int `json:"maxHops,omitempty"`
+	MaxVisited *int `json:"maxVisited,omitempty"`
+	TimeoutMs  *int `json:"timeoutMs,omitempty"`
+	MaxBytes   *int `json:"maxBytes,omitempty"`
 }
 
 type Mutation struct {
@@ -125,10 +184,14 @@ type Neighbor struct {
 }
 
 type NeighborsResult struct {
-	Nodes     []*Neighbor `json:"nodes"`
-	Edges     []any       `json:"edges"`
-	Truncated bool        `json:"truncated"`
-	Cursor    *string     `json:"cursor,omitempty"`
+	Nodes          []*Neighbor `json:"nodes"`
+	Edges          []*Edge     `json:"edges"`
+	Truncated      bool        `json:"truncated"`
+	Reason         *string     `json:"reason,omitempty"`
+	Limits         *Limits     `json:"limits"`
+	Capped         []string    `json:"capped,omitempty"`
+	Stats          *ReadStats  `json:"stats"`
+	EdgeProperties any         `json:"edgeProperties,omitempty"`
 }
 
 // What a write did to one node.
@@ -158,31 +221,47 @@ type QueryGraphFromInput struct {
 }
 
 type QueryGraphOrderByInput struct {
-	Field *string `json:"field,omitempty"`
-	Desc  *bool   `json:"desc,omitempty"`
+	Field string `json:"field"`
+	Desc  *bool  `json:"desc,omitempty"`
 }
 
 type QueryGraphResult struct {
-	Nodes     []any   `json:"nodes"`
-	More      bool    `json:"more"`
-	Truncated bool    `json:"truncated"`
-	Cursor    *string `json:"cursor,omitempty"`
-	Note      *string `json:"note,omitempty"`
+	Nodes          []any      `json:"nodes"`
+	Paths          []*Path    `json:"paths,omitempty"`
+	Count          *int       `json:"count,omitempty"`
+	More           bool       `json:"more"`
+	Truncated      bool       `json:"truncated"`
+	Reason         *string    `json:"reason,omitempty"`
+	Note           *string    `json:"note,omitempty"`
+	Partial        []string   `json:"partial,omitempty"`
+	Cursor         *string    `json:"cursor,omitempty"`
+	Limits         *Limits    `json:"limits"`
+	Capped         []string   `json:"capped,omitempty"`
+	Stats          *ReadStats `json:"stats"`
+	EdgeProperties any        `json:"edgeProperties,omitempty"`
 }
 
 type QueryGraphReturnInput struct {
-	Fields []string `json:"fields,omitempty"`
-	Paths  *bool    `json:"paths,omitempty"`
-	Count  *bool    `json:"count,omitempty"`
+	Fields         []string `json:"fields,omitempty"`
+	Paths          *bool    `json:"paths,omitempty"`
+	Count          *bool    `json:"count,omitempty"`
+	EdgeProperties *bool    `json:"edgeProperties,omitempty"`
 }
 
 type QueryGraphTraverseInput struct {
-	Edge      any        `json:"edge,omitempty"`
+	Edge      []string   `json:"edge,omitempty"`
 	Direction *Direction `json:"direction,omitempty"`
 	// n or [min,max]
-	Hops  any     `json:"hops,omitempty"`
+	Hops  []int   `json:"hops,omitempty"`
 	Type  *string `json:"type,omitempty"`
 	Where any     `json:"where,omitempty"`
+}
+
+// The work a read did.
+type ReadStats struct {
+	// Nodes and edges visited.
+	Visited   int     `json:"visited"`
+	ElapsedMs float64 `json:"elapsedMs"`
 }
 
 // A resource's contents.
@@ -213,9 +292,13 @@ type SearchHit struct {
 
 type SearchNodesResult struct {
 	Hits      []*SearchHit `json:"hits"`
-	More      *bool        `json:"more,omitempty"`
+	More      bool         `json:"more"`
 	Truncated bool         `json:"truncated"`
+	Reason    *string      `json:"reason,omitempty"`
 	Cursor    *string      `json:"cursor,omitempty"`
+	Limits    *Limits      `json:"limits"`
+	Capped    []string     `json:"capped,omitempty"`
+	Stats     *ReadStats   `json:"stats"`
 }
 
 type Subscription struct {
@@ -232,16 +315,23 @@ type UpsertEdgesEdgeInput struct {
 }
 
 type UpsertEdgesResult struct {
-	Seq       int                `json:"seq"`
-	Truncated *bool              `json:"truncated,omitempty"`
-	Edges     []*UpsertNodesNode `json:"edges,omitempty"`
-	EdgeCount *int               `json:"edgeCount,omitempty"`
+	Seq              int                `json:"seq"`
+	Nodes            []*UpsertNodesNode `json:"nodes,omitempty"`
+	Edges            []*UpsertNodesNode `json:"edges,omitempty"`
+	DeletedNodes     []string           `json:"deletedNodes,omitempty"`
+	DeletedEdges     []string           `json:"deletedEdges,omitempty"`
+	Replayed         *bool              `json:"replayed,omitempty"`
+	Truncated        bool               `json:"truncated"`
+	NodeCount        *int               `json:"nodeCount,omitempty"`
+	EdgeCount        *int               `json:"edgeCount,omitempty"`
+	DeletedNodeCount *int               `json:"deletedNodeCount,omitempty"`
+	DeletedEdgeCount *int               `json:"deletedEdgeCount,omitempty"`
 }
 
 type UpsertNodesNode struct {
-	ID       any `json:"id,omitempty"`
-	Status   any `json:"status,omitempty"`
-	Revision any `json:"revision,omitempty"`
+	ID       string `json:"id"`
+	Status   Status `json:"status"`
+	Revision int    `json:"revision"`
 }
 
 type UpsertNodesNodeInput struct {
@@ -254,10 +344,17 @@ type UpsertNodesNodeInput struct {
 }
 
 type UpsertNodesResult struct {
-	Seq       int                `json:"seq"`
-	Truncated *bool              `json:"truncated,omitempty"`
-	Nodes     []*UpsertNodesNode `json:"nodes,omitempty"`
-	NodeCount *int               `json:"nodeCount,omitempty"`
+	Seq              int                `json:"seq"`
+	Nodes            []*UpsertNodesNode `json:"nodes,omitempty"`
+	Edges            []*UpsertNodesNode `json:"edges,omitempty"`
+	DeletedNodes     []string           `json:"deletedNodes,omitempty"`
+	DeletedEdges     []string           `json:"deletedEdges,omitempty"`
+	Replayed         *bool              `json:"replayed,omitempty"`
+	Truncated        bool               `json:"truncated"`
+	NodeCount        *int               `json:"nodeCount,omitempty"`
+	EdgeCount        *int               `json:"edgeCount,omitempty"`
+	DeletedNodeCount *int               `json:"deletedNodeCount,omitempty"`
+	DeletedEdgeCount *int               `json:"deletedEdgeCount,omitempty"`
 }
 
 type Direction string
@@ -312,6 +409,65 @@ func (e *Direction) UnmarshalJSON(b []byte) error {
 }
 
 func (e Direction) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type Status string
+
+const (
+	StatusCreated   Status = "created"
+	StatusUpdated   Status = "updated"
+	StatusUnchanged Status = "unchanged"
+	StatusDeleted   Status = "deleted"
+)
+
+var AllStatus = []Status{
+	StatusCreated,
+	StatusUpdated,
+	StatusUnchanged,
+	StatusDeleted,
+}
+
+func (e Status) IsValid() bool {
+	switch e {
+	case StatusCreated, StatusUpdated, StatusUnchanged, StatusDeleted:
+		return true
+	}
+	return false
+}
+
+func (e Status) String() string {
+	return string(e)
+}
+
+func (e *Status) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = Status(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid Status", str)
+	}
+	return nil
+}
+
+func (e Status) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *Status) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e Status) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
