@@ -26,10 +26,10 @@ const SEARCH = `query Search($q: String!) {
 }`;
 const EXPAND = `query Expand($id: String!) {
   getNode(id: $id) { node { ...N edgeCounts { label direction count } } }
-  neighbors(id: $id, limit: 60) { nodes { node { ...N } } edges truncated }
+  neighbors(id: $id, limit: 60) { nodes { node { ...N } } edges { from label to key } truncated }
 } ${NODE}`;
 const START = `query Start {
-  describeModel { nodeTypes }
+  describeModel { nodeTypes { name display } }
   resource(uri: "lore://changes") { json }
 }`;
 const FOLLOW = `subscription Follow($since: Int) {
@@ -370,7 +370,7 @@ async function apply(c) {
     .map((_, i) =>
       i < reread.size
         ? `n${i}: getNode(id: $i${i}) { node { ...N edgeCounts { label direction count } } }`
-        : `n${i}: getNode(id: $i${i}) { node { ...N edgeCounts { label direction count } } } e${i}: neighbors(id: $i${i}, limit: 60) { nodes { node { ...N } } edges }`,
+        : `n${i}: getNode(id: $i${i}) { node { ...N edgeCounts { label direction count } } } e${i}: neighbors(id: $i${i}, limit: 60) { nodes { node { ...N } } edges { from label to key } }`,
     )
     .join('\n');
   const { data } = await post(`query Reread(${vars}) {\n${fields}\n} ${NODE}`, Object.fromEntries(ids.map((id, i) => [`i${i}`, id])));
