@@ -155,21 +155,21 @@ func (h *eofHolder) admit(line []byte, tooLong bool) []byte {
 		parseErr = false
 	}
 	id, method, _ := topFields(line)
-	if !idClear || !validID(id) {
+	if !idClear || !ValidRPCID(id) {
 		id = nil // the id itself is what is wrong (twice, say): answer null
 	}
 	if method == nil && id != nil && !tooLong {
 		// A response to one of our requests (an elicitation): hand the SDK
 		// an error in its place, so the request it waits on ends.
 		h.log.WarnContext(h.ctx, "refused a stdio response", "id", string(id), "problem", problem)
-		return rpcError(id, jsonrpc.CodeInvalidRequest, "the client's response was refused: "+problem)
+		return RPCError(id, jsonrpc.CodeInvalidRequest, "the client's response was refused: "+problem)
 	}
 	code := jsonrpc.CodeInvalidRequest
 	if id == nil && parseErr {
 		code = jsonrpc.CodeParseError
 	}
 	h.log.WarnContext(h.ctx, "refused a stdio message", "id", string(id), "problem", problem)
-	if _, err := h.out.Write(rpcError(id, code, "message refused, nothing was done: "+problem)); err != nil {
+	if _, err := h.out.Write(RPCError(id, code, "message refused, nothing was done: "+problem)); err != nil {
 		h.log.WarnContext(h.ctx, "answering a refused stdio message", "error", err)
 	}
 	return nil
@@ -189,7 +189,7 @@ func notMessage(line []byte) string {
 	switch {
 	case string(version) != `"2.0"`:
 		return `"jsonrpc" must be "2.0"`
-	case id != nil && !validID(id) && string(id) != "null":
+	case id != nil && !ValidRPCID(id) && string(id) != "null":
 		return `"id" must be a string or a number`
 	case method != nil && method[0] != '"':
 		return `"method" must be a string`
@@ -199,14 +199,14 @@ func notMessage(line []byte) string {
 	return ""
 }
 
-// validID reports whether a raw id is a JSON string or number.
-func validID(id []byte) bool {
+// ValidRPCID reports whether a raw JSON-RPC id is a JSON string or number.
+func ValidRPCID(id []byte) bool {
 	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9') && json.Valid(id)
 }
 
-// rpcError renders a JSON-RPC error response to id (null if nil), newline
-// included.
-func rpcError(id []byte, code int, msg string) []byte {
+// RPCError renders a JSON-RPC error response to id (null if nil), newline
+// included. lore mcp's bridge answers with it too.
+func RPCError(id []byte, code int, msg string) []byte {
 	if id == nil {
 		id = []byte("null")
 	}

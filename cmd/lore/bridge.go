@@ -195,7 +195,7 @@ func (b *bridge) unpublish(info holderInfo, err error) bool {
 	msg := fmt.Sprintf("the Lore holder (pid %d) went away before answering (%s); the request may or may not have taken effect: "+
 		"retry it (a write with an idempotencyKey is safe to retry)", info.PID, lossReason(err))
 	for _, id := range ids {
-		b.writeClient(rpcErrorLine(json.RawMessage(id), jsonrpc.CodeInternalError, msg))
+		b.writeClient(mcp.RPCError(json.RawMessage(id), jsonrpc.CodeInternalError, msg))
 	}
 	return done
 }
@@ -264,10 +264,10 @@ func (b *bridge) refuseLong(prefix []byte) {
 		return // a response to the holder, which cannot take it: drop it
 	}
 	b.e.log.Warn("refused a stdio message", "id", string(id), "problem", "over the message cap")
-	if !validID(id) {
+	if !mcp.ValidRPCID(id) {
 		id = nil
 	}
-	b.writeClient(rpcErrorLine(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message refused, nothing was done: the message is over %d bytes", b.o.maxLine)))
+	b.writeClient(mcp.RPCError(id, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message refused, nothing was done: the message is over %d bytes", b.o.maxLine)))
 }
 
 // forward sends one message from the client to the holder, noting what
@@ -480,20 +480,6 @@ func splitBatch(line []byte) [][]byte {
 		out[i] = m
 	}
 	return out
-}
-
-// validID reports whether a raw id is a JSON string or number.
-func validID(id []byte) bool {
-	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9') && json.Valid(id)
-}
-
-// rpcErrorLine renders a JSON-RPC error response to id (null if nil).
-func rpcErrorLine(id []byte, code int, msg string) []byte {
-	if id == nil {
-		id = []byte("null")
-	}
-	m, _ := json.Marshal(msg)
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, id, code, m)
 }
 
 // defaultMaxLine is the cap on one stdio message, the holder's too.
