@@ -401,21 +401,32 @@ const runGrace = 10 * time.Second
 // maxHandshake caps the first message of a session or command.
 const maxHandshake = 1 << 20
 
-func (h *holder) serveMCP(w http.ResponseWriter, r *http.Request) {
+// accept admits one connection to the socket: nil when the holder is
+// stopping (answered 503) or the upgrade failed. done closes it and lets
+// the holder stop.
+func (h *holder) accept(w http.ResponseWriter, r *http.Request) (c *websocket.Conn, done func()) {
 	if !h.enter() {
 		http.Error(w, "the holder is stopping; connect again", http.StatusServiceUnavailable)
-		return
+		return nil, nil
 	}
-	defer h.leave()
 	c, err := websocket.Accept(w, r, nil)
 	if err != nil {
+		h.leave()
+		return nil, nil
+	}
+	c.SetReadLimit(maxHandshake)
+	return c, func() { c.CloseNow(); h.leave() }
+}
+
+func (h *holder) serveMCP(w http.ResponseWriter, r *http.Request) {
+	c, done := h.accept(w, r)
+	if c == nil {
 		return
 	}
-	defer c.CloseNow()
+	defer done()
 	// The socket's context is never cancelled: cancelling it would drop
 	// the connection without a close code. stop closes it with one.
 	ctx := context.Background()
-	c.SetReadLimit(maxHandshake)
 	var cfg sessionConfig
 	if err := readJSON(ctx, c, &cfg); err != nil {
 		c.Close(websocket.StatusPolicyViolation, "want a session configuration")

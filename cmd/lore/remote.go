@@ -191,18 +191,12 @@ func (hs *heldStore) use(o storeOptions) error {
 }
 
 func (h *holder) serveRun(w http.ResponseWriter, r *http.Request) {
-	if !h.enter() {
-		http.Error(w, "the holder is stopping; connect again", http.StatusServiceUnavailable)
+	c, done := h.accept(w, r)
+	if c == nil {
 		return
 	}
-	defer h.leave()
-	c, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		return
-	}
-	defer c.CloseNow()
+	defer done()
 	bg := context.Background()
-	c.SetReadLimit(maxHandshake)
 	var req runRequest
 	if err := readJSON(bg, c, &req); err != nil || len(req.Args) == 0 || !filepath.IsAbs(req.Dir) {
 		c.Close(websocket.StatusPolicyViolation, "want a command: args, an absolute dir, env")
