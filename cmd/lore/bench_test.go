@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -13,8 +14,10 @@ import (
 
 // stdioProc is lore mcp driven with raw JSON-RPC lines, for timing.
 type stdioProc struct {
-	in  io.WriteCloser
-	out *bufio.Reader
+	in    io.WriteCloser
+	out   *bufio.Reader
+	pid   int
+	store string // the store's directory, where the test set it
 }
 
 func startStdioProc(b *testing.B, args ...string) *stdioProc {
@@ -27,7 +30,7 @@ func startStdioProc(b *testing.B, args ...string) *stdioProc {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { in.Close(); cmd.Wait() })
-	p := &stdioProc{in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	p := &stdioProc{in: in, out: bufio.NewReaderSize(out, 1<<20), pid: cmd.Process.Pid}
 	p.call(b, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
 	fmt.Fprintln(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return p
@@ -57,11 +60,22 @@ func (p *stdioProc) call(b *testing.B, req string) {
 //	go test -run '^$' -bench StdioGetNode -benchtime 5000x ./cmd/lore
 func BenchmarkStdioGetNode(b *testing.B) {
 	direct := startStdioProc(b, "mcp", "--direct", "--store", newStore(b))
-	bridged := startStdioProc(b, "mcp", "--idle", "5s", "--store", newStore(b))
+	store := newStore(b)
+	bridged := startStdioProc(b, "mcp", "--idle", "5s", "--store", store)
+	bridged.store = store
 	req := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_node","arguments":{"id":"team/payments"}}}`
 	for range 200 { // warm both up
 		direct.call(b, req)
 		bridged.call(b, req)
+	}
+	holder, err := dialHolder(b.Context(), bridged.store)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids := []int{direct.pid, bridged.pid, holder.info.PID}
+	cpu0 := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		cpu0[i] = procCPU(b, pid)
 	}
 	var d, br []time.Duration
 	b.ResetTimer()
@@ -81,6 +95,26 @@ func BenchmarkStdioGetNode(b *testing.B) {
 	b.ReportMetric(us(br[len(br)/2]-d[len(d)/2]), "added-p50-µs")
 	b.ReportMetric(us(d[len(d)*99/100]), "direct-p99-µs")
 	b.ReportMetric(us(br[len(br)*99/100]), "bridged-p99-µs")
+	// CPU time per call of each process (user and system, at the kernel's
+	// clock-tick resolution): the direct server, the bridge, the holder.
+	for i, name := range []string{"direct", "bridge", "holder"} {
+		b.ReportMetric(us(procCPU(b, pids[i])-cpu0[i])/float64(b.N), name+"-cpu-µs/op")
+	}
+}
+
+// procCPU returns the CPU time a process has used (Linux: /proc/PID/stat).
+func procCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command's name, which is in parentheses: utime
+	// and stime are the 12th and 13th of them, in clock ticks (100 a second).
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	var ut, st int64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // BenchmarkFanout times a write until every subscriber has heard of it:
