@@ -28,6 +28,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -83,7 +84,17 @@ type Model struct {
 	edges map[string]*EdgeType
 	nodeN []string // sorted names
 	edgeN []string
+	// declared names the entries marked x-lore-node, valid or not, so
+	// that a mistake in one is reported once, not again at every edge
+	// that names it.
+	declared map[string]bool
+	warnings []Violation
 }
+
+// Warnings lists the model's suspicious choices: legal, but probably not
+// what its author meant (a search property that holds no text, say).
+// They are sorted by pointer; a valid model may have some.
+func (m *Model) Warnings() []Violation { return m.warnings }
 
 // A NodeType is one node type of a model.
 type NodeType struct {
@@ -249,11 +260,11 @@ func Load(doc []byte) (*Model, error) {
 		probs.add("/$schema", "is %q; a model must be JSON Schema 2020-12 (%q)", *top.Schema, Draft2020)
 	}
 	m := &Model{raw: bytes.Clone(doc), id: top.ID, title: top.Title,
-		nodes: map[string]*NodeType{}, edges: map[string]*EdgeType{}}
+		nodes: map[string]*NodeType{}, edges: map[string]*EdgeType{}, declared: map[string]bool{}}
 	for name, raw := range top.Defs {
 		m.addDef(name, raw, &probs)
 	}
-	if len(m.nodes) == 0 {
+	if len(m.declared) == 0 {
 		probs.add("/$defs", "declares no node type; mark at least one entry with %q", "x-lore-node")
 	}
 	for _, e := range m.edges {
@@ -262,9 +273,9 @@ func Load(doc []byte) (*Model, error) {
 				probs.add(defPtr(e.Name)+"/x-lore-edge/"+dir, "must list at least one node type")
 			}
 			for i, t := range types {
-				if _, ok := m.nodes[t]; !ok {
+				if !m.declared[t] {
 					probs.add(fmt.Sprintf("%s/x-lore-edge/%s/%d", defPtr(e.Name), dir, i),
-						"names %q, which is not a node type; node types are %s", t, strings.Join(sortedKeys(m.nodes), ", "))
+						"names %q, which is not a node type; node types are %s", t, strings.Join(sortedKeys(m.declared), ", "))
 				}
 			}
 		}
@@ -279,6 +290,7 @@ func Load(doc []byte) (*Model, error) {
 	}
 	m.nodeN = sortedKeys(m.nodes)
 	m.edgeN = sortedKeys(m.edges)
+	sort.SliceStable(m.warnings, func(i, j int) bool { return m.warnings[i].Pointer < m.warnings[j].Pointer })
 	return m, nil
 }
 
@@ -294,7 +306,11 @@ func (m *Model) addDef(name string, raw json.RawMessage, probs *problems) {
 	}
 	if d.Node != nil && d.Edge != nil {
 		probs.add(ptr, "has both x-lore-node and x-lore-edge; pick one")
+		m.declared[name] = true
 		return
+	}
+	if d.Node != nil {
+		m.declared[name] = true
 	}
 	if !ValidName(name) {
 		probs.add(ptr, "name %q is not an identifier (letters, digits and _, starting with a letter, at most %d)", name, MaxNameLen)
@@ -309,31 +325,51 @@ func (m *Model) addDef(name string, raw json.RawMessage, probs *problems) {
 		}
 	}
 	required := slices.Sorted(slices.Values(d.Required))
+	for i, p := range d.Required {
+		if _, ok := d.Properties[p]; !ok && len(d.Properties) > 0 {
+			m.warn(fmt.Sprintf("%s/required/%d", ptr, i), "names %q, which is not in properties: no value can be checked against a schema", p)
+		}
+	}
 	if d.Node != nil {
 		var meta nodeMeta
-		if err := strictUnmarshal(d.Node, &meta); err != nil {
-			probs.add(ptr+"/x-lore-node", "%v; it takes display, indexed and search", decodeError(err))
+		if !keywordArgs(ptr+"/x-lore-node", d.Node, &meta, nodeKeywordHelp, probs) {
 			return
 		}
-		check := func(kw string, names []string) {
-			for i, p := range names {
-				if _, ok := d.Properties[p]; !ok {
-					probs.add(fmt.Sprintf("%s/x-lore-node/%s/%d", ptr, kw, i), "names %q, which is not a property of %s", p, name)
+		check := func(at string, p string) bool {
+			if _, ok := d.Properties[p]; !ok {
+				probs.add(at, "names %q, which is not a property of %s; its properties are %s", p, name, listOrNone(props))
+				return false
+			}
+			return true
+		}
+		if meta.Display != "" && check(ptr+"/x-lore-node/display", meta.Display) {
+			if k := propKinds(d.Properties[meta.Display]); k != nil && !k["string"] {
+				m.warn(ptr+"/x-lore-node/display", "names %q, which does not hold a string: clients show it as the node's name", meta.Display)
+			}
+		}
+		for i, p := range meta.Indexed {
+			at := fmt.Sprintf("%s/x-lore-node/indexed/%d", ptr, i)
+			if check(at, p) {
+				if k := propKinds(d.Properties[p]); k != nil && !k["string"] && !k["number"] && !k["boolean"] {
+					m.warn(at, "names %q, which holds no strings, numbers or booleans: the index keeps only those (scalars, or the scalars of an array)", p)
 				}
 			}
 		}
-		if meta.Display != "" {
-			check("display", []string{meta.Display})
+		for i, p := range meta.Search {
+			at := fmt.Sprintf("%s/x-lore-node/search/%d", ptr, i)
+			if check(at, p) {
+				if k := propKinds(d.Properties[p]); k != nil && !k["string"] {
+					m.warn(at, "names %q, which holds no text: search finds numbers by their digits, and never booleans or objects; "+
+						"list it under indexed to look it up by value", p)
+				}
+			}
 		}
-		check("indexed", meta.Indexed)
-		check("search", meta.Search)
 		m.nodes[name] = &NodeType{Name: name, Title: d.Title, Description: d.Description, Display: meta.Display,
 			Indexed: meta.Indexed, Search: meta.Search, Properties: props, Required: required, Schema: raw}
 		return
 	}
 	var meta edgeMeta
-	if err := strictUnmarshal(d.Edge, &meta); err != nil {
-		probs.add(ptr+"/x-lore-edge", "%v; it takes from, to and keyed", decodeError(err))
+	if !keywordArgs(ptr+"/x-lore-edge", d.Edge, &meta, edgeKeywordHelp, probs) {
 		return
 	}
 	m.edges[name] = &EdgeType{Name: name, Title: d.Title, Description: d.Description, From: meta.From, To: meta.To,
@@ -370,6 +406,170 @@ func (m *Model) compile() error {
 }
 
 func defPtr(name string) string { return "/$defs/" + escape(name) }
+
+// What the x-lore keywords take, for their error messages.
+var (
+	nodeKeywordHelp = map[string]string{
+		"":        `an object: {"display": "name", "indexed": ["email"], "search": ["name", "bio"]}`,
+		"display": "a property name (a string)",
+		"indexed": "an array of property names",
+		"search":  "an array of property names",
+	}
+	edgeKeywordHelp = map[string]string{
+		"":      `an object: {"from": ["Person"], "to": ["Team"], "keyed": false}`,
+		"from":  "an array of node type names",
+		"to":    "an array of node type names",
+		"keyed": "true or false",
+	}
+)
+
+// keywordArgs decodes an x-lore keyword's value into v, and reports one
+// problem if it does not fit, at the pointer of the part that is wrong,
+// saying what that part takes.
+func keywordArgs(ptr string, raw json.RawMessage, v any, help map[string]string, probs *problems) bool {
+	err := strictUnmarshal(raw, v)
+	if err == nil {
+		return true
+	}
+	var known []string
+	for k := range help {
+		if k != "" {
+			known = append(known, k)
+		}
+	}
+	sort.Strings(known)
+	var de *DecodeError
+	if !errors.As(decodeError(err), &de) {
+		probs.add(ptr, "want %s", help[""])
+		return false
+	}
+	switch {
+	case de.UnknownField != "":
+		hint := ""
+		if near := closest(de.UnknownField, known); near != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		probs.add(ptr, "takes no %q%s; it takes %s", de.UnknownField, hint, strings.Join(known, ", "))
+	case de.Pointer != "":
+		field := strings.TrimPrefix(de.Pointer, "/")
+		if i := strings.IndexByte(field, '/'); i >= 0 {
+			field = field[:i]
+		}
+		what, ok := help[field]
+		if !ok {
+			what = de.Reason
+		}
+		probs.add(ptr+"/"+field, "want %s, got %s", what, gotOf(de.Reason))
+	default:
+		probs.add(ptr, "want %s", help[""])
+	}
+	return false
+}
+
+// gotOf returns the "got …" part of a decode error's reason.
+func gotOf(reason string) string {
+	if _, got, ok := strings.Cut(reason, ", got "); ok {
+		return got
+	}
+	return "something else"
+}
+
+// closest returns the name in names nearest to s (at most two edits, or
+// one is a prefix of the other), or "".
+func closest(s string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		d := editDistance(s, n)
+		if strings.HasPrefix(n, s) || strings.HasPrefix(s, n) {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// propKinds returns the JSON kinds a property's schema allows, looking
+// through arrays at their items ("string", "number" for integers too,
+// "boolean", "object", "null"), or nil where its "type" does not say
+// (a $ref, a combinator, no type).
+func propKinds(raw json.RawMessage) map[string]bool {
+	var s struct {
+		Type  any             `json:"type"`
+		Items json.RawMessage `json:"items"`
+		Enum  []any           `json:"enum"`
+		Const any             `json:"const"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	var types []string
+	switch t := s.Type.(type) {
+	case string:
+		types = []string{t}
+	case []any:
+		for _, x := range t {
+			if str, ok := x.(string); ok {
+				types = append(types, str)
+			}
+		}
+	default:
+		return nil
+	}
+	kinds := map[string]bool{}
+	for _, t := range types {
+		switch t {
+		case "integer", "number":
+			kinds["number"] = true
+		case "array":
+			if len(s.Items) == 0 {
+				return nil
+			}
+			items := propKinds(s.Items)
+			if items == nil {
+				return nil
+			}
+			for k := range items {
+				kinds[k] = true
+			}
+		default:
+			kinds[t] = true
+		}
+	}
+	return kinds
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func (m *Model) warn(ptr, format string, args ...any) {
+	m.warnings = append(m.warnings, Violation{Pointer: ptr, Message: fmt.Sprintf(format, args...)})
+}
 
 // escape escapes one JSON pointer reference token (RFC 6901).
 func escape(s string) string {

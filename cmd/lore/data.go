@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/lore-dev/lore/graph"
@@ -194,6 +196,7 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "%s: valid (%s, %s)\n", name, plural(int64(len(m.NodeTypeNames())), "node type"), plural(int64(len(m.EdgeLabels())), "edge label"))
 	if len(pos) == 0 {
+		writeModelSummary(e.stdout, m)
 		return nil
 	}
 	f, err := graph.ParseFormat(*format)
@@ -277,4 +280,40 @@ func openOutput(e *env, name string) (io.Writer, func(ok bool) error, error) {
 // loadExample imports the embedded example dataset.
 func loadExample(ctx context.Context, s graph.Store) (*graph.ImportStats, error) {
 	return graph.Import(ctx, s, bytes.NewReader(schema.ExampleData()), graph.ImportOptions{Format: graph.NDJSON})
+}
+
+// writeModelSummary lists a model's node types and edge labels with what
+// the model says of each, then its warnings.
+func writeModelSummary(w io.Writer, m *schema.Model) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range m.NodeTypes() {
+		n := t.Name
+		var parts []string
+		if t.Display != "" {
+			parts = append(parts, "display "+t.Display)
+		}
+		if len(t.Indexed) > 0 {
+			parts = append(parts, "indexed "+strings.Join(t.Indexed, ", "))
+		}
+		if len(t.Search) > 0 {
+			parts = append(parts, "search "+strings.Join(t.Search, ", "))
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d required)", plural(int64(len(t.Properties)), "property"), len(t.Required)))
+		fmt.Fprintf(tw, "  node\t%s\t%s\n", n, strings.Join(parts, "; "))
+	}
+	for _, t := range m.EdgeTypes() {
+		l := t.Name
+		desc := strings.Join(t.From, "|") + " -> " + strings.Join(t.To, "|")
+		if t.Keyed {
+			desc += "; keyed"
+		}
+		if len(t.Properties) > 0 {
+			desc += "; " + plural(int64(len(t.Properties)), "property")
+		}
+		fmt.Fprintf(tw, "  edge\t%s\t%s\n", l, desc)
+	}
+	tw.Flush()
+	for _, v := range m.Warnings() {
+		fmt.Fprintf(w, "warning: %s: %s\n", v.Pointer, v.Message)
+	}
 }

@@ -316,6 +316,9 @@ func (sf *storeFlags) options(e *env, read bool) (storeOptions, error) {
 		if err != nil {
 			return o, err
 		}
+		for _, v := range m.Warnings() {
+			e.log.Warn("the model may not say what you meant", "file", sf.model, "at", v.Pointer, "warning", v.Message)
+		}
 		o.model, o.modelFile, o.modelPath = m, sf.model, p
 	}
 	return o, nil

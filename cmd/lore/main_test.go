@@ -290,6 +290,10 @@ func TestCLI(t *testing.T) {
 	os.WriteFile(bad, []byte(`{"kind":"node","id":"person/bob","type":"Person","properties":{"name":"Bob"}}
 {"kind":"node","id":"person/eve","type":"Person","properties":{"name":7}}
 `), 0o644)
+	suspicious := filepath.Join(t.TempDir(), "model.json")
+	os.WriteFile(suspicious, []byte(`{"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": {
+		"Part": {"type": "object", "x-lore-node": {"display": "name", "search": ["name", "weight"]},
+			"properties": {"name": {"type": "string"}, "weight": {"type": "number"}}}}}`), 0o644)
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -301,6 +305,12 @@ func TestCLI(t *testing.T) {
 		{"no command", nil, 2, "no command given"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"validate default model", []string{"validate"}, 0, "the default model: valid (7 node types, 10 edge labels)"},
+		{"validate default model lists it", []string{"validate"}, 0, "  edge  relation    Entity -> Entity; keyed\n"},
+		{"validate model warns", []string{"validate", "--model", suspicious}, 0, "node  Part  display name; search name, weight; 2 properties (0 required)\n" +
+			`warning: /$defs/Part/x-lore-node/search/1: names "weight", which holds no text`},
+		// (There is no store there: the model is loaded, and warned of, first.)
+		{"store opened with a suspicious model warns", []string{"stats", "--store", t.TempDir(), "--model", suspicious}, 1,
+			`msg="the model may not say what you meant" file=` + suspicious + ` at=/$defs/Part/x-lore-node/search/1`},
 		{"validate data", []string{"validate", data}, 0, "valid (2 nodes, 1 edge)"},
 		{"validate bad data", []string{"validate", bad}, 1, `line 2: node "person/eve" at /properties/name`},
 		{"dry run", []string{"import", "--store", store, "--dry-run", data}, 0, "checked (dry run, nothing written) 2 nodes and 1 edge from 3 lines: no problem; the import would create 3"},
