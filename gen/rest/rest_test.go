@@ -650,3 +650,54 @@ func TestViolationsOnEvery400(t *testing.T) {
 		}
 	}
 }
+
+// TestIDsDecodedOnce: an ID that holds a %-escape travels in a query
+// parameter percent-encoded once more, as any query value does, and the
+// server decodes it exactly once: "entity/Ada%20Lovelace" is sent as
+// id=entity%2FAda%2520Lovelace and read back as itself, in a tool's
+// parameter, a resource URI and an edge's ends alike. A value decoded
+// twice would name "entity/Ada Lovelace", which is not a valid ID.
+func TestIDsDecodedOnce(t *testing.T) {
+	f := newFixture(t, nil)
+	const ada, acme = "entity/Ada%20Lovelace", "entity/Acme%2FCo"
+	body := fmt.Sprintf(`{"nodes": [{"id": %q, "type": "Entity", "properties": {"name": "Ada Lovelace", "entityType": "person"}},
+		{"id": %q, "type": "Entity", "properties": {"name": "Acme/Co", "entityType": "company"}}]}`, ada, acme)
+	if r := f.post(t, "upsert_nodes", body, both); r.status != 200 {
+		t.Fatalf("upsert: %d %s", r.status, r.body)
+	}
+	if r := f.post(t, "upsert_edges", fmt.Sprintf(`{"edges": [{"from": %q, "label": "relation", "to": %q, "key": "works_at"}]}`, ada, acme), both); r.status != 200 {
+		t.Fatalf("upsert edge: %d %s", r.status, r.body)
+	}
+	var node struct {
+		Node struct {
+			ID string `json:"id"`
+		} `json:"node"`
+	}
+	r := f.get(t, "get_node", url.Values{"id": {ada}})
+	if err := json.Unmarshal(r.body, &node); r.status != 200 || err != nil || node.Node.ID != ada {
+		t.Errorf("get_node?%s: %d %s, want node %s", url.Values{"id": {ada}}.Encode(), r.status, r.body, ada)
+	}
+	var nb struct {
+		Nodes []struct {
+			Node struct {
+				ID string `json:"id"`
+			} `json:"node"`
+		} `json:"nodes"`
+	}
+	r = f.get(t, "neighbors", url.Values{"id": {ada}, "edge": {"relation"}})
+	if err := json.Unmarshal(r.body, &nb); r.status != 200 || err != nil || len(nb.Nodes) != 1 || nb.Nodes[0].Node.ID != acme {
+		t.Errorf("neighbors of %s: %d %s, want %s", ada, r.status, r.body, acme)
+	}
+	uri := "lore://node/" + ada
+	r = f.do(t, f.request(t, http.MethodGet, gen.ResourcesPath+"?uri="+url.QueryEscape(uri), ""), both)
+	if err := json.Unmarshal(r.body, &node); r.status != 200 || err != nil || node.Node.ID != ada {
+		t.Errorf("resource %s: %d %s", uri, r.status, r.body)
+	}
+	// Sent unencoded, the escape is the query's own: it decodes to a space,
+	// which no ID holds, and the answer says so instead of finding
+	// another node.
+	r = f.do(t, f.request(t, http.MethodGet, gen.ToolsPath+"get_node?id="+ada, ""), response)
+	if p := problemOf(t, r, 400, mcp.CodeInvalid); !strings.Contains(p.Detail, "entity/Ada Lovelace") {
+		t.Errorf("detail %q does not quote the ID it read", p.Detail)
+	}
+}
