@@ -83,6 +83,8 @@ Commands:
              lore import [--format ndjson|nquads|memory] [--dry-run|--partial] FILE|-
   export     write the store to a file:    lore export [--format ndjson|nquads|memory] FILE|-
   validate   check a model file, and optionally a data file against it, without a store
+  model      what a new model changes and which stored elements it rejects, and put it in use:
+             lore model diff NEW.json;  lore model apply NEW.json
   get        print a node or an edge:       lore get ID   (an edge ID reads label(from,to))
   query      run a JSON query from a file or stdin (read-only, bounded)
   search     ranked text search:            lore search [--type T] TEXT
@@ -245,6 +247,7 @@ func init() {
 		"import":    cmdImport,
 		"export":    cmdExport,
 		"validate":  cmdValidate,
+		"model":     cmdModel,
 		"get":       cmdGet,
 		"stats":     cmdStats,
 		"check":     cmdCheck,

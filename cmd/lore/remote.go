@@ -38,7 +38,7 @@ import (
 // which process to stop instead.
 var remoteCommands = map[string]bool{
 	"get": true, "search": true, "query": true, "neighbors": true, "paths": true, "stats": true,
-	"import": true, "export": true, "check": true,
+	"import": true, "export": true, "check": true, "model": true,
 }
 
 // remoteEnv are the environment variables the CLI's flags read, sent with a

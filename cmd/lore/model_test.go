@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lore-dev/lore/schema"
+)
+
+// TestModelDiffAndApply: on a store of 100,000 nodes, lore model diff
+// lists what a new model changes and counts exactly the stored nodes and
+// edges it would reject, listing the first by ID; lore model apply
+// refuses that model and changes nothing, then puts a compatible one in
+// use (rebuilding the index it adds).
+func TestModelDiffAndApply(t *testing.T) {
+	const n = 100_000
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data.ndjson")
+	var b strings.Builder
+	wantNodes, wantEdges := 0, 0
+	for i := range n {
+		obs := `,"observations":["seen"]`
+		if i%7 == 3 {
+			obs = ""
+			wantNodes++
+		}
+		fmt.Fprintf(&b, `{"kind":"node","id":"entity/e%06d","type":"Entity","properties":{"name":"E%d","entityType":"thing"%s}}`+"\n", i, i, obs)
+	}
+	// 1,000 people in 10 teams, each a member of one; every fifth
+	// membership has no role.
+	const people = 1000
+	for i := range 10 {
+		fmt.Fprintf(&b, `{"kind":"node","id":"team/t%d","type":"Team","properties":{"name":"T%d"}}`+"\n", i, i)
+	}
+	for i := range people {
+		props := `{"role":"engineer"}`
+		if i%5 == 2 {
+			props = `{}`
+			wantEdges++
+		}
+		fmt.Fprintf(&b, `{"kind":"node","id":"person/p%04d","type":"Person","properties":{"name":"P%d"}}`+"\n", i, i)
+		fmt.Fprintf(&b, `{"kind":"edge","from":"person/p%04d","label":"memberOf","to":"team/t%d","properties":%s}`+"\n", i, i%10, props)
+	}
+	os.WriteFile(data, []byte(b.String()), 0o644)
+	store := filepath.Join(dir, "store")
+	if out, errOut, code := lore(t, "import", "--store", store, data); code != 0 {
+		t.Fatalf("import: %s%s", out, errOut)
+	}
+
+	// The new model: an Entity requires observations, a membership a role.
+	var doc map[string]any
+	json.Unmarshal(schema.Default().JSON(), &doc)
+	defs := doc["$defs"].(map[string]any)
+	defs["Entity"].(map[string]any)["required"] = []any{"entityType", "name", "observations"}
+	defs["memberOf"].(map[string]any)["required"] = []any{"role"}
+	strict := filepath.Join(dir, "strict.json")
+	raw, _ := json.Marshal(doc)
+	os.WriteFile(strict, raw, 0o644)
+
+	out, errOut, code := lore(t, "model", "diff", "--store", store, "--json", "--first", "3", strict)
+	if code != 0 {
+		t.Fatalf("model diff: exit %d %s%s", code, out, errOut)
+	}
+	var r modelReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err, out)
+	}
+	f := r.Fit
+	if f.Nodes != n+people+10 || f.Edges != people || f.RejectedNodes != int64(wantNodes) || f.RejectedEdges != int64(wantEdges) {
+		t.Errorf("fit %d nodes, %d edges, rejected %d and %d; want %d, %d, %d, %d", f.Nodes, f.Edges, f.RejectedNodes, f.RejectedEdges,
+			n+people+10, people, wantNodes, wantEdges)
+	}
+	var first []string
+	for _, x := range f.First {
+		first = append(first, x.Kind+" "+x.ID+" "+x.Violations[0].Rule)
+	}
+	if got, want := strings.Join(first, "; "), "node entity/e000003 required; node entity/e000010 required; node entity/e000017 required"; got != want {
+		t.Errorf("first rejected: %s\nwant %s", got, want)
+	}
+	var changes []string
+	for _, c := range r.Changes {
+		changes = append(changes, c.String())
+	}
+	if got, want := strings.Join(changes, "; "), `+ required Entity.observations; + required memberOf.role`; got != want {
+		t.Errorf("changes: %s\nwant %s", got, want)
+	}
+
+	// apply refuses it, and the store keeps its model.
+	out, errOut, code = lore(t, "model", "apply", "--store", store, strict)
+	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("was not applied: it rejects %d nodes and %d edges", wantNodes, wantEdges)) {
+		t.Errorf("model apply of a model the data breaks: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, _, _ := lore(t, "model", "diff", "--store", store, strict); !strings.Contains(out, "changes the store's model in 2 places") {
+		t.Errorf("after a refused apply the store's model changed:\n%s", out)
+	}
+
+	// A compatible change: index Entity.name.
+	doc = nil
+	json.Unmarshal(schema.Default().JSON(), &doc)
+	defs = doc["$defs"].(map[string]any)
+	defs["Entity"].(map[string]any)["x-lore-node"].(map[string]any)["indexed"] = []any{"entityType", "name"}
+	indexed := filepath.Join(dir, "indexed.json")
+	raw, _ = json.Marshal(doc)
+	os.WriteFile(indexed, raw, 0o644)
+	out, errOut, code = lore(t, "model", "apply", "--store", store, indexed)
+	if code != 0 || !strings.Contains(out, "+ indexed Entity.name") || !strings.Contains(out, "applied: the store now uses") {
+		t.Fatalf("model apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, _, _ := lore(t, "model", "diff", "--store", store, indexed); !strings.Contains(out, "changes nothing in the store's model") {
+		t.Errorf("after apply:\n%s", out)
+	}
+	// The new index answers.
+	q := filepath.Join(dir, "q.json")
+	os.WriteFile(q, []byte(`{"from":{"type":"Entity","where":{"name":"E99999"}}}`), 0o644)
+	if out, errOut, code := lore(t, "query", "--store", store, "--json", q); code != 0 || !strings.Contains(out, "entity/e099999") {
+		t.Errorf("query on the new index: exit %d %s%s", code, out, errOut)
+	}
+}
