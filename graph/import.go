@@ -382,6 +382,26 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // run validates every line against the store and the nodes read so far,
 // and writes nothing.
 //
+// ImportOptions.Mode chooses how elements are written: replaced
+// (ModeUpsert), patched (ModeMerge), or replaced and then synced
+// (ModeSync). A sync import, once the whole input is written, reads its
+// scopes from the store and deletes the nodes they hold that the input
+// lacks (with their edges), and the edges from the nodes the input holds
+// that it lacks; a dry run reports what it would delete (ImportStats.Sync).
+// The deletions go through Apply like any write, as batches of node and
+// edge deletes, in ID order, each atomic and recorded in the change log
+// as one "import-sync" entry. What a concurrent reader can see: the input
+// written and none of the deletions, then all of them when they fit one
+// batch (up to MaxImportBatch elements, cascaded edges not counted), or
+// whole batches of them, a prefix in ID order, never part of a batch. A
+// node another writer deleted meanwhile is left out; one created
+// meanwhile is kept. Should the deletions fail, the error is a
+// *WriteError, and importing the same input again completes them.
+//
+// Dangling edges (ImportOptions.Dangling) and elements given twice
+// (ImportStats.Duplicates) are reported; see DanglingStub and
+// StubProperty.
+//
 // Reading, decoding and schema validation of the next batch run on their
 // own goroutine while the store commits the current one. Cancelling ctx
 // stops the import between lines and between batches; a read blocked on
