@@ -38,8 +38,11 @@ type BackupManifest struct {
 }
 
 // WriteBackup writes a backup of s into dir, which must not exist yet, and
-// returns its manifest. It checks what it wrote (VerifyBackup) before it
-// renames it into place. A store that is not a Backuper is ErrInvalid.
+// returns its manifest. Before it renames the backup into place it checks
+// what it wrote: the copy's counts and sequence number, read back from the
+// file (Backuper.ReadBackup), against those of the transaction it was
+// copied in, and its checksum (VerifyBackup). A store that is not a
+// Backuper is ErrInvalid.
 func WriteBackup(ctx context.Context, s Store, dir string) (_ *BackupManifest, err error) {
 	b, ok := s.(Backuper)
 	if !ok {
@@ -68,6 +71,17 @@ func WriteBackup(ctx context.Context, s Store, dir string) (_ *BackupManifest, e
 	}
 	if err := os.Rename(filepath.Join(tmp, "copy"), filepath.Join(tmp, info.File)); err != nil {
 		return nil, err
+	}
+	// What the copy holds, read back from the file: the counts the
+	// transaction saw, unless the disk or the copy went wrong.
+	got, err := b.ReadBackup(filepath.Join(tmp, info.File))
+	if err != nil {
+		return nil, err
+	}
+	if got.Seq != info.Seq || got.Nodes != info.Nodes || got.Edges != info.Edges || got.Bytes != info.Bytes ||
+		!maps.Equal(got.NodeTypes, info.NodeTypes) || !maps.Equal(got.EdgeLabels, info.EdgeLabels) {
+		return nil, fmt.Errorf("the copy holds change %d, %d nodes and %d edges in %d bytes, and the store's transaction had %d, %d and %d in %d: the copy is damaged",
+			got.Seq, got.Nodes, got.Edges, got.Bytes, info.Seq, info.Nodes, info.Edges, info.Bytes)
 	}
 	m := &BackupManifest{Format: BackupFormat, Created: NormalizeTime(time.Now()), SHA256: sum, BackupInfo: *info}
 	data, err := json.MarshalIndent(m, "", "  ")

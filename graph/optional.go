@@ -147,6 +147,9 @@ type Backuper interface {
 	// of the same backend. A store in the middle of a load whose indexes
 	// are not written yet is ErrConflict: back it up once the load ends.
 	Backup(ctx context.Context, w io.Writer) (*BackupInfo, error)
+	// ReadBackup reads what the copy in the file path holds, without
+	// changing the file (which opening it as a store may do).
+	ReadBackup(path string) (*BackupInfo, error)
 }
 
 // A BackupInfo says what a copy Backuper wrote holds: its file name in a

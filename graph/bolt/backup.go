@@ -6,9 +6,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/lore-dev/lore/graph"
+
+	bbolt "go.etcd.io/bbolt"
 )
 
 // Backup writes a copy of the store's file as of one committed state (see
@@ -38,7 +42,22 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (_ *graph.BackupInfo, e
 	case meta.Get(metaDeferred) != nil:
 		return nil, fmt.Errorf("the store's indexes are being written (a bulk load or a rebuild is under way); back it up once it ends: %w", graph.ErrConflict)
 	}
+	info := backupInfo(tx)
+	n, err := tx.WriteTo(ctxWriter{ctx, w})
+	info.Bytes = n
+	if err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+// backupInfo reads the sequence number and counts of the state tx sees.
+func backupInfo(tx *bbolt.Tx) *graph.BackupInfo {
+	meta := tx.Bucket(bMeta)
 	info := &graph.BackupInfo{File: FileName, NodeTypes: map[string]int64{}, EdgeLabels: map[string]int64{}}
+	if meta == nil {
+		return info
+	}
 	if v := meta.Get([]byte("seq")); len(v) == 8 {
 		info.Seq = binary.BigEndian.Uint64(v)
 	}
@@ -58,11 +77,35 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (_ *graph.BackupInfo, e
 			info.Edges += n
 		}
 	}
-	n, err := tx.WriteTo(ctxWriter{ctx, w})
-	info.Bytes = n
+	return info
+}
+
+// ReadBackup reads the sequence number and counts of the copy at path,
+// opening it read-only (see graph.Backuper): it changes nothing in the
+// file, which a store's Open would.
+func (s *Store) ReadBackup(path string) (_ *graph.BackupInfo, err error) {
+	defer wrap(&err, "reading the copy %s", path)
+	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var info *graph.BackupInfo
+	err = db.View(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bMeta) == nil {
+			return fmt.Errorf("not a Lore store: no %s bucket", bMeta)
+		}
+		info = backupInfo(tx)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	info.Bytes = fi.Size()
 	return info, nil
 }
 
