@@ -230,7 +230,7 @@ func resolveDangling(ctx context.Context, rc *readConfig, ib *importBatch) error
 	asked := map[ID]bool{}
 	for _, e := range b.Edges {
 		for _, id := range []ID{e.From, e.To} {
-			if !here[id] && !asked[id] && !rc.tr.hasNode(id) {
+			if !here[id] && !asked[id] && id.Check() == nil && !rc.tr.hasNode(id) { // a bad ID is the batch's to report
 				asked[id] = true
 				ask = append(ask, id)
 			}
@@ -247,7 +247,7 @@ func resolveDangling(ctx context.Context, rc *readConfig, ib *importBatch) error
 			return err
 		}
 		for j, n := range found {
-			if n == nil && chunk[j].Check() == nil {
+			if n == nil {
 				missing[chunk[j]] = true
 			}
 		}

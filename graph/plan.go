@@ -939,19 +939,19 @@ func mergeProps(old json.RawMessage, patch Props) (Props, error) {
 			return nil, err
 		}
 	}
-	merged, _ := MergePatch(map[string]any(base), map[string]any(patch)).(map[string]any)
+	merged, _ := mergePatch(map[string]any(base), map[string]any(patch)).(map[string]any)
 	if merged == nil {
 		merged = Props{}
 	}
 	return merged, nil
 }
 
-// MergePatch applies patch to target as RFC 7396 (JSON Merge Patch) says:
+// mergePatch applies patch to target as RFC 7396 (JSON Merge Patch) says:
 // an object patch merges into an object target member by member,
 // recursively, a null member removing the target's; any other patch
 // replaces the target. Neither argument is modified; the result may
 // share unmodified values with them.
-func MergePatch(target, patch any) any {
+func mergePatch(target, patch any) any {
 	p, ok := patch.(map[string]any)
 	if !ok {
 		return patch
@@ -964,7 +964,7 @@ func MergePatch(target, patch any) any {
 			delete(out, k)
 			continue
 		}
-		out[k] = MergePatch(out[k], v)
+		out[k] = mergePatch(out[k], v)
 	}
 	return out
 }

@@ -48,3 +48,52 @@ func TestWalkthroughLivingData(t *testing.T) {
 		t.Errorf("the restored store's export differs from expected.ndjson:\ngot:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// stubModel is a package index whose packages take a stub mark.
+const stubModel = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$defs": {
+    "Package": {"x-lore-node": {"display": "name"}, "type": "object",
+      "properties": {"name": {"type": "string"}, "meta": {"type": "object"}, "stub": {"type": "boolean"}}, "additionalProperties": false},
+    "dependsOn": {"x-lore-edge": {"from": ["Package"], "to": ["Package"]}, "type": "object"}
+  }
+}`
+
+// TestImportModesCLI: lore import's --mode merge, --dangling skip and
+// stub, and the report of duplicates, as the CLI prints them.
+func TestImportModesCLI(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "model.json"), []byte(stubModel), 0o644)
+	v1 := `{"kind":"node","id":"pkg/a","type":"Package","properties":{"name":"a","meta":{"license":"MIT","tags":["x"]}}}
+{"kind":"edge","from":"pkg/a","label":"dependsOn","to":"pkg/ghost"}
+{"kind":"node","id":"pkg/a","type":"Package","properties":{"name":"a","meta":{"license":"MIT","tags":["x"]}}}
+`
+	run := func(stdin string, args ...string) (string, string) {
+		t.Helper()
+		out, errOut, code := loreIn(t, dir, strings.NewReader(stdin), append(args, "--store", "st", "--model", "model.json")...)
+		if code != 0 {
+			t.Fatalf("lore %s: exit %d: %s%s", strings.Join(args, " "), code, out, errOut)
+		}
+		return out, errOut
+	}
+	if _, errOut, code := loreIn(t, dir, strings.NewReader(v1), "import", "--store", "st", "--model", "model.json", "-"); code != 1 || !strings.Contains(errOut, "[dangling]") {
+		t.Errorf("--dangling error: exit %d: %s", code, errOut)
+	}
+	_, errOut := run(v1, "import", "--dangling", "skip", "--dry-run", "-")
+	if !strings.Contains(errOut, "1 edge left out") || !strings.Contains(errOut, "line 3 repeats line 1: node \"pkg/a\"") {
+		t.Errorf("--dangling skip: %s", errOut)
+	}
+	_, errOut = run(v1, "import", "--dangling", "stub", "-")
+	if !strings.Contains(errOut, "1 stub made") || !strings.Contains(errOut, "  pkg/ghost") {
+		t.Errorf("--dangling stub: %s", errOut)
+	}
+	run(`{"kind":"node","id":"pkg/a","type":"Package","properties":{"meta":{"license":null,"owner":"ann"}}}`+"\n", "import", "--mode", "merge", "-")
+	out, _ := run("", "get", "--json", "pkg/a")
+	if !strings.Contains(out, `"meta": {`) || !strings.Contains(out, `"owner": "ann"`) || strings.Contains(out, "MIT") || !strings.Contains(out, `"tags": [`) {
+		t.Errorf("after the merge: %s", out)
+	}
+	out, _ = run("", "get", "--json", "pkg/ghost")
+	if !strings.Contains(out, `"stub": true`) {
+		t.Errorf("the stub: %s", out)
+	}
+}
