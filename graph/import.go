@@ -755,7 +755,7 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 			return
 		}
 		inBatch[key] = true
-		rc.tr.see(el)
+		rc.tr.see(el, key)
 		if rc.mode == ModeMerge {
 			if el.node != nil {
 				el.node.Merge = true

@@ -123,15 +123,15 @@ func newTracker(exact bool) *tracker {
 
 func (t *tracker) hash(key string) uint64 { return maphash.String(t.seed, key) }
 
-// see records an element read at its line. A 64-bit hash stands for the
+// see records an element read at its line; key is el.key(). A 64-bit hash stands for the
 // key: two distinct keys collide with a probability near n²/2⁶⁵ (below one
 // in a million for three million elements), and a collision only reports
 // a duplicate that is not one, or (with --dangling skip|stub) takes an
 // endpoint for present, which the batch's check then rejects.
-func (t *tracker) see(el element) {
+func (t *tracker) see(el element, key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	h := t.hash(el.key())
+	h := t.hash(key)
 	if first, ok := t.seen[h]; ok {
 		t.dups++
 		if len(t.dupList) < maxListed {
