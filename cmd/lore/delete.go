@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -85,7 +86,7 @@ func cmdDelete(ctx context.Context, e *env, args []string) error {
 	if err := sel.expectRevisions(ctx, s); err != nil {
 		return err
 	}
-	batches := sel.batches(cmpOr(*batch, graph.MaxBatch))
+	batches := sel.batches(cmp.Or(*batch, graph.MaxBatch))
 
 	// The preview: a dry run of each batch, which lists the cascade.
 	var preview deleteOut
@@ -137,13 +138,6 @@ func cmdDelete(ctx context.Context, e *env, args []string) error {
 		out.Seqs = nil
 	}
 	return printJSON(e, &out)
-}
-
-func cmpOr(a, b int) int {
-	if a > 0 {
-		return a
-	}
-	return b
 }
 
 // A selection is what a delete names: nodes and edges, each once, in the
@@ -303,8 +297,6 @@ type deleteOut struct {
 	DeletedNodeCount int        `json:"deletedNodeCount,omitempty"`
 	DeletedEdgeCount int        `json:"deletedEdgeCount,omitempty"`
 	Seqs             []uint64   `json:"seqs,omitempty"`
-
-	explicitEdges int
 }
 
 func (o *deleteOut) add(r *graph.Result) {
