@@ -219,6 +219,9 @@ func (s *selection) runQuery(ctx context.Context, e *env, st graph.Store, name s
 		return fmt.Errorf("a delete query returns the nodes to delete: leave out return.count and return.paths: %w", graph.ErrInvalid)
 	}
 	q.Return.Fields = []string{"id"}
+	if q.Limit == 0 {
+		q.Limit = cmp.Or(ceilings.MaxResults, graph.DefaultCeilings.MaxResults) // pages as large as allowed
+	}
 	for {
 		r, err := graph.Run(ctx, st, q, ceilings)
 		if err != nil {
