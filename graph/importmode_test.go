@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -310,4 +311,41 @@ func TestImportModeOptions(t *testing.T) {
 	if _, err := graph.ParseSyncScope("type:"); err == nil {
 		t.Error("ParseSyncScope(type:) accepted")
 	}
+}
+
+// racingStore is a real store on which another writer deletes a node
+// just before a sync import's deletions commit.
+type racingStore struct {
+	graph.Store
+	victim graph.ID
+	done   bool
+}
+
+func (r *racingStore) Apply(ctx context.Context, b *graph.Batch) (*graph.Result, error) {
+	if b.Op == "import-sync" && !r.done {
+		r.done = true
+		if _, err := r.Store.Apply(ctx, &graph.Batch{DeleteNodes: []graph.NodeRef{{ID: r.victim}}}); err != nil {
+			return nil, err
+		}
+	}
+	return r.Store.Apply(ctx, b)
+}
+
+// TestImportSyncRace: a node of the scope that another writer deletes
+// between the sync's reading of the scope and its deletions is left out
+// of them; the others are deleted.
+func TestImportSyncRace(t *testing.T) {
+	s := pkgStore(t)
+	importWith(t, s, pkgV1, graph.ImportOptions{})
+	r := &racingStore{Store: s, victim: "pkg/c"}
+	st := importWith(t, r, `{"kind":"node","id":"pkg/a","type":"Package","properties":{"name":"a"}}`+"\n",
+		graph.ImportOptions{Mode: graph.ModeSync, Scopes: []graph.SyncScope{{Type: "Package"}}})
+	if !r.done || st.Sync.DeletedNodes != 1 || !cmp.Equal(st.Sync.FirstNodes, []graph.ID{"pkg/b"}) {
+		t.Errorf("sync beside a writer: %+v", st.Sync)
+	}
+	stats, _ := s.Stats(t.Context())
+	if stats.NodeTypes["Package"] != 1 {
+		t.Errorf("%d packages left, want 1", stats.NodeTypes["Package"])
+	}
+	graphtest.CheckOK(t, s)
 }
