@@ -20,7 +20,10 @@ import (
 // under the read side of rw and run outside it, as the package
 // documentation allows a single read transaction that ends on its own.
 // Commits go on meanwhile, except one that must grow the file, which
-// waits for the copy to end. The sequence number and counts come from the
+// waits for the copy to end (bbolt's remap waits for every open read
+// transaction), and the reads after it wait behind that commit (rw): a
+// backup of a large store taken while writes grow it stalls them for as
+// long as the copy takes. The sequence number and counts come from the
 // same transaction, so they describe exactly the copy.
 func (s *Store) Backup(ctx context.Context, w io.Writer) (_ *graph.BackupInfo, err error) {
 	defer wrap(&err, "backup")
