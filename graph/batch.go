@@ -61,8 +61,10 @@ type NodeInput struct {
 	ID         ID     `json:"id"`
 	Type       string `json:"type"`
 	Properties Props  `json:"properties"`
-	// Merge merges Properties into the existing ones instead of replacing
-	// them; a null value removes a property (RFC 7396 at the top level).
+	// Merge applies Properties to the existing ones as an RFC 7396 merge
+	// patch instead of replacing them: objects merge member by member,
+	// recursively, and a null removes a member. A node that does not exist
+	// is created from the patch, its nulls removed.
 	Merge bool `json:"merge,omitempty"`
 	// ExpectedRevision, if set, must equal the node's revision; 0 means the
 	// node must not exist yet. A mismatch is a conflict.
@@ -78,7 +80,10 @@ type NodeInput struct {
 // An EdgeInput creates or replaces an edge.
 type EdgeInput struct {
 	EdgeKey
-	Properties       Props     `json:"properties,omitempty"`
+	Properties Props `json:"properties,omitempty"`
+	// Merge applies Properties to the edge's as an RFC 7396 merge patch,
+	// as NodeInput.Merge does.
+	Merge            bool      `json:"merge,omitempty"`
 	ExpectedRevision *int64    `json:"expectedRevision,omitempty"`
 	CreatedAt        time.Time `json:"createdAt,omitzero"`
 	UpdatedAt        time.Time `json:"updatedAt,omitzero"`

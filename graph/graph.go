@@ -9,7 +9,7 @@
 // storage engine: backends live in packages of their own (graph/bolt, the
 // embedded store on Cayley and bbolt) and implement Store, plus whichever
 // optional interfaces they can (Checker, Syncer, Pather, CursorKeyer,
-// LogReader, Pipeliner, BulkLoader, AtomicLoader). graph/graphtest holds
+// LogReader, Pipeliner, BulkLoader, AtomicLoader, Backuper). graph/graphtest holds
 // the conformance suite every backend passes. The package never logs: it
 // returns errors in the categories below.
 //

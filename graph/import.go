@@ -149,6 +149,50 @@ type ImportOptions struct {
 	// data keeps a copy of an input it cannot read twice (one that is not
 	// a seekable file, such as stdin); "" means os.TempDir().
 	SpoolDir string
+	// Mode says how elements are written; "" means ModeUpsert. ModeSync
+	// needs Scopes.
+	Mode ImportMode
+	// Scopes are the parts of the store a sync import answers for (see
+	// Import); only with ModeSync.
+	Scopes []SyncScope
+	// Dangling says what to do with an edge whose endpoint neither the
+	// store nor the input holds; "" means DanglingError.
+	Dangling Dangling
+	// StubType is the type of a stub (see StubProperty) when an edge's
+	// label allows several at the missing end.
+	StubType string
+}
+
+// check checks the options against the model.
+func (opt *ImportOptions) check(m *schema.Model) error {
+	mode, err := ParseImportMode(string(opt.Mode))
+	if err != nil {
+		return err
+	}
+	if _, err := ParseDangling(string(opt.Dangling)); err != nil {
+		return err
+	}
+	switch {
+	case mode == ModeSync && len(opt.Scopes) == 0:
+		return fmt.Errorf("a sync import needs a scope (type:TYPE, prefix:PREFIX or file): %w", ErrInvalid)
+	case mode != ModeSync && len(opt.Scopes) > 0:
+		return fmt.Errorf("a scope is for a sync import only: %w", ErrInvalid)
+	case opt.StubType != "" && opt.Dangling != DanglingStub:
+		return fmt.Errorf("a stub type is for --dangling stub only: %w", ErrInvalid)
+	}
+	if opt.StubType != "" {
+		if _, ok := m.Node(opt.StubType); !ok {
+			return fmt.Errorf("stub type %q: the model has no such node type (it has %s): %w", opt.StubType, list(m.NodeTypeNames()), ErrInvalid)
+		}
+	}
+	for _, sc := range opt.Scopes {
+		if sc.Type != "" {
+			if _, ok := m.Node(sc.Type); !ok {
+				return fmt.Errorf("scope %s: the model has no such node type (it has %s): %w", sc, list(m.NodeTypeNames()), ErrInvalid)
+			}
+		}
+	}
+	return nil
 }
 
 // ImportStats reports an import.
@@ -165,6 +209,22 @@ type ImportStats struct {
 	// holds data checks its whole input, before it writes anything: the
 	// counts are then of the elements checked, and nothing is committed.
 	Checking bool `json:"checking,omitempty"`
+	// Duplicates counts the elements the input gives again (the later line
+	// wins); DuplicateLines lists the first.
+	Duplicates     int64       `json:"duplicates,omitempty"`
+	DuplicateLines []Duplicate `json:"duplicateLines,omitempty"`
+	// Skipped counts the dangling edges left out (DanglingSkip);
+	// SkippedEdges lists the first.
+	Skipped      int64    `json:"skipped,omitempty"`
+	SkippedEdges []string `json:"skippedEdges,omitempty"`
+	// Stubs counts the stubs made (DanglingStub); StubNodes lists the first.
+	Stubs     int64 `json:"stubs,omitempty"`
+	StubNodes []ID  `json:"stubNodes,omitempty"`
+	// Sync reports a sync import's deletions (or, in a dry run, what it
+	// would delete).
+	Sync *SyncReport `json:"sync,omitempty"`
+
+	tr *tracker // what the pass read
 }
 
 // Elements returns the number of nodes and edges read.
@@ -322,6 +382,29 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // run validates every line against the store and the nodes read so far,
 // and writes nothing.
 //
+// ImportOptions.Mode chooses how elements are written: replaced
+// (ModeUpsert), patched (ModeMerge), or replaced and then synced
+// (ModeSync). A sync import, once the whole input is written, reads its
+// scopes from the store and deletes the nodes they hold that the input
+// lacks (with their edges), and the edges from the nodes the input holds
+// that it lacks; a dry run reports what it would delete (ImportStats.Sync).
+// The deletions go through Apply like any write, as batches of node and
+// edge deletes, in ID order, each atomic and recorded in the change log
+// as one "import-sync" entry. What a concurrent reader can see: the input
+// written and none of the deletions, then all of them when they fit one
+// batch (up to MaxImportBatch elements, cascaded edges not counted), or
+// whole batches of them, a prefix in ID order, never part of a batch. A
+// node another writer deleted meanwhile is left out; one created
+// meanwhile is kept. Should the deletions fail, the error is a
+// *WriteError, and importing the same input again completes them.
+//
+// Dangling edges (ImportOptions.Dangling) and elements given twice
+// (ImportStats.Duplicates) are reported; see DanglingStub and
+// StubProperty. To find duplicates an import keeps a 64-bit hash of each
+// element's key and its line (see tracker), so beyond its batches its
+// memory grows by some tens of bytes per element; a sync import also
+// keeps the input's node IDs and edge keys, to compare the scopes with.
+//
 // Reading, decoding and schema validation of the next batch run on their
 // own goroutine while the store commits the current one. Cancelling ctx
 // stops the import between lines and between batches; a read blocked on
@@ -331,11 +414,27 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (*Impo
 	if _, err := newDecoder(opt.Format, nil, 0); err != nil {
 		return nil, err
 	}
+	if err := opt.check(s.Model()); err != nil {
+		return nil, err
+	}
+	withSync := func(st *ImportStats, err error) (*ImportStats, error) {
+		if err != nil || opt.Mode != ModeSync {
+			return st, err
+		}
+		rep, err := syncDeletes(ctx, s, opt.Scopes, st.tr, opt.DryRun)
+		st.Sync = rep
+		st.Elapsed = time.Since(start)
+		if err != nil && !opt.DryRun {
+			err = &WriteError{Stats: *st, Err: fmt.Errorf("the input was written, and its sync deletions stopped (%s and %s deleted): %w",
+				plural(rep.DeletedNodes, "node"), plural(rep.DeletedEdges, "edge"), err)}
+		}
+		return st, err
+	}
 	switch {
 	case opt.DryRun:
-		return runPass(ctx, s, r, opt, passDry, start)
+		return withSync(runPass(ctx, s, r, opt, passDry, start))
 	case opt.Partial:
-		return runPass(ctx, s, r, opt, passPartial, start)
+		return withSync(runPass(ctx, s, r, opt, passPartial, start))
 	}
 	if al, ok := s.(AtomicLoader); ok {
 		if done, ok := al.BeginLoad(!opt.Durable); ok {
@@ -352,6 +451,9 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (*Impo
 					ie.Stats = *st
 				}
 			}
+			if err == nil && opt.Mode == ModeSync {
+				st.Sync = &SyncReport{} // the store held nothing to delete
+			}
 			return st, err
 		}
 	}
@@ -366,7 +468,7 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (*Impo
 	if in, err = rewind(); err != nil {
 		return nil, err
 	}
-	return runPass(ctx, s, in, opt, passWrite, start)
+	return withSync(runPass(ctx, s, in, opt, passWrite, start))
 }
 
 // rereadable returns r, and a function that returns a reader of the same
@@ -447,9 +549,12 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 	if ramp {
 		first = min(max(cmp.Or(opt.FirstBatch, DefaultFirstBatch), 1), size)
 	}
-	go readBatches(ctx, s.Model(), dec, first, size, pass.dry(), batches)
+	rc := &readConfig{s: s, mode: cmp.Or(opt.Mode, ModeUpsert), dangling: cmp.Or(opt.Dangling, DanglingError), stubType: opt.StubType,
+		tr: newTracker(opt.Mode == ModeSync)}
+	go readBatches(ctx, rc, dec, first, size, pass.dry(), batches)
 
-	st := &ImportStats{Checking: pass == passCheck}
+	st := &ImportStats{Checking: pass == passCheck, tr: rc.tr}
+	defer func() { rc.tr.stats(st) }()
 	var (
 		assume  map[ID]string
 		report  lineReport
@@ -591,8 +696,9 @@ type importBatch struct {
 // elements, then each twice the one before, up to size. A batch ends at the
 // size limit, or before an element the batch already holds (so the later
 // line wins). It closes out when the input ends or ctx is cancelled.
-func readBatches(ctx context.Context, m *schema.Model, dec decoder, first, size int, dryRun bool, out chan<- *StreamBatch) {
+func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size int, dryRun bool, out chan<- *StreamBatch) {
 	defer close(out)
+	m := rc.s.Model()
 	limit := first
 	newBatch := func() *importBatch {
 		ib := &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun, max: MaxImportBatch}}
@@ -601,6 +707,12 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, first, size 
 	}
 	cur, inBatch := newBatch(), map[string]bool{}
 	send := func() bool {
+		if rc.dangling != DanglingError && !cur.fatal && len(cur.b.Edges) > 0 {
+			if err := resolveDangling(ctx, rc, cur); err != nil {
+				cur.parseErrs = append(cur.parseErrs, &LineError{Line: dec.lines(), Err: &readError{fmt.Errorf("looking up the endpoints of the batch's edges: %w", err)}})
+				cur.fatal = true
+			}
+		}
 		prepare(m, cur.b)
 		cur.lines = dec.lines()
 		cur.sb.Batch, cur.sb.ib = cur.b, cur
@@ -643,6 +755,14 @@ func readBatches(ctx context.Context, m *schema.Model, dec decoder, first, size 
 			return
 		}
 		inBatch[key] = true
+		rc.tr.see(el, key)
+		if rc.mode == ModeMerge {
+			if el.node != nil {
+				el.node.Merge = true
+			} else {
+				el.edge.Merge = true
+			}
+		}
 		if el.node != nil {
 			cur.b.Nodes = append(cur.b.Nodes, *el.node)
 			cur.nodeLines = append(cur.nodeLines, el.line)

@@ -19,6 +19,8 @@ import (
 //
 // Edges of keyed labels carry "key". createdAt, updatedAt (RFC 3339) and
 // revision are optional; an import keeps them for the elements it creates.
+// "merge": true makes the line an RFC 7396 merge patch of the element's
+// properties (see NodeInput.Merge) whatever the import's mode.
 type ndjsonLine struct {
 	Kind       string    `json:"kind"`
 	ID         ID        `json:"id,omitempty"`
@@ -31,6 +33,7 @@ type ndjsonLine struct {
 	CreatedAt  time.Time `json:"createdAt,omitzero"`
 	UpdatedAt  time.Time `json:"updatedAt,omitzero"`
 	Revision   int64     `json:"revision,omitempty"`
+	Merge      bool      `json:"merge,omitempty"`
 }
 
 type ndjsonDecoder struct {
@@ -58,13 +61,13 @@ func (d *ndjsonDecoder) next() (element, error) {
 		if l.From != "" || l.To != "" || l.Label != "" || l.Key != "" {
 			return el, fmt.Errorf("a node line takes id, type and properties, not from, label, to or key")
 		}
-		el.node = &NodeInput{ID: l.ID, Type: l.Type, Properties: l.Properties, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, Revision: l.Revision}
+		el.node = &NodeInput{ID: l.ID, Type: l.Type, Properties: l.Properties, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, Revision: l.Revision, Merge: l.Merge}
 	case "edge":
 		if l.ID != "" || l.Type != "" {
 			return el, fmt.Errorf("an edge line takes from, label, to, key and properties, not id or type")
 		}
 		el.edge = &EdgeInput{EdgeKey: EdgeKey{From: l.From, Label: l.Label, To: l.To, Key: l.Key},
-			Properties: l.Properties, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, Revision: l.Revision}
+			Properties: l.Properties, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, Revision: l.Revision, Merge: l.Merge}
 	default:
 		return el, fmt.Errorf(`"kind" is %q; want "node" or "edge"`, l.Kind)
 	}
@@ -73,7 +76,7 @@ func (d *ndjsonDecoder) next() (element, error) {
 
 // ndjsonFields lists the fields of an NDJSON line, for the error that
 // names an unknown one.
-const ndjsonFields = "kind, id, type, from, label, to, key, properties, createdAt, updatedAt and revision"
+const ndjsonFields = "kind, id, type, from, label, to, key, properties, createdAt, updatedAt, revision and merge"
 
 // strictJSON decodes one JSON line with schema.DecodeStrict: numbers as
 // json.Number, unknown fields and trailing data refused. (It took a third

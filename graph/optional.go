@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // Optional operations. A backend implements Store; it may also implement
@@ -132,4 +133,34 @@ func (r *CheckReport) Addf(format string, args ...any) {
 	} else if len(r.Problems) == maxCheckProblems {
 		r.Problems = append(r.Problems, "… more problems not shown")
 	}
+}
+
+// A Backuper can write a consistent copy of itself while it serves. Without
+// it, lore backup refuses the store (an export is then the way to keep a
+// copy).
+type Backuper interface {
+	// Backup writes to w a copy of the store as of one committed state,
+	// read in one read transaction: every batch committed before it, and
+	// nothing of any batch after. Writers go on meanwhile (a backend may
+	// hold back a writer that must grow its file until the copy ends).
+	// The copy, saved as BackupInfo.File in an empty directory, is a store
+	// of the same backend. A store in the middle of a load whose indexes
+	// are not written yet is ErrConflict: back it up once the load ends.
+	Backup(ctx context.Context, w io.Writer) (*BackupInfo, error)
+	// ReadBackup reads what the copy in the file path holds, without
+	// changing the file (which opening it as a store may do).
+	ReadBackup(path string) (*BackupInfo, error)
+}
+
+// A BackupInfo says what a copy Backuper wrote holds: its file name in a
+// store directory, the last change-log entry it includes, its counts (as
+// Stats reports them) and its size.
+type BackupInfo struct {
+	File       string           `json:"file"`
+	Seq        uint64           `json:"seq"`
+	Nodes      int64            `json:"nodes"`
+	Edges      int64            `json:"edges"`
+	NodeTypes  map[string]int64 `json:"nodeTypes"`
+	EdgeLabels map[string]int64 `json:"edgeLabels"`
+	Bytes      int64            `json:"bytes"`
 }

@@ -213,7 +213,7 @@ func prepare(m *schema.Model, b *Batch) {
 	}
 	for i := range b.Edges {
 		e := &b.Edges[i]
-		if et, ok := m.Edge(e.Label); ok {
+		if et, ok := m.Edge(e.Label); ok && !e.Merge {
 			e.prep = prepareProps(et.Validate, e.Properties)
 		}
 	}
@@ -529,6 +529,8 @@ func (pl *planner) planNodes() error {
 				if props, err = mergeProps(old.Props, n.Properties); err != nil {
 					return err
 				}
+			} else if n.Merge {
+				props, _ = mergeProps(nil, n.Properties) // a patch of nothing: its nulls removed
 			}
 			prep = prepareProps(nt.Validate, props)
 		}
@@ -659,8 +661,18 @@ func (pl *planner) planEdges() {
 			continue
 		}
 		prep := e.prep
-		if prep == nil {
-			prep = prepareProps(et.Validate, e.Properties)
+		if prep == nil || e.Merge {
+			props := e.Properties
+			if e.Merge && old != nil {
+				var err error
+				if props, err = mergeProps(old.Props, e.Properties); err != nil {
+					pl.ps.add(ErrInvalid, here.String(), name(), "merge", "the stored properties cannot be merged: %v", err)
+					continue
+				}
+			} else if e.Merge {
+				props, _ = mergeProps(nil, e.Properties)
+			}
+			prep = prepareProps(et.Validate, props)
 		}
 		if !propsOK(&pl.ps, here, name, prep) {
 			continue
@@ -920,19 +932,41 @@ func DecodeProps(raw []byte) (Props, error) {
 }
 
 func mergeProps(old json.RawMessage, patch Props) (Props, error) {
-	base, err := DecodeProps(old)
-	if err != nil {
-		return nil, err
-	}
-	merged := maps.Clone(base)
-	for k, v := range patch {
-		if v == nil {
-			delete(merged, k)
-		} else {
-			merged[k] = v
+	var base Props
+	if len(old) > 0 {
+		var err error
+		if base, err = DecodeProps(old); err != nil {
+			return nil, err
 		}
 	}
+	merged, _ := mergePatch(map[string]any(base), map[string]any(patch)).(map[string]any)
+	if merged == nil {
+		merged = Props{}
+	}
 	return merged, nil
+}
+
+// mergePatch applies patch to target as RFC 7396 (JSON Merge Patch) says:
+// an object patch merges into an object target member by member,
+// recursively, a null member removing the target's; any other patch
+// replaces the target. Neither argument is modified; the result may
+// share unmodified values with them.
+func mergePatch(target, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	t, _ := target.(map[string]any)
+	out := make(map[string]any, len(t)+len(p))
+	maps.Copy(out, t)
+	for k, v := range p {
+		if v == nil {
+			delete(out, k)
+			continue
+		}
+		out[k] = mergePatch(out[k], v)
+	}
+	return out
 }
 
 func uniq(ids []ID) []ID {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,7 +19,7 @@ import (
 )
 
 func cmdImport(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "import", "import [--format ndjson|nquads|memory] [--batch N] [--dry-run | --partial] [--durable] [--progress] [--max-depth N] FILE|-")
+	fs := newFlagSet(e, "import", "import [--format ndjson|nquads|memory] [--mode upsert|merge|sync --scope S] [--dangling error|skip|stub [--stub-type T]] [--batch N] [--dry-run | --partial] [--durable] [--progress] [--max-depth N] FILE|-")
 	var sf storeFlags
 	sf.register(fs, e)
 	format := fs.String("format", "ndjson", "input `format`: ndjson, nquads or memory (the MCP memory server's JSONL)")
@@ -27,6 +29,15 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	progress := fs.Bool("progress", false, "report progress after every batch, even when stderr is not a terminal")
 	durable := fs.Bool("durable", false, "fsync every batch even into an empty store (by default an import into an empty store is a bulk load, flushed once at the end)")
 	maxDepth := fs.Int("max-depth", schema.DefaultMaxDepth, "deepest nesting of a line's JSON")
+	mode := fs.String("mode", "upsert", "how to write: upsert (replace properties), merge (RFC 7396 merge patch per element), sync (upsert, then delete what --scope holds and the file lacks)")
+	var scopes []graph.SyncScope
+	fs.Func("scope", "what a sync import answers for, repeatable: type:TYPE, prefix:ID-PREFIX, or file (the file's nodes: only their edges)", func(v string) error {
+		sc, err := graph.ParseSyncScope(v)
+		scopes = append(scopes, sc)
+		return err
+	})
+	dangling := fs.String("dangling", "error", "an edge to a node neither the store nor the file has: error, skip (leave it out), stub (create the node, marked stub: true)")
+	stubType := fs.String("stub-type", "", "the `type` of a stub when the edge's label allows several")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -41,6 +52,22 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
+	m, err := graph.ParseImportMode(*mode)
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	dg, err := graph.ParseDangling(*dangling)
+	if err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	switch {
+	case m == graph.ModeSync && len(scopes) == 0:
+		return usageErr(fs, "--mode sync needs --scope: type:TYPE, prefix:ID-PREFIX or file")
+	case m != graph.ModeSync && len(scopes) > 0:
+		return usageErr(fs, "--scope is for --mode sync")
+	case *stubType != "" && dg != graph.DanglingStub:
+		return usageErr(fs, "--stub-type is for --dangling stub")
+	}
 	in, closeIn, err := openInput(e, pos[0])
 	if err != nil {
 		return err
@@ -50,7 +77,8 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opt := graph.ImportOptions{Format: f, BatchSize: *batch, DryRun: *dry, Partial: *partial, Durable: *durable, MaxDepth: *maxDepth, SpoolDir: o.path}
+	opt := graph.ImportOptions{Format: f, BatchSize: *batch, DryRun: *dry, Partial: *partial, Durable: *durable, MaxDepth: *maxDepth, SpoolDir: o.path,
+		Mode: m, Scopes: scopes, Dangling: dg, StubType: *stubType}
 	tty := e.tty
 	switch {
 	case *progress:
@@ -129,12 +157,72 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	if *dry {
 		fmt.Fprintf(e.stderr, "checked (dry run, nothing written) %s and %s from %s: no problem; the import would create %d, update %d and leave %d unchanged\n",
 			plural(st.Nodes, "node"), plural(st.Edges, "edge"), plural(st.Lines, "line"), st.Created, st.Updated, st.Unchanged)
-		return nil
+	} else {
+		fmt.Fprintf(e.stderr, "imported %s and %s from %s in %s (%.0f elements/s): %d created, %d updated, %d unchanged\n",
+			plural(st.Nodes, "node"), plural(st.Edges, "edge"), plural(st.Lines, "line"), st.Elapsed.Round(time.Millisecond),
+			st.Rate(), st.Created, st.Updated, st.Unchanged)
 	}
-	fmt.Fprintf(e.stderr, "imported %s and %s from %s in %s (%.0f elements/s): %d created, %d updated, %d unchanged\n",
-		plural(st.Nodes, "node"), plural(st.Edges, "edge"), plural(st.Lines, "line"), st.Elapsed.Round(time.Millisecond),
-		st.Rate(), st.Created, st.Updated, st.Unchanged)
+	reportImport(e, st)
 	return nil
+}
+
+// reportImport writes what an import noticed beside its counts:
+// duplicates, dangling edges skipped, stubs made, and a sync's deletions.
+func reportImport(e *env, st *graph.ImportStats) {
+	if st.Duplicates > 0 {
+		fmt.Fprintf(e.stderr, "%s given more than once in the file (the later line wins):\n", plural(st.Duplicates, "element"))
+		for _, d := range st.DuplicateLines {
+			fmt.Fprintf(e.stderr, "  line %d repeats line %d: %s\n", d.Line, d.First, d.Element)
+		}
+		more(e, st.Duplicates, len(st.DuplicateLines))
+	}
+	if st.Skipped > 0 {
+		fmt.Fprintf(e.stderr, "%s left out (--dangling skip: an endpoint is in neither the store nor the file):\n", plural(st.Skipped, "edge"))
+		for _, k := range st.SkippedEdges {
+			fmt.Fprintf(e.stderr, "  %s\n", k)
+		}
+		more(e, st.Skipped, len(st.SkippedEdges))
+	}
+	if st.Stubs > 0 {
+		fmt.Fprintf(e.stderr, "%s made (--dangling stub: properties {\"stub\": true}; the node's own line replaces them):\n", plural(st.Stubs, "stub"))
+		for _, id := range st.StubNodes {
+			fmt.Fprintf(e.stderr, "  %s\n", id)
+		}
+		more(e, st.Stubs, len(st.StubNodes))
+	}
+	if r := st.Sync; r != nil {
+		verb := "deleted"
+		if r.DryRun {
+			verb = "would delete"
+		}
+		var types []string
+		for _, t := range slices.Sorted(maps.Keys(r.NodeTypes)) {
+			types = append(types, fmt.Sprintf("%s %d", t, r.NodeTypes[t]))
+		}
+		by := ""
+		if len(types) > 0 {
+			by = " (" + strings.Join(types, ", ") + ")"
+		}
+		fmt.Fprintf(e.stderr, "sync: %s %s%s and %s (the deleted nodes' edges counted)", verb, plural(r.DeletedNodes, "node"), by, plural(r.DeletedEdges, "edge"))
+		if r.Batches > 0 {
+			fmt.Fprintf(e.stderr, ", in %d atomic batch(es) (changes %v)", r.Batches, r.Seqs)
+		}
+		fmt.Fprintln(e.stderr)
+		for _, id := range r.FirstNodes {
+			fmt.Fprintf(e.stderr, "  node %s\n", id)
+		}
+		more(e, r.DeletedNodes, len(r.FirstNodes))
+		for _, k := range r.FirstEdges {
+			fmt.Fprintf(e.stderr, "  edge %s\n", k)
+		}
+		more(e, r.DeletedEdges, len(r.FirstEdges))
+	}
+}
+
+func more(e *env, total int64, listed int) {
+	if n := total - int64(listed); n > 0 {
+		fmt.Fprintf(e.stderr, "  … and %d more\n", n)
+	}
 }
 
 func cmdExport(ctx context.Context, e *env, args []string) error {

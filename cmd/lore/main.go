@@ -81,6 +81,9 @@ Commands:
              this process); logs go to stderr
   import     load a file into the store, all or nothing (--partial keeps batches):
              lore import [--format ndjson|nquads|memory] [--dry-run|--partial] FILE|-
+             --mode upsert|merge|sync (--scope type:T|prefix:P|file), --dangling error|skip|stub
+  delete     delete nodes or edges by ID (or --file) or by --query, showing what goes
+             and asking first (--yes for scripts); one atomic batch
   export     write the store to a file:    lore export [--format ndjson|nquads|memory] FILE|-
   validate   check a model file, and optionally a data file against it, without a store
   model      what a new model changes and which stored elements it rejects, and put it in use:
@@ -93,6 +96,9 @@ Commands:
   stats      count nodes per type and edges per label
   check      verify the store's integrity (--repair rebuilds Lore's indexes)
   compact    rewrite the store into a fresh file, dropping Cayley's tombstones
+  backup     copy the store, even while it serves, into a new directory: lore backup DEST
+  restore    check a backup and install it as the store of a new directory:
+             lore restore SRC DIR
   version    print the version (the module version or VCS revision of the build)
 
 get, query, search, neighbors, paths and stats print tables on a terminal and
@@ -175,6 +181,9 @@ type env struct {
 	// stdoutTTY reports whether stdout is a terminal: the read commands
 	// then print their human view rather than JSON.
 	stdoutTTY bool
+	// stdinTTY reports whether stdin is a terminal, which a command may
+	// ask a question on (lore delete).
+	stdinTTY bool
 	// held is the store of the holder this command runs in, for a command
 	// that another process sent to it; nil otherwise.
 	held *heldStore
@@ -184,6 +193,9 @@ type env struct {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, tty: isTerminal(stderr), stdoutTTY: isTerminal(stdout)}
+	if f, ok := stdin.(*os.File); ok {
+		e.stdinTTY = isTerminalFile(f)
+	}
 	e.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(os.Getenv("LORE_LOG_LEVEL"))}))
 	if exe, err := os.Executable(); err == nil {
 		e.exe = exe
@@ -257,6 +269,9 @@ func init() {
 		"neighbors": cmdNeighbors,
 		"paths":     cmdPaths,
 		"hold":      cmdHold,
+		"backup":    cmdBackup,
+		"restore":   cmdRestore,
+		"delete":    cmdDelete,
 	}
 }
 

@@ -38,7 +38,7 @@ import (
 // which process to stop instead.
 var remoteCommands = map[string]bool{
 	"get": true, "search": true, "query": true, "neighbors": true, "paths": true, "stats": true,
-	"import": true, "export": true, "check": true, "model": true,
+	"import": true, "export": true, "check": true, "model": true, "backup": true, "delete": true,
 }
 
 // remoteEnv are the environment variables the CLI's flags read, sent with a
@@ -54,6 +54,10 @@ type runRequest struct {
 	// StdoutTTY: the client's stdout is a terminal (a holder from before
 	// this field prints JSON, as to a pipe).
 	StdoutTTY bool `json:"stdoutTTY,omitempty"`
+	// StdinTTY: the client's stdin is a terminal (lore delete asks there;
+	// a holder from before this field takes it for not one, and refuses
+	// to ask).
+	StdinTTY bool `json:"stdinTTY,omitempty"`
 }
 
 // runMessage is a text message from the holder to the client.
@@ -90,7 +94,7 @@ func runRemote(ctx context.Context, e *env, h *holderConn, args []string) error 
 		}
 		dir = wd
 	}
-	req := runRequest{Args: args, Dir: dir, Env: map[string]string{}, TTY: e.tty, StdoutTTY: e.stdoutTTY}
+	req := runRequest{Args: args, Dir: dir, Env: map[string]string{}, TTY: e.tty, StdoutTTY: e.stdoutTTY, StdinTTY: e.stdinTTY}
 	for _, k := range remoteEnv {
 		if v := e.getenv(k); v != "" {
 			req.Env[k] = v
@@ -236,7 +240,7 @@ func (h *holder) serveRun(w http.ResponseWriter, r *http.Request) {
 		stdin:  &remoteStdin{c: c, r: stdinR},
 		stdout: stdout, stderr: stderr,
 		getenv: func(k string) string { return req.Env[k] },
-		dir:    req.Dir, tty: req.TTY, stdoutTTY: req.StdoutTTY,
+		dir:    req.Dir, tty: req.TTY, stdoutTTY: req.StdoutTTY, stdinTTY: req.StdinTTY,
 		held: &heldStore{store: h.store, path: h.path, info: info},
 	}
 	e.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(req.Env["LORE_LOG_LEVEL"])}))
