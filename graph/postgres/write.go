@@ -361,13 +361,19 @@ type countKey struct{ kind, name string }
 // is derived from them.
 func (s *Store) queuePlan(b *pgx.Batch, p *graph.Plan) {
 	var (
-		nodeUp                          struct{ id, typ, props []string; created, updated, rev []int64 }
-		nodeDel                         []string
-		edgeUp                          struct{ from, label, to, key, props []string; created, updated, rev []int64 }
-		edgeDel                         []graph.EdgeKey
-		w                               derivedRows
-		deg                             = map[degKey]int64{}
-		counts                          = map[countKey]int64{}
+		nodeUp struct {
+			id, typ, props        []string
+			created, updated, rev []int64
+		}
+		nodeDel []string
+		edgeUp  struct {
+			from, label, to, key, props []string
+			created, updated, rev       []int64
+		}
+		edgeDel []graph.EdgeKey
+		w       derivedRows
+		deg     = map[degKey]int64{}
+		counts  = map[countKey]int64{}
 	)
 	for _, op := range p.Nodes {
 		id := op.ID
