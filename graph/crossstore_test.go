@@ -257,4 +257,3 @@ func (c *crossCheck) sameLookups(q graph.IndexQuery) {
 		q.After = next
 	}
 }
-

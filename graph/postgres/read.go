@@ -526,7 +526,9 @@ func (s *Store) Postings(ctx context.Context, q graph.PostingQuery) (*graph.Post
 	if q.Exact {
 		sql += `token = ` + args.add([]byte(q.Prefix))
 		if q.Type != "" {
-			sql += ` AND type = ` + args.add(q.Type)
+			// From the type on: the first entry of the next type is
+			// examined too, and ends the scan, as on the embedded store.
+			sql += ` AND type >= ` + args.add(q.Type)
 		}
 	} else {
 		sql += `token >= ` + args.add([]byte(q.Prefix))
@@ -570,6 +572,9 @@ func (s *Store) Postings(ctx context.Context, q graph.PostingQuery) (*graph.Post
 		last = append(append(append(append(append([]byte{}, tok...), 0), typ...), 0), id...)
 		page.Scanned++
 		if q.Type != "" && typ != q.Type {
+			if q.Exact {
+				break
+			}
 			continue
 		}
 		page.Postings = append(page.Postings, graph.Posting{Token: string(tok), Type: typ, ID: graph.ID(id), Weight: int(w)})
