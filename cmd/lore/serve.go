@@ -77,8 +77,8 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if *idle <= 0 {
 		return usageErr(fs, "--idle must be positive")
 	}
-	if *direct || !sharing {
-		return serveStdioDirect(ctx, e, &f)
+	if *direct || !sharing || isRemote(f.sf.store) {
+		return serveStdioDirect(ctx, e, &f) // a database needs no holder
 	}
 	o, err := f.sf.options(e, f.readOnly)
 	if err != nil {

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/lore-dev/lore/graph/postgres/pgtest"
+)
+
+// TestServeOnPostgres starts two lore serve processes on one PostgreSQL
+// database (a database of the test's own; the test fails if PostgreSQL is
+// unreachable): a write through one's MCP endpoint is read through the
+// other's, and reaches a resource subscriber of the other within 1 s.
+func TestServeOnPostgres(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	_, urlA := startServe(t, url)
+	_, urlB := startServe(t, url, "--no-example")
+	a, b := httpClient(t, "A", urlA), httpClient(t, "B", urlB)
+	const uri = "lore://node/topic/replicated"
+	if err := b.subscribe(t.Context(), []string{uri}); err != nil {
+		t.Fatal(err)
+	}
+	wrote := time.Now()
+	if err := a.upsert(t.Context(), "topic/replicated"); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(time.Second)
+wait:
+	for {
+		select {
+		case u := <-b.updates():
+			if u.uri == uri {
+				t.Logf("replica B's subscriber heard of A's write %v after it was acknowledged", u.at.Sub(wrote).Round(time.Millisecond))
+				break wait
+			}
+		case <-timeout:
+			t.Fatal("replica B's subscriber heard nothing of A's write within 1 s")
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	res, err := b.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "get_node", Arguments: map[string]any{"id": "topic/replicated"}})
+	if err != nil || res.IsError {
+		t.Fatalf("get_node on B: %v %s", err, resultText(res))
+	}
+	if txt := resultText(res); !strings.Contains(txt, "Topic topic/replicated") {
+		t.Errorf("get_node on B: %s", txt)
+	}
+	// The example dataset A loaded into the new database is there too.
+	res, err = b.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "get_node", Arguments: map[string]any{"id": "service/billing"}})
+	if err != nil || res.IsError {
+		t.Fatalf("get_node service/billing on B: %v %s", err, resultText(res))
+	}
+}
