@@ -360,3 +360,7 @@ func list(names []string) string {
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
+
+// Pool returns the store's connection pool, for maintenance and
+// measurements (VACUUM, ANALYZE) beside the Store's own statements.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
