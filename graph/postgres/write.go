@@ -90,8 +90,8 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 		seq++
 		p.Result.Seq, p.Change.Seq = seq, seq
 	}
-	batch := &pgx.Batch{}
-	s.queuePlan(batch, p)
+	wr := s.planWrites(p)
+	batch := wr.last
 	if !p.Empty() {
 		batch.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
 		batch.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(seq))
@@ -100,7 +100,7 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 		r, _ := json.Marshal(p.Result)
 		batch.Queue(`INSERT INTO lore_idempotency (key, hash, at, result) VALUES ($1, $2, $3, $4)`, []byte(b.IdempotencyKey), hash, t, r)
 	}
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+	if err := wr.exec(ctx, tx); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}
 	// Once the batch is written, a cancelled ctx no longer aborts the
@@ -291,6 +291,7 @@ func (r *postingRows) add(p postingRow) {
 type derivedRows struct {
 	propDel, propAdd propRows
 	postDel, postAdd postingRows // postAdd upserts (a weight may change)
+	postNew          postingRows // postings of tokens the node had not (with bulk: copied)
 }
 
 func (w *derivedRows) queue(b *pgx.Batch) {
@@ -306,11 +307,55 @@ func (w *derivedRows) queue(b *pgx.Batch) {
 		b.Queue(`INSERT INTO lore_prop (type, prop, val, id) SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[])
 			ON CONFLICT DO NOTHING`, w.propAdd.typ, w.propAdd.prop, w.propAdd.val, w.propAdd.id)
 	}
-	if len(w.postAdd.id) > 0 {
-		b.Queue(`INSERT INTO lore_postings (token, type, id, weight) SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::smallint[])
-			ON CONFLICT (token, type, id) DO UPDATE SET weight = excluded.weight`, w.postAdd.tok, w.postAdd.typ, w.postAdd.id, w.postAdd.weight)
+	for _, r := range []*postingRows{&w.postAdd, &w.postNew} {
+		if len(r.id) > 0 {
+			b.Queue(`INSERT INTO lore_postings (token, type, id, weight) SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::smallint[])
+			ON CONFLICT (token, type, id) DO UPDATE SET weight = excluded.weight`, r.tok, r.typ, r.id, r.weight)
+		}
 	}
 }
+
+// copyOp is a COPY of new rows into a table.
+type copyOp struct {
+	table string
+	cols  []string
+	n     int // rows
+	src   pgx.CopyFromSource
+}
+
+// writes are a plan's statements: first (deletes and upserts), the
+// COPYs of a large plan's new rows, then last (summaries, counts, the
+// log entry); without COPYs, last is first, and the plan costs one round
+// trip.
+type writes struct {
+	first, last *pgx.Batch
+	copies      []copyOp
+}
+
+func (w *writes) exec(ctx context.Context, tx pgx.Tx) error {
+	if w.first.Len() > 0 {
+		if err := tx.SendBatch(ctx, w.first).Close(); err != nil {
+			return err
+		}
+	}
+	for _, c := range w.copies {
+		if c.n == 0 {
+			continue
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{c.table}, c.cols, c.src); err != nil {
+			return fmt.Errorf("copy into %s: %w", c.table, err)
+		}
+	}
+	if w.last != w.first && w.last.Len() > 0 {
+		return tx.SendBatch(ctx, w.last).Close()
+	}
+	return nil
+}
+
+// copyMin is the fewest elements of a plan whose new rows are copied
+// (COPY costs a round trip per table; below it, the INSERTs of one
+// batch are faster).
+const copyMin = 256
 
 // indexRows returns the property index rows and search tokens of a node.
 func (s *Store) indexRows(id graph.ID, typ string, props graph.Props) ([]propRow, map[string]byte) {
@@ -357,10 +402,18 @@ type degKey struct {
 
 type countKey struct{ kind, name string }
 
-// queuePlan queues the statements that write a plan's records and what
-// is derived from them.
-func (s *Store) queuePlan(b *pgx.Batch, p *graph.Plan) {
+// planWrites returns the statements that write a plan's records and what
+// is derived from them; extra statements go in last.
+func (s *Store) planWrites(p *graph.Plan) *writes {
+	wr := &writes{first: &pgx.Batch{}}
+	wr.last = wr.first
+	bulk := len(p.Nodes)+len(p.Edges) >= copyMin
+	if bulk {
+		wr.last = &pgx.Batch{}
+	}
+	b := wr.first
 	var (
+		nodeNew, edgeNew []int // indexes in p.Nodes and p.Edges of the records copied
 		nodeUp struct {
 			id, typ, props        []string
 			created, updated, rev []int64
@@ -375,7 +428,7 @@ func (s *Store) queuePlan(b *pgx.Batch, p *graph.Plan) {
 		deg     = map[degKey]int64{}
 		counts  = map[countKey]int64{}
 	)
-	for _, op := range p.Nodes {
+	for i, op := range p.Nodes {
 		id := op.ID
 		var oldRows, newRows []propRow
 		var oldToks, newToks map[string]byte
@@ -384,17 +437,24 @@ func (s *Store) queuePlan(b *pgx.Batch, p *graph.Plan) {
 		}
 		if op.New != nil {
 			newRows, newToks = s.recordIndexRows(id, op.New, op.Props)
+		}
+		switch {
+		case op.New != nil && op.Old == nil && bulk:
+			nodeNew = append(nodeNew, i)
+		case op.New != nil:
 			nodeUp.id = append(nodeUp.id, string(id))
 			nodeUp.typ = append(nodeUp.typ, op.New.Type)
 			nodeUp.props = append(nodeUp.props, string(op.New.Props))
 			nodeUp.created = append(nodeUp.created, op.New.Created)
 			nodeUp.updated = append(nodeUp.updated, op.New.Updated)
 			nodeUp.rev = append(nodeUp.rev, op.New.Rev)
-		} else {
+		default:
 			nodeDel = append(nodeDel, string(id))
 		}
 		for tok, wt := range newToks {
-			if old, ok := oldToks[tok]; !ok || old != wt {
+			if old, ok := oldToks[tok]; !ok {
+				w.postNew.add(postingRow{tok, op.New.Type, string(id), int16(wt)})
+			} else if old != wt {
 				w.postAdd.add(postingRow{tok, op.New.Type, string(id), int16(wt)})
 			}
 		}
@@ -420,9 +480,11 @@ func (s *Store) queuePlan(b *pgx.Batch, p *graph.Plan) {
 			counts[countKey{"node", op.Old.Type}]--
 		}
 	}
-	for _, op := range p.Edges {
+	for i, op := range p.Edges {
 		k := op.Key
-		if op.New != nil {
+		if op.New != nil && op.Old == nil && bulk {
+			edgeNew = append(edgeNew, i)
+		} else if op.New != nil {
 			edgeUp.from = append(edgeUp.from, string(k.From))
 			edgeUp.label = append(edgeUp.label, k.Label)
 			edgeUp.to = append(edgeUp.to, string(k.To))
@@ -434,7 +496,8 @@ func (s *Store) queuePlan(b *pgx.Batch, p *graph.Plan) {
 			if op.Old != nil {
 				continue
 			}
-		} else {
+		}
+		if op.New == nil {
 			edgeDel = append(edgeDel, k)
 		}
 		d := int64(1)
@@ -466,7 +529,31 @@ func (s *Store) queuePlan(b *pgx.Batch, p *graph.Plan) {
 			ON CONFLICT (from_id, label, to_id, key) DO UPDATE SET props = excluded.props, created = excluded.created, updated = excluded.updated, rev = excluded.rev`,
 			edgeUp.from, edgeUp.label, edgeUp.to, edgeUp.key, edgeUp.props, edgeUp.created, edgeUp.updated, edgeUp.rev)
 	}
+	if bulk {
+		// New records and their index rows are copied, after the deletes
+		// and upserts of first.
+		pa, pn := w.propAdd, w.postNew
+		w.propAdd, w.postNew = propRows{}, postingRows{}
+		wr.copies = append(wr.copies,
+			copyOp{"lore_nodes", []string{"id", "type", "props", "created", "updated", "rev"}, len(nodeNew), pgx.CopyFromSlice(len(nodeNew), func(i int) ([]any, error) {
+				op := p.Nodes[nodeNew[i]]
+				return []any{string(op.ID), op.New.Type, string(op.New.Props), op.New.Created, op.New.Updated, op.New.Rev}, nil
+			})},
+			copyOp{"lore_edges", []string{"from_id", "label", "to_id", "key", "props", "created", "updated", "rev"}, len(edgeNew), pgx.CopyFromSlice(len(edgeNew), func(i int) ([]any, error) {
+				op := p.Edges[edgeNew[i]]
+				return []any{string(op.Key.From), op.Key.Label, string(op.Key.To), op.Key.Key, string(op.New.Props), op.New.Created, op.New.Updated, op.New.Rev}, nil
+			})},
+			copyOp{"lore_prop", []string{"type", "prop", "val", "id"}, len(pa.id), pgx.CopyFromSlice(len(pa.id), func(i int) ([]any, error) {
+				r := &pa
+				return []any{r.typ[i], r.prop[i], r.val[i], r.id[i]}, nil
+			})},
+			copyOp{"lore_postings", []string{"token", "type", "id", "weight"}, len(pn.id), pgx.CopyFromSlice(len(pn.id), func(i int) ([]any, error) {
+				r := &pn
+				return []any{r.tok[i], r.typ[i], r.id[i], r.weight[i]}, nil
+			})})
+	}
 	w.queue(b)
+	b = wr.last
 	if len(deg) > 0 {
 		var ids, labels []string
 		var ins []bool
@@ -496,4 +583,5 @@ func (s *Store) queuePlan(b *pgx.Batch, p *graph.Plan) {
 				ON CONFLICT (kind, name) DO UPDATE SET n = c.n + excluded.n`, kinds, names, ns)
 		}
 	}
+	return wr
 }
