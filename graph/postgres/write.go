@@ -414,7 +414,7 @@ func (s *Store) planWrites(p *graph.Plan) *writes {
 	b := wr.first
 	var (
 		nodeNew, edgeNew []int // indexes in p.Nodes and p.Edges of the records copied
-		nodeUp struct {
+		nodeUp           struct {
 			id, typ, props        []string
 			created, updated, rev []int64
 		}
