@@ -1,0 +1,117 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/postgres"
+	"github.com/lore-dev/lore/graph/postgres/pgtest"
+	"github.com/lore-dev/lore/schema"
+)
+
+// TestReplicasStartTogether: several Stores opened at once on a new
+// database migrate it once (the advisory lock orders them), and agree on
+// the cursor key and the model.
+func TestReplicasStartTogether(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	const n = 6
+	stores := make([]*postgres.Store, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { stores[i], errs[i] = postgres.Open(t.Context(), postgres.Config{URL: url}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("replica %d: %v", i, err)
+		}
+		t.Cleanup(func() { stores[i].Close() })
+	}
+	var versions int
+	if err := stores[0].Pool().QueryRow(t.Context(), `SELECT count(*) FROM lore_schema_migrations`).Scan(&versions); err != nil || versions != 1 {
+		t.Fatalf("%d migrations recorded (%v), want 1", versions, err)
+	}
+	for i, s := range stores {
+		if string(s.CursorKey()) != string(stores[0].CursorKey()) || len(s.CursorKey()) != 32 {
+			t.Errorf("replica %d has another cursor key", i)
+		}
+		if string(s.Model().JSON()) != string(schema.DefaultJSON()) {
+			t.Errorf("replica %d has another model", i)
+		}
+	}
+}
+
+// TestModelChangeRebuildsIndexes: opening the store with a model that
+// indexes another property rebuilds the property index, and the new
+// model is kept for the next Open without one.
+func TestModelChangeRebuildsIndexes(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	m1, err := schema.Load([]byte(`{"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://lore.dev/models/t.json", "title": "t", "$defs": {
+	  "A": {"x-lore-node": {"display": "name", "indexed": ["name"], "search": ["name"]}, "type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := schema.Load([]byte(`{"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://lore.dev/models/t.json", "title": "t", "$defs": {
+	  "A": {"x-lore-node": {"display": "name", "indexed": ["n"], "search": ["name"]}, "type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := postgres.Open(t.Context(), postgres.Config{URL: url, Model: m1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{{ID: "a/1", Type: "A", Properties: graph.Props{"name": "one", "n": 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, url) // the stored model, m1
+	if _, err := s.Lookup(t.Context(), graph.IndexQuery{Type: "A", Property: "n", Eq: 1}); !errors.Is(err, graph.ErrInvalid) {
+		t.Fatalf("lookup of an unindexed property: %v", err)
+	}
+	s.Close()
+	s2, err := postgres.Open(t.Context(), postgres.Config{URL: url, Model: m2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
+	s = open(t, url) // now m2
+	p, err := s.Lookup(t.Context(), graph.IndexQuery{Type: "A", Property: "n", Eq: 1})
+	if err != nil || len(p.IDs) != 1 || p.IDs[0] != "a/1" {
+		t.Fatalf("lookup after the model change: %+v %v", p, err)
+	}
+}
+
+// TestDeadlineCancelsReads: a read whose ctx is done fails with the
+// ctx's error, and the store goes on serving.
+func TestDeadlineCancelsReads(t *testing.T) {
+	s := open(t, pgtest.NewDatabase(t))
+	ctx, cancel := context.WithTimeout(t.Context(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	if _, err := s.ScanNodes(ctx, graph.Page{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("ScanNodes past its deadline: %v", err)
+	}
+	if _, err := s.Stats(t.Context()); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestStatementTimeout: Config.StatementTimeout is the ceiling of every
+// statement of the store's connections.
+func TestStatementTimeout(t *testing.T) {
+	s, err := postgres.Open(t.Context(), postgres.Config{URL: pgtest.NewDatabase(t), StatementTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Pool().Exec(t.Context(), `SELECT pg_sleep(5)`)
+	if err == nil || !strings.Contains(err.Error(), "statement timeout") {
+		t.Errorf("a 5 s statement under a 200 ms ceiling: %v", err)
+	}
+}
