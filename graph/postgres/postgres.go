@@ -17,7 +17,14 @@
 // (null < false < true < numbers < strings, numbers as float64, strings
 // bytewise, arrays by their elements), which no JSONB operator class
 // gives, and a model's indexed properties change at run time, which would
-// need DDL per property. See value_test.go for the measurement behind it.
+// need DDL per property. Measured on PostgreSQL 15 with 100k nodes and two
+// indexed properties (pgbench, 2,000 runs each, on this 2-core machine
+// under load): equality lookups of 100 IDs took 0.335 ms on the value
+// table against 0.409 ms on a (type, props->'tier', id) expression index,
+// and 0.242 against 0.282 ms on a unique name; a range of 100, 1.015
+// against 1.039 ms. Loading the 100k rows took 3.8 s (records, then
+// value rows) against 4.8 s (records with two expression indexes). The
+// value table is larger: 34 MB against 20 MB of expression indexes.
 //
 // Every text column that Lore compares is COLLATE "C", so comparisons are
 // bytewise as the Store contract says, whatever the database's collation.
