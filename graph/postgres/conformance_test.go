@@ -1,6 +1,8 @@
 package postgres_test
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -30,6 +32,7 @@ func TestConformance(t *testing.T) {
 			url := pgtest.NewDatabase(t)
 			s := open(t, url)
 			urls.Store(s, url)
+			checkAtEnd(t, s)
 			return s
 		},
 		Reopen: func(t *testing.T, s graph.Store) graph.Store {
@@ -40,7 +43,22 @@ func TestConformance(t *testing.T) {
 			}
 			s2 := open(t, url.(string))
 			urls.Store(s2, url)
+			checkAtEnd(t, s2)
 			return s2
 		},
+	})
+}
+
+// checkAtEnd checks the store's derived tables against its records when
+// the test ends, unless the test closed it.
+func checkAtEnd(t *testing.T, s *postgres.Store) {
+	t.Cleanup(func() {
+		r, err := s.Check(context.Background())
+		if errors.Is(err, graph.ErrClosed) {
+			return
+		}
+		if err != nil || !r.OK() {
+			t.Errorf("check at the end: %v %v", err, r)
+		}
 	})
 }

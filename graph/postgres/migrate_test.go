@@ -115,3 +115,40 @@ func TestStatementTimeout(t *testing.T) {
 		t.Errorf("a 5 s statement under a 200 ms ceiling: %v", err)
 	}
 }
+
+// TestCheckAndRepair: Check finds derived rows that disagree with the
+// records, and Repair rebuilds them.
+func TestCheckAndRepair(t *testing.T) {
+	s := open(t, pgtest.NewDatabase(t))
+	ctx := t.Context()
+	if _, err := s.Apply(ctx, &graph.Batch{
+		Nodes: []graph.NodeInput{topic("topic/a", "alpha beta"), {ID: "service/b", Type: "Service", Properties: graph.Props{"name": "beta"}}},
+		Edges: []graph.EdgeInput{{EdgeKey: graph.EdgeKey{From: "service/b", Label: "dependsOn", To: "service/b"}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Check(ctx)
+	if err != nil || !r.OK() || r.Nodes != 2 || r.Edges != 1 || r.Changes != 1 {
+		t.Fatalf("check of a sound store: %+v %v", r, err)
+	}
+	for _, q := range []string{
+		`UPDATE lore_degrees SET n = 5 WHERE node_id = 'service/b' AND inbound`,
+		`DELETE FROM lore_postings WHERE token = 'alpha'::bytea`,
+		`UPDATE lore_counts SET n = 9 WHERE kind = 'node'`,
+	} {
+		if _, err := s.Pool().Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err = s.Check(ctx)
+	if err != nil || len(r.Problems) != 4 { // two counters, a summary, a posting
+		t.Fatalf("check of a damaged store: %v %v", r.Problems, err)
+	}
+	r, err = s.Repair(ctx)
+	if err != nil || !r.OK() {
+		t.Fatalf("repair: %v %v", r.Problems, err)
+	}
+	if p, err := s.Postings(ctx, graph.PostingQuery{Prefix: "alpha"}); err != nil || len(p.Postings) != 1 {
+		t.Errorf("postings after repair: %+v %v", p, err)
+	}
+}
