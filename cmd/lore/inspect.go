@@ -67,7 +67,7 @@ func cmdStats(ctx context.Context, e *env, args []string) error {
 	if !human {
 		return printJSON(e, st)
 	}
-	return viewStats(e.stdout, o.path, st)
+	return viewStats(e.stdout, displayStore(o.path), st)
 }
 
 func cmdCheck(ctx context.Context, e *env, args []string) error {

@@ -42,6 +42,15 @@ func (o storeOptions) embedded() bolt.Config {
 // opens it itself.
 func isRemote(location string) bool { return postgres.IsURL(location) }
 
+// displayStore returns a store location as messages and pages show it: a
+// database URL without its password.
+func displayStore(location string) string {
+	if isRemote(location) {
+		return postgres.Redact(location)
+	}
+	return location
+}
+
 // openBackend opens (or creates) the store o.path names: the PostgreSQL
 // store for a postgres:// URL, the embedded store for a directory.
 func openBackend(ctx context.Context, o storeOptions) (graph.Store, error) {

@@ -152,3 +152,14 @@ func TestCheckAndRepair(t *testing.T) {
 		t.Errorf("postings after repair: %+v %v", p, err)
 	}
 }
+
+func TestRedact(t *testing.T) {
+	for _, u := range []string{"postgres://lore:s3cret@db.example:5432/lore?sslmode=require", "postgresql://lore:s3cret@db/lore"} {
+		if r := postgres.Redact(u); strings.Contains(r, "s3cret") || !strings.Contains(r, "lore:***@") {
+			t.Errorf("Redact(%q) = %q", u, r)
+		}
+	}
+	if _, err := postgres.Open(t.Context(), postgres.Config{URL: "postgres://lore:s3cret@127.0.0.1:1/none?connect_timeout=1"}); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the error of an open that fails shows the password: %v", err)
+	}
+}

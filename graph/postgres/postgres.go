@@ -153,7 +153,7 @@ func IsURL(location string) bool {
 // (migrations run under an advisory lock, so replicas starting together
 // never race), and starts the change-log listener.
 func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
-	defer wrap(&err, "open PostgreSQL store %s", redact(cfg.URL))
+	defer wrap(&err, "open PostgreSQL store %s", Redact(cfg.URL))
 	if cfg.URL == "" {
 		return nil, fmt.Errorf("no database URL given: %w", graph.ErrInvalid)
 	}
@@ -187,8 +187,9 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 	return s, nil
 }
 
-// redact drops the password from a URL for messages.
-func redact(url string) string {
+// Redact returns a database URL without its password, for messages and
+// pages.
+func Redact(url string) string {
 	if pc, err := pgconn.ParseConfig(url); err == nil && pc.Password != "" {
 		return strings.Replace(url, ":"+pc.Password+"@", ":***@", 1)
 	}
