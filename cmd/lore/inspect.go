@@ -145,6 +145,9 @@ func cmdCompact(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if isRemote(o.path) {
+		return fmt.Errorf("lore compact rewrites the embedded store's file; a PostgreSQL store is compacted by PostgreSQL itself (autovacuum, or VACUUM FULL): %w", graph.ErrInvalid)
+	}
 	if err := exclusive(ctx, e, o.path, "compact"); err != nil {
 		return err
 	}
