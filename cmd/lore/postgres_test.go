@@ -56,3 +56,26 @@ wait:
 		t.Fatalf("get_node service/billing on B: %v %s", err, resultText(res))
 	}
 }
+
+// TestCLIOnPostgres: a read on a database without Lore's schema says there
+// is no store and creates none; import creates it, and the CLI then reads,
+// exports and checks it.
+func TestCLIOnPostgres(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	if _, errOut, code := lore(t, "stats", "--store", url); code == 0 || !strings.Contains(errOut, "no store") {
+		t.Errorf("stats on an empty database: exit %d, %s", code, errOut)
+	}
+	data := writeFile(t, "d.ndjson", `{"kind":"node","id":"topic/a","type":"Topic","properties":{"name":"alpha"}}`+"\n")
+	if _, errOut, code := lore(t, "import", "--store", url, data); code != 0 {
+		t.Fatalf("import: exit %d, %s", code, errOut)
+	}
+	if out, errOut, code := lore(t, "stats", "--store", url, "--json"); code != 0 || !strings.Contains(out, `"nodes": 1`) {
+		t.Errorf("stats: exit %d, %s%s", code, out, errOut)
+	}
+	if out, errOut, code := lore(t, "export", "--store", url, "-"); code != 0 || !strings.Contains(out, `"topic/a"`) {
+		t.Errorf("export: exit %d, %s%s", code, out, errOut)
+	}
+	if out, errOut, code := lore(t, "check", "--store", url); code != 0 {
+		t.Errorf("check: exit %d, %s%s", code, out, errOut)
+	}
+}

@@ -57,12 +57,7 @@ func openBackend(ctx context.Context, o storeOptions) (graph.Store, error) {
 	if !isRemote(o.path) {
 		return openEmbedded(ctx, o)
 	}
-	if o.readOnly {
-		// A reader opens it as a writer would (the schema is migrated
-		// if need be); nothing here writes through it.
-		o.readOnly = false
-	}
-	s, err := postgres.Open(ctx, postgres.Config{URL: o.path, Model: o.model})
+	s, err := postgres.Open(ctx, postgres.Config{URL: o.path, Model: o.model, ReadOnly: o.readOnly})
 	if err != nil {
 		return nil, err
 	}

@@ -126,6 +126,29 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
+// schemaCurrent checks, for a reader, that the database holds Lore's
+// schema at this Lore's version.
+func schemaCurrent(ctx context.Context, pool *pgxpool.Pool) error {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('lore_schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("%w in this database (no Lore schema): a command that writes, such as lore import or lore serve, creates one", graph.ErrNoStore)
+	}
+	var have int
+	err := pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM lore_schema_migrations`).Scan(&have)
+	switch {
+	case err != nil:
+		return err
+	case have < len(migrations)-1:
+		return fmt.Errorf("the database's Lore schema is version %d, older than this lore's %d: open it once with a writer (lore serve, lore import), which upgrades it", have, len(migrations)-1)
+	case have > len(migrations)-1:
+		return fmt.Errorf("the database's Lore schema is version %d, and this lore knows versions up to %d: upgrade lore", have, len(migrations)-1)
+	}
+	return nil
+}
+
 // adoptModel sets the store's model: model, or the stored one if nil, or
 // the default one for a new store. Another model than the stored one must
 // fit the store; if it changes what is derived from the records of node
@@ -154,6 +177,9 @@ func (s *Store) adoptModel(ctx context.Context, model *schema.Model) error {
 	if bytes.Equal(stored, s.model.JSON()) {
 		return nil
 	}
+	if s.readOnly {
+		return s.checkReadModel(ctx, old)
+	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockCommit); err != nil {
 			return err
@@ -178,14 +204,7 @@ func (s *Store) adoptModel(ctx context.Context, model *schema.Model) error {
 		if old == nil {
 			old = schema.Default()
 		}
-		var stale []string
-		for _, c := range held {
-			nt, ok := s.model.Node(c.name)
-			ot, ok2 := old.Node(c.name)
-			if c.kind == "node" && ok && (!ok2 || !slices.Equal(nt.Indexed, ot.Indexed) || !slices.Equal(nt.Search, ot.Search) || nt.Display != ot.Display) {
-				stale = append(stale, c.name)
-			}
-		}
+		stale := staleTypes(held, old, s.model)
 		if len(stale) > 0 {
 			if err := s.rebuildDerived(ctx, tx, stale); err != nil {
 				return fmt.Errorf("rebuilding the indexes of %s for the new model: %w", strings.Join(stale, ", "), err)
@@ -194,6 +213,44 @@ func (s *Store) adoptModel(ctx context.Context, model *schema.Model) error {
 		_, err = tx.Exec(ctx, `INSERT INTO lore_meta (key, value) VALUES ('model', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, s.model.JSON())
 		return err
 	})
+}
+
+// staleTypes returns the node types the store holds whose derived rows
+// change from model old to m.
+func staleTypes(held []count, old, m *schema.Model) []string {
+	var stale []string
+	for _, c := range held {
+		nt, ok := m.Node(c.name)
+		ot, ok2 := old.Node(c.name)
+		if c.kind == "node" && ok && (!ok2 || !slices.Equal(nt.Indexed, ot.Indexed) || !slices.Equal(nt.Search, ot.Search) || nt.Display != ot.Display) {
+			stale = append(stale, c.name)
+		}
+	}
+	return stale
+}
+
+// checkReadModel refuses, for a reader, a model that would change the
+// derived rows (only a writer rebuilds them) or lacks what the store holds.
+func (s *Store) checkReadModel(ctx context.Context, old *schema.Model) error {
+	held, err := countsOf(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	for _, c := range held {
+		_, okN := s.model.Node(c.name)
+		_, okE := s.model.Edge(c.name)
+		if c.kind == "node" && !okN || c.kind == "edge" && !okE {
+			return fmt.Errorf("the model lacks %s %s, which the store holds: %w", c.kind, c.name, graph.ErrInvalid)
+		}
+	}
+	if old == nil {
+		old = schema.Default()
+	}
+	if stale := staleTypes(held, old, s.model); len(stale) > 0 {
+		return fmt.Errorf("the model changes what Lore indexes for %s, and a read does not rebuild indexes; open the store once with this model to write (for example lore check --repair --model FILE): %w",
+			strings.Join(stale, ", "), graph.ErrInvalid)
+	}
+	return nil
 }
 
 type count struct {

@@ -163,3 +163,31 @@ func TestRedact(t *testing.T) {
 		t.Errorf("the error of an open that fails shows the password: %v", err)
 	}
 }
+
+// TestReadOnly: a reader of a database without Lore's schema fails with
+// ErrNoStore and creates nothing; on a store, it reads and refuses writes.
+func TestReadOnly(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	_, err := postgres.Open(t.Context(), postgres.Config{URL: url, ReadOnly: true})
+	if !errors.Is(err, graph.ErrNoStore) {
+		t.Fatalf("read-only open of an empty database: %v", err)
+	}
+	w := open(t, url)
+	if _, err := w.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{topic("topic/a", "a")}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := postgres.Open(t.Context(), postgres.Config{URL: url, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Node(t.Context(), "topic/a"); err != nil {
+		t.Error(err)
+	}
+	if _, err := r.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{topic("topic/b", "b")}}); !errors.Is(err, graph.ErrInvalid) {
+		t.Errorf("a write through a reader: %v", err)
+	}
+	if string(r.CursorKey()) != string(w.CursorKey()) {
+		t.Error("the reader has another cursor key")
+	}
+}

@@ -99,6 +99,13 @@ type Config struct {
 	// after a change, doubling to PollMax while nothing changes. 0 means
 	// DefaultPollMin and DefaultPollMax.
 	PollMin, PollMax time.Duration
+	// ReadOnly opens the store for reading: Open fails with an error
+	// wrapping graph.ErrNoStore if the database holds no Lore schema, and
+	// with another if its schema is older than this Lore's (a writer
+	// upgrades it); it creates and upgrades nothing. A Model other than
+	// the stored one is used by this Store only, never saved, and refused
+	// if it changes what is indexed. Apply refuses writes (but dry runs).
+	ReadOnly bool
 	// MaxConns is the pool's size; 0 means pgxpool's default (the larger
 	// of 4 and the number of CPUs).
 	MaxConns int32
@@ -131,8 +138,9 @@ type Store struct {
 	cursorKey []byte
 	log       *slog.Logger
 
-	wmu    sync.Mutex // one Apply at a time in this process (the advisory lock orders processes)
-	closed atomic.Bool
+	wmu      sync.Mutex // one Apply at a time in this process (the advisory lock orders processes)
+	closed   atomic.Bool
+	readOnly bool
 
 	// seen is the newest sequence number Changed's waiters were woken for.
 	seenMu  sync.Mutex
@@ -175,7 +183,7 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 		pool.Close()
 		return nil, fmt.Errorf("%w; is PostgreSQL running there, and may this user connect?", err)
 	}
-	s := &Store{pool: pool, changed: graph.NewNotifier(), log: cmp.Or(cfg.Logger, slog.Default())}
+	s := &Store{pool: pool, changed: graph.NewNotifier(), log: cmp.Or(cfg.Logger, slog.Default()), readOnly: cfg.ReadOnly}
 	if err := s.init(ctx, cfg.Model); err != nil {
 		pool.Close()
 		return nil, err
@@ -199,14 +207,24 @@ func Redact(url string) string {
 // init migrates the schema, then loads (or stores) the cursor key and the
 // model, and the newest sequence number.
 func (s *Store) init(ctx context.Context, model *schema.Model) error {
-	if err := migrate(ctx, s.pool); err != nil {
+	if s.readOnly {
+		if err := schemaCurrent(ctx, s.pool); err != nil {
+			return err
+		}
+		if err := s.pool.QueryRow(ctx, `SELECT value FROM lore_meta WHERE key = 'cursorKey'`).Scan(&s.cursorKey); err != nil {
+			return fmt.Errorf("cursor key: %w", err)
+		}
+	} else if err := migrate(ctx, s.pool); err != nil {
 		return err
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
-	if err := s.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO lore_meta (key, value) VALUES ('cursorKey', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
-		SELECT value FROM ins UNION ALL SELECT value FROM lore_meta WHERE key = 'cursorKey'`, key).Scan(&s.cursorKey); err != nil {
-		return fmt.Errorf("cursor key: %w", err)
+	if !s.readOnly {
+		err := s.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO lore_meta (key, value) VALUES ('cursorKey', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
+		SELECT value FROM ins UNION ALL SELECT value FROM lore_meta WHERE key = 'cursorKey'`, key).Scan(&s.cursorKey)
+		if err != nil {
+			return fmt.Errorf("cursor key: %w", err)
+		}
 	}
 	if err := s.adoptModel(ctx, model); err != nil {
 		return err

@@ -33,6 +33,9 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if s.readOnly && !b.DryRun {
+		return nil, fmt.Errorf("the store is open for reading only: %w", graph.ErrInvalid)
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.check(); err != nil {
