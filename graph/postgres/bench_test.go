@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -216,4 +217,54 @@ func commitPoint(b *testing.B, ctx context.Context, url string, pg *postgres.Sto
 		fmt.Printf("commits/s with %d writer(s) on two Stores: %.0f\n", writers, rate)
 		b.ReportMetric(rate, fmt.Sprintf("pg-commits/s-%dw", writers))
 	}
+}
+
+// BenchmarkHubPage pages through the 20,000 in-edges of one node, 100 at
+// a time, and reports the median page.
+func BenchmarkHubPage(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, pgtest.NewDatabase(b))
+	const n = 20000
+	batch := &graph.Batch{Nodes: []graph.NodeInput{{ID: "service/hub", Type: "Service", Properties: graph.Props{"name": "hub"}}}}
+	for i := range n {
+		id := graph.ID(fmt.Sprintf("service/s%05d", i))
+		batch.Nodes = append(batch.Nodes, graph.NodeInput{ID: id, Type: "Service", Properties: graph.Props{"name": "s"}})
+		batch.Edges = append(batch.Edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: id, Label: "dependsOn", To: "service/hub"}})
+	}
+	if _, err := graph.Import(ctx, s, strings.NewReader(ndjson(batch)), graph.ImportOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		var lat []time.Duration
+		q := graph.EdgeQuery{Nodes: []graph.ID{"service/hub"}, Direction: graph.Both, Page: graph.Page{Limit: 100}, KeysOnly: true}
+		for {
+			t0 := time.Now()
+			p, err := s.Edges(ctx, q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+			if p.Next == "" {
+				break
+			}
+			q.After = p.Next
+		}
+		fmt.Printf("hub of %d in-edges: %d pages, p50 %.3f ms a page\n", n, len(lat), ms(p50(lat)))
+		b.ReportMetric(ms(p50(lat)), "page-p50-ms")
+	}
+}
+
+// ndjson renders a batch's nodes and edges as import lines.
+func ndjson(b *graph.Batch) string {
+	var sb strings.Builder
+	for _, n := range b.Nodes {
+		fmt.Fprintf(&sb, `{"kind":"node","id":%q,"type":%q,"properties":{"name":"s"}}`+"\n", n.ID, n.Type)
+	}
+	for _, e := range b.Edges {
+		fmt.Fprintf(&sb, `{"kind":"edge","from":%q,"label":%q,"to":%q}`+"\n", e.From, e.Label, e.To)
+	}
+	return sb.String()
 }

@@ -182,10 +182,7 @@ func (a *sqlArgs) add(v any) string {
 }
 
 // Edges returns a page of the edges of q.Nodes in the order Store.Edges
-// specifies, for the whole set of nodes in one statement: the nodes are
-// unnested with their ordinal, joined to the out- and in-edge indexes,
-// and the union sorted by (ordinal, label, direction, other end, key),
-// the page starting after the cursor by a row comparison.
+// specifies, for the whole set of nodes in one statement (see edgesSQL).
 func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, error) {
 	dir, err := graph.ParseDirection(string(q.Direction))
 	if err != nil {
@@ -220,42 +217,8 @@ func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, 
 		return page, nil
 	}
 	limit := q.Size()
-	var args sqlArgs
-	var sb strings.Builder
-	sb.WriteString(`WITH q AS MATERIALIZED (SELECT id, ord FROM unnest(` + args.add(idStrings(q.Nodes)) + `::text[]) WITH ORDINALITY AS u(id, ord)`)
-	if cur.set {
-		sb.WriteString(` WHERE ord >= ` + args.add(int64(cur.node+1)))
-	}
-	sb.WriteString(`) SELECT ord, inbound, from_id, label, to_id, key`)
-	cols := `e.from_id, e.label, e.to_id, e.key`
-	if !q.KeysOnly {
-		sb.WriteString(`, props, created, updated, rev`)
-		cols += `, e.props, e.created, e.updated, e.rev`
-	}
-	sb.WriteString(` FROM (`)
-	labelCond := ""
-	if len(labels) > 0 {
-		labelCond = ` AND e.label = ANY(` + args.add(labels) + `::text[])`
-	}
-	if dir != graph.In {
-		sb.WriteString(`SELECT q.ord, e.label AS l, false AS inbound, e.to_id AS other, e.key AS k, ` + cols + ` FROM q JOIN lore_edges e ON e.from_id = q.id WHERE true` + labelCond)
-	}
-	if dir == graph.Both {
-		sb.WriteString(` UNION ALL `)
-	}
-	if dir != graph.Out {
-		sb.WriteString(`SELECT q.ord, e.label AS l, true AS inbound, e.from_id AS other, e.key AS k, ` + cols + ` FROM q JOIN lore_edges e ON e.to_id = q.id WHERE true` + labelCond)
-		if dir == graph.Both {
-			sb.WriteString(` AND e.from_id <> e.to_id`)
-		}
-	}
-	sb.WriteString(`) x`)
-	if cur.set {
-		fmt.Fprintf(&sb, ` WHERE (ord, l, inbound, other, k) > (%s::bigint, %s::text COLLATE "C", %s::boolean, %s::text COLLATE "C", %s::text COLLATE "C")`,
-			args.add(int64(cur.node+1)), args.add(cur.label), args.add(cur.in), args.add(cur.other), args.add(cur.key))
-	}
-	sb.WriteString(` ORDER BY ord, l, inbound, other, k LIMIT ` + args.add(int64(limit+1)))
-	rows, err := s.pool.Query(ctx, sb.String(), args...)
+	sql, args := edgesSQL(q, dir, labels, cur, limit+1)
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -296,6 +259,74 @@ func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, 
 		page.Edges = append(page.Edges, e)
 	}
 	return page, rows.Err()
+}
+
+// edgesSQL returns the statement of an Edges page of n rows: the nodes
+// unnested with their ordinals, and for each node its out-edges and its
+// in-edges, each read from its index in the listing's order and at most n
+// of them (a LATERAL subquery with ORDER BY and LIMIT: a page at a hub
+// reads a page's worth, not the hub's edges), the union sorted by
+// (ordinal, label, direction, other end, key). The node the cursor is in
+// has two subqueries of its own whose row comparisons with the cursor are
+// index conditions; the nodes after it are read whole.
+func edgesSQL(q graph.EdgeQuery, dir graph.Direction, labels []string, cur edgeCursor, n int) (string, []any) {
+	var args sqlArgs
+	lim := args.add(int64(n))
+	cols := `e.from_id, e.label, e.to_id, e.key`
+	if !q.KeysOnly {
+		cols += `, e.props, e.created, e.updated, e.rev`
+	}
+	labelCond := ""
+	if len(labels) > 0 {
+		labelCond = ` AND e.label = ANY(` + args.add(labels) + `::text[])`
+	}
+	selfCond := ""
+	if dir == graph.Both {
+		selfCond = ` AND e.from_id <> e.to_id` // a self-loop is listed as an out-edge
+	}
+	out := func(node, cond string) string {
+		return `SELECT false AS inbound, e.to_id AS other, ` + cols + ` FROM lore_edges e WHERE e.from_id = ` + node + labelCond + cond +
+			` ORDER BY e.label, e.to_id, e.key LIMIT ` + lim
+	}
+	in := func(node, cond string) string {
+		return `SELECT true AS inbound, e.from_id AS other, ` + cols + ` FROM lore_edges e WHERE e.to_id = ` + node + labelCond + selfCond + cond +
+			` ORDER BY e.label, e.from_id, e.key LIMIT ` + lim
+	}
+	var parts []string
+	q1 := `WITH q AS MATERIALIZED (SELECT id, ord FROM unnest(` + args.add(idStrings(q.Nodes)) + `::text[]) WITH ORDINALITY AS u(id, ord)`
+	if cur.set {
+		ord := args.add(int64(cur.node + 1))
+		q1 += ` WHERE ord > ` + ord
+		id := args.add(string(q.Nodes[cur.node])) + `::text`
+		cl, co, ck := args.add(cur.label)+`::text COLLATE "C"`, args.add(cur.other)+`::text COLLATE "C"`, args.add(cur.key)+`::text COLLATE "C"`
+		// An out-edge sorts after the cursor if its (label, to, key) does,
+		// when the cursor is at an out-edge, or if its label does, when at
+		// an in-edge (which follows the out-edges of its label); an
+		// in-edge, if its label is not before the cursor's, or if its
+		// (label, from, key) sorts after the cursor's, when at an in-edge.
+		outCond, inCond := ` AND (e.label, e.to_id, e.key) > (`+cl+`, `+co+`, `+ck+`)`, ` AND e.label >= `+cl
+		if cur.in {
+			outCond, inCond = ` AND e.label > `+cl, ` AND (e.label, e.from_id, e.key) > (`+cl+`, `+co+`, `+ck+`)`
+		}
+		if dir != graph.In {
+			parts = append(parts, `SELECT `+ord+`::bigint AS ord, c.* FROM (`+out(id, outCond)+`) c`)
+		}
+		if dir != graph.Out {
+			parts = append(parts, `SELECT `+ord+`::bigint AS ord, c.* FROM (`+in(id, inCond)+`) c`)
+		}
+	}
+	q1 += `)`
+	if dir != graph.In {
+		parts = append(parts, `SELECT q.ord, o.* FROM q CROSS JOIN LATERAL (`+out("q.id", "")+`) o`)
+	}
+	if dir != graph.Out {
+		parts = append(parts, `SELECT q.ord, i.* FROM q CROSS JOIN LATERAL (`+in("q.id", "")+`) i`)
+	}
+	sel := `ord, inbound, from_id, label, to_id, key`
+	if !q.KeysOnly {
+		sel += `, props, created, updated, rev`
+	}
+	return q1 + ` SELECT ` + sel + ` FROM (` + strings.Join(parts, ` UNION ALL `) + `) x ORDER BY ord, label, inbound, other, key LIMIT ` + lim, args
 }
 
 // NodesByType returns a page of the nodes of one type, ordered by ID.
