@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/postgres"
 	"github.com/lore-dev/lore/graph/postgres/pgtest"
 )
 
@@ -144,4 +145,29 @@ func TestConcurrentWritersAcrossReplicas(t *testing.T) {
 		t.Error("no increment lost a race: the test did not exercise the conflict")
 	}
 	t.Logf("%d increments, %d conflicts told to the losers", increments, conflicts.Load())
+}
+
+// TestChangedPollsWithoutNotification: a commit whose notification never
+// came (written here straight into the log, with no NOTIFY) still wakes
+// Changed, by the poll of the log, within PollMax.
+func TestChangedPollsWithoutNotification(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	s, err := postgres.Open(t.Context(), postgres.Config{URL: url, PollMin: 20 * time.Millisecond, PollMax: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ch := s.Changed()
+	data := graph.EncodeChange(&graph.Change{Seq: 1, Time: time.Now().UTC(), Op: "write", Nodes: []graph.NodeChange{{ID: "topic/x", Type: "Topic", Action: graph.Created, Revision: 1}}})
+	if _, err := s.Pool().Exec(t.Context(), `INSERT INTO lore_changes (seq, data) VALUES (1, $1)`, data); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(time.Second):
+		t.Fatal("Changed did not wake within 1 s for a commit without a notification")
+	}
+	if chs, err := s.Since(t.Context(), 0, 10); err != nil || len(chs) != 1 || chs[0].Nodes[0].ID != "topic/x" {
+		t.Fatalf("Since: %+v %v", chs, err)
+	}
 }
