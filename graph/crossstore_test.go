@@ -26,8 +26,11 @@ func TestPostgresAnswersLikeEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := *oracleSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d: rerun with go test -run TestPostgresAnswersLikeEmbedded ./graph -lore.oracle.seed %d", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0x70677374))
 	const graphs, queries = 3, 80
 	for gi := range graphs {
