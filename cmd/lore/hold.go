@@ -114,7 +114,7 @@ func holdStore(ctx context.Context, e *env, f *surfaceFlags, takeOver bool) (gra
 				continue
 			}
 		}
-		s, err := openEmbedded(ctx, o)
+		s, err := openBackend(ctx, o)
 		if errors.Is(err, graph.ErrLocked) && attempt <= 3 && findHolder(ctx, o.path) != nil {
 			continue // a holder started meanwhile
 		}

@@ -93,6 +93,9 @@ type holderOptions struct {
 // startHolder listens on the store's socket, records it in the owner file
 // and serves there until stop. The caller holds the store.
 func startHolder(o holderOptions) (*holder, error) {
+	if isRemote(o.path) {
+		return startRemoteHolder(o), nil
+	}
 	ln, sock, err := listenSocket(o.path, o.getenv)
 	if err != nil {
 		return nil, fmt.Errorf("listening for other Lore processes: %w", err)
@@ -123,6 +126,26 @@ func startHolder(o holderOptions) (*holder, error) {
 	o.log.Info("holding the store for other Lore processes", "store", o.path, "socket", sock)
 	return h, nil
 }
+
+// startRemoteHolder returns the holder of a database store: it serves no
+// socket (every process opens the database itself), and only follows the
+// change log for its servers and closes the store at stop.
+func startRemoteHolder(o holderOptions) *holder {
+	sum := sha256.Sum256(o.store.Model().JSON())
+	h := &holder{kind: o.kind, store: o.store, path: o.path, readOnly: o.readOnly, model: hex.EncodeToString(sum[:]),
+		log: o.log, ln: closedListener{}, servers: map[sessionConfig]*mcp.Server{}, conns: map[*websocket.Conn]struct{}{},
+		runs: map[*websocket.Conn]context.CancelFunc{}, done: make(chan struct{}), stopped: make(chan struct{}),
+		hs: &http.Server{}}
+	h.watchCtx, h.cancelWatch = context.WithCancel(context.Background())
+	return h
+}
+
+// closedListener stands for the socket of a holder that serves none.
+type closedListener struct{}
+
+func (closedListener) Accept() (net.Conn, error) { return nil, net.ErrClosed }
+func (closedListener) Close() error              { return nil }
+func (closedListener) Addr() net.Addr            { return &net.UnixAddr{Net: "unix"} }
 
 // listenSocket listens on the socket of the store in dir, owner-only.
 func listenSocket(dir string, getenv func(string) string) (net.Listener, string, error) {

@@ -67,7 +67,7 @@ func cmdStats(ctx context.Context, e *env, args []string) error {
 	if !human {
 		return printJSON(e, st)
 	}
-	return viewStats(e.stdout, o.path, st)
+	return viewStats(e.stdout, displayStore(o.path), st)
 }
 
 func cmdCheck(ctx context.Context, e *env, args []string) error {
@@ -144,6 +144,9 @@ func cmdCompact(ctx context.Context, e *env, args []string) error {
 	o, err := sf.options(e, true) // the store must exist; the new file keeps its model
 	if err != nil {
 		return err
+	}
+	if isRemote(o.path) {
+		return fmt.Errorf("lore compact rewrites the embedded store's file; a PostgreSQL store is compacted by PostgreSQL itself (autovacuum, or VACUUM FULL): %w", graph.ErrInvalid)
 	}
 	if err := exclusive(ctx, e, o.path, "compact"); err != nil {
 		return err

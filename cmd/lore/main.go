@@ -105,7 +105,7 @@ get, query, search, neighbors, paths and stats print tables on a terminal and
 JSON otherwise; --json (or -o json) and -o table choose.
 
 Every command that opens a store takes:
-  --store PATH   the store directory (env LORE_STORE; default $XDG_DATA_HOME/lore,
+  --store PATH   the store directory, or a postgres:// URL (env LORE_STORE; default $XDG_DATA_HOME/lore,
                  or ~/.local/share/lore); commands that only read need an existing store
   --model FILE   the model to validate against (env LORE_MODEL; default: the model
                  the store was created with, else the built-in default model). A command
@@ -290,7 +290,7 @@ type storeFlags struct {
 }
 
 func (sf *storeFlags) register(fs *flag.FlagSet, e *env) {
-	fs.StringVar(&sf.store, "store", e.getenv("LORE_STORE"), "store `directory` (env LORE_STORE)")
+	fs.StringVar(&sf.store, "store", e.getenv("LORE_STORE"), "store `directory` or postgres:// URL (env LORE_STORE)")
 	fs.StringVar(&sf.model, "model", e.getenv("LORE_MODEL"), "model `file` (env LORE_MODEL)")
 	fs.DurationVar(&sf.lockTimeout, "lock-timeout", time.Second, "how long to wait for another process holding the store")
 }
@@ -390,7 +390,7 @@ func openWith(ctx context.Context, e *env, o storeOptions) (graph.Store, func(),
 	if h := findHolder(ctx, o.path); h != nil {
 		return nil, nil, &heldError{h}
 	}
-	s, err := openEmbedded(ctx, o)
+	s, err := openBackend(ctx, o)
 	if errors.Is(err, graph.ErrLocked) {
 		if h := findHolder(ctx, o.path); h != nil { // it started meanwhile
 			return nil, nil, &heldError{h}
@@ -409,7 +409,7 @@ func openExclusive(ctx context.Context, e *env, o storeOptions, cmd string) (gra
 	if err := exclusive(ctx, e, o.path, cmd); err != nil {
 		return nil, err
 	}
-	s, err := openEmbedded(ctx, o)
+	s, err := openBackend(ctx, o)
 	if errors.Is(err, graph.ErrLocked) {
 		if xerr := exclusive(ctx, e, o.path, cmd); xerr != nil {
 			return nil, xerr

@@ -77,8 +77,8 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if *idle <= 0 {
 		return usageErr(fs, "--idle must be positive")
 	}
-	if *direct || !sharing {
-		return serveStdioDirect(ctx, e, &f)
+	if *direct || !sharing || isRemote(f.sf.store) {
+		return serveStdioDirect(ctx, e, &f) // a database needs no holder
 	}
 	o, err := f.sf.options(e, f.readOnly)
 	if err != nil {
@@ -125,7 +125,7 @@ func serveStdioDirect(ctx context.Context, e *env, f *surfaceFlags) error {
 // logStoreOpen logs what lore serve and lore mcp --direct opened.
 func logStoreOpen(ctx context.Context, e *env, s graph.Store, o storeOptions, f *surfaceFlags) {
 	if st, err := s.Stats(ctx); err == nil {
-		e.log.Info("store open", "path", o.path, "nodes", st.Nodes, "edges", st.Edges, "changes", st.LastSeq, "ceilings", f.cf.limits())
+		e.log.Info("store open", "path", displayStore(o.path), "nodes", st.Nodes, "edges", st.Edges, "changes", st.LastSeq, "ceilings", f.cf.limits())
 	}
 }
 
@@ -213,7 +213,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if rate == 0 {
 		rate = -1
 	}
-	wh := web.NewHandler(srv, &web.Options{Logger: e.log, Version: version, StorePath: o.path, Command: installedExe(e.exe), HTTP: mcp.HTTPOptions{Logger: e.log,
+	wh := web.NewHandler(srv, &web.Options{Logger: e.log, Version: version, StorePath: displayStore(o.path), Command: installedExe(e.exe), HTTP: mcp.HTTPOptions{Logger: e.log,
 		AllowedOrigins: origins, AllowedHosts: hosts, Tokens: tokens, ResourceURL: "http://" + ln.Addr().String() + "/mcp",
 		MaxBodyBytes: *maxBody, MaxJSONDepth: f.maxDepth, RateLimit: rate, AuthFailures: off(*authFailures), MaxSessions: off(*maxSessions)}})
 	hs := web.NewServer(wh, &web.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -193,6 +194,9 @@ func findHolder(ctx context.Context, dir string) *holderConn {
 
 // dialHolder is findHolder with the reason there is none.
 func dialHolder(ctx context.Context, dir string) (*holderConn, error) {
+	if isRemote(dir) {
+		return nil, errors.New("a database store has no holder")
+	}
 	socks := []string{}
 	if o, ok := readOwner(dir); ok && o.socket != "" {
 		socks = append(socks, o.socket)

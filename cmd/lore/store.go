@@ -8,11 +8,14 @@ import (
 
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/graph/bolt"
+	"github.com/lore-dev/lore/graph/postgres"
 	"github.com/lore-dev/lore/schema"
 )
 
-// This file is the one place in cmd/lore that names the embedded store's
-// constructor, configuration and file: everything else sees graph.Store.
+// This file is the one place in cmd/lore that names the stores'
+// constructors, configurations and files: everything else sees graph.Store.
+// A store is a directory (the embedded store) or a postgres:// URL (the
+// PostgreSQL store, which several processes open at once: no holder).
 
 // storeOptions say how to open a store.
 type storeOptions struct {
@@ -32,6 +35,33 @@ type rebuildProgress = bolt.RebuildProgress
 func (o storeOptions) embedded() bolt.Config {
 	return bolt.Config{Path: o.path, Model: o.model, ReadOnly: o.readOnly, LockTimeout: o.lockTimeout, NoSync: o.noSync,
 		Progress: o.progress}
+}
+
+// isRemote reports whether a store location is a database URL rather
+// than a directory: such a store needs no holder, since every process
+// opens it itself.
+func isRemote(location string) bool { return postgres.IsURL(location) }
+
+// displayStore returns a store location as messages and pages show it: a
+// database URL without its password.
+func displayStore(location string) string {
+	if isRemote(location) {
+		return postgres.Redact(location)
+	}
+	return location
+}
+
+// openBackend opens (or creates) the store o.path names: the PostgreSQL
+// store for a postgres:// URL, the embedded store for a directory.
+func openBackend(ctx context.Context, o storeOptions) (graph.Store, error) {
+	if !isRemote(o.path) {
+		return openEmbedded(ctx, o)
+	}
+	s, err := postgres.Open(ctx, postgres.Config{URL: o.path, Model: o.model, ReadOnly: o.readOnly})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // openEmbedded opens (or creates) the embedded store in o.path.

@@ -40,7 +40,8 @@ func writeFile(t *testing.T, name, data string) string {
 }
 
 // A read command on a path that holds no store fails, "no store at PATH",
-// and creates nothing; a URL is refused with a clear word on PostgreSQL.
+// and creates nothing; a URL is opened as a PostgreSQL store, and a
+// server that refuses the user is reported as such.
 func TestReadCommandsNeedAStore(t *testing.T) {
 	query := writeFile(t, "q.json", `{"from":{"type":"Service"}}`)
 	cwd := t.TempDir()
@@ -57,14 +58,14 @@ func TestReadCommandsNeedAStore(t *testing.T) {
 		if _, serr := os.Stat(typo); !os.IsNotExist(serr) {
 			t.Errorf("lore %s created %s", args[0], typo)
 		}
-		_, _, err = runLore(t, t.Context(), nil, append(args, "--store", "postgres://lore@localhost:5432/lore")...)
-		if err == nil || !strings.Contains(err.Error(), "PostgreSQL support is planned") {
+		_, _, err = runLore(t, t.Context(), nil, append(args, "--store", "postgres://no_such_lore_role@127.0.0.1:5432/lore")...)
+		if err == nil || !strings.Contains(err.Error(), "PostgreSQL") {
 			t.Errorf("lore %s on a URL: %v", args[0], err)
 		}
 	}
 	_, _, err := runLore(t, t.Context(), strings.NewReader(`{"kind":"node","id":"topic/a","type":"Topic","properties":{"name":"a"}}`),
-		"import", "--store", "postgres://lore@localhost/lore", "-")
-	if err == nil || !strings.Contains(err.Error(), "PostgreSQL support is planned") {
+		"import", "--store", "postgres://no_such_lore_role@127.0.0.1/lore", "-")
+	if err == nil || !strings.Contains(err.Error(), "open PostgreSQL store") {
 		t.Errorf("import into a URL: %v", err)
 	}
 	if left, _ := os.ReadDir(cwd); len(left) != 0 {
