@@ -175,3 +175,28 @@ func BenchmarkHubReads(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHubClosure runs the 2-hop reverse closure of the hub over and
+// over, for a CPU profile of the traversal's inner loop:
+//
+//	go test -run '^$' -bench HubClosure -benchtime 10x -cpuprofile cpu.out ./graph/bolt
+//	go tool pprof -top -focus 'graph.Run' cpu.out
+func BenchmarkHubClosure(b *testing.B) {
+	s := hubBenchStore(b)
+	q, err := graph.ParseQuery(s.Model(), []byte(`{"from":{"ids":["service/hub"]},"traverse":[{"edge":"dependsOn","direction":"in","hops":[1,2]}],"return":{"count":true}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	visited := 0
+	for b.Loop() {
+		res, err := graph.Run(b.Context(), s, q, graph.Limits{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if *res.Count != hubL1+hubL2 || res.Truncated {
+			b.Fatalf("count %d, truncated %v", *res.Count, res.Truncated)
+		}
+		visited += res.Stats.Visited
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(visited), "ns/visited")
+}
