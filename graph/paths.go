@@ -240,8 +240,8 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 		}
 		sd.level++
 		var next []ID
-		err := expandLevel(ps.s, b, sd.frontier, ps.labels, sd.dir, func(self, nb ID, e *Edge) {
-			if ps.noNode[nb] || ps.noEdge[e.ID] {
+		err := expandLevel(ps.s, b, sd.frontier, ps.labels, sd.dir, func(self, nb ID, k EdgeKey) {
+			if ps.noNode[nb] || len(ps.noEdge) > 0 && ps.noEdge[k.String()] {
 				return
 			}
 			d, seen := sd.depth[nb]
@@ -255,7 +255,7 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 			case d != sd.level:
 				return // reached earlier by a shorter way
 			}
-			sd.parents[nb] = append(sd.parents[nb], hop{prev: self, edge: e.ID})
+			sd.parents[nb] = append(sd.parents[nb], hop{prev: self, edge: k.String()})
 		})
 		if err != nil {
 			return Path{}, pathCut, err

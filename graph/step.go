@@ -140,22 +140,29 @@ func (ex *executor) pass(src []ID, st *Step, withWalks bool, found func(v ID, wk
 	}
 	for d := 1; d <= st.Hops.Max && len(frontier) > 0 && b.ok(); d++ {
 		var next []ID
-		got := map[ID]uint64{}
-		err := expandLevel(ex.s, b, frontier, st.Edge, st.Direction, func(self, other ID, e *Edge) {
-			nb := fresh[self] &^ reached[other]
+		got := make(map[ID]uint64, len(frontier))
+		var self0 ID // the frontier node whose edges are being read, and its fresh bits
+		var bits0 uint64
+		err := expandLevel(ex.s, b, frontier, st.Edge, st.Direction, func(self, other ID, k EdgeKey) {
+			if self != self0 {
+				self0, bits0 = self, fresh[self]
+			}
+			r, known := reached[other]
+			nb := bits0 &^ r
 			if nb == 0 {
 				return
 			}
-			if _, known := reached[other]; !known && !b.spend(1) {
+			if !known && !b.spend(1) {
 				return // out of budget: a node costs one unit when a pass first reaches it
 			}
-			reached[other] |= nb
-			if got[other] == 0 {
+			reached[other] = r | nb
+			g := got[other]
+			if g == 0 {
 				next = append(next, other)
 			}
-			got[other] |= nb
+			got[other] = g | nb
 			if parents != nil {
-				parents[other] = append(parents[other], parent{level: d, prev: self, edge: e.ID, bits: nb})
+				parents[other] = append(parents[other], parent{level: d, prev: self, edge: k.String(), bits: nb})
 			}
 			if d >= st.Hops.Min {
 				found(other, func() walk { return walkBack(parents, other, d, nb) })

@@ -301,18 +301,9 @@ func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, 
 	if err != nil {
 		return nil, err
 	}
-	var labels []string // sorted
-	if len(q.Labels) > 0 {
-		for _, l := range q.Labels {
-			if _, ok := s.model.Edge(l); !ok {
-				return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.model.EdgeLabels()), graph.ErrInvalid)
-			}
-			labels = append(labels, l)
-		}
-		slices.Sort(labels)
-		labels = slices.Compact(labels)
-	} else {
-		labels = s.model.EdgeLabels()
+	labels, err := s.edgeLabels(q.Labels)
+	if err != nil {
+		return nil, err
 	}
 	for _, id := range q.Nodes {
 		if err := id.Check(); err != nil {
