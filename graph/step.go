@@ -116,7 +116,7 @@ func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error
 // pass runs one breadth-first pass from up to 64 start nodes and calls
 // found for each node some start node reaches at a distance within the
 // step's hops (possibly several times), with a function that returns a
-// shortest walk to it.
+// shortest walk to it (nil without withWalks).
 func (ex *executor) pass(src []ID, st *Step, withWalks bool, found func(v ID, wk func() walk)) error {
 	b := ex.b
 	reached := make(map[ID]uint64, len(src))
@@ -164,7 +164,11 @@ func (ex *executor) pass(src []ID, st *Step, withWalks bool, found func(v ID, wk
 			if parents != nil {
 				parents[other] = append(parents[other], parent{level: d, prev: self, edge: k.String(), bits: nb})
 			}
-			if d >= st.Hops.Min {
+			switch {
+			case d < st.Hops.Min:
+			case parents == nil:
+				found(other, nil) // no walk asked for: no closure to build per node
+			default:
 				found(other, func() walk { return walkBack(parents, other, d, nb) })
 			}
 		})
