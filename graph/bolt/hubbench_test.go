@@ -30,6 +30,7 @@ import (
 // ceiling is printed.
 // hubCeilings are the ceilings of the hub benchmarks' reads.
 var hubCeilings = graph.Limits{MaxVisited: 1 << 30, TimeoutMs: 600_000}
+
 const (
 	hubL1   = 20000
 	hubL2   = 16000
