@@ -28,15 +28,15 @@ import (
 // under ceilings high enough for a slow store on a loaded machine to
 // finish (hubCeilings); whether the 3-hop closure fits the default work
 // ceiling is printed.
-// hubCeilings are the ceilings of the hub benchmarks' reads.
-var hubCeilings = graph.Limits{MaxVisited: 1 << 30, TimeoutMs: 600_000}
-
 const (
 	hubL1   = 20000
 	hubL2   = 16000
 	hubL3   = 9000
 	hubLibs = 2000
 )
+
+// hubCeilings are the ceilings of the hub benchmarks' reads.
+var hubCeilings = graph.Limits{MaxVisited: 1 << 30, TimeoutMs: 600_000}
 
 var (
 	hubStoreOnce sync.Once
