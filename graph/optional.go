@@ -172,6 +172,14 @@ type AdjacentCounter interface {
 	CountAdjacent(ctx context.Context, id ID, labels []string, dir Direction, maxWork int) (n, work int, complete bool, err error)
 }
 
+// A NodeTyper reads the types of nodes without their properties. A
+// traversal step that filters by type alone uses it; without it, the step
+// reads the nodes whole.
+type NodeTyper interface {
+	// NodeTypes returns the type of each of ids, "" for a missing node.
+	NodeTypes(ctx context.Context, ids []ID) ([]string, error)
+}
+
 // Degrees returns the degree of each of ids, as DegreeCounter.Degrees
 // does: from the store's DegreeCounter if it has one, else from the edge
 // counts of Store.Node.

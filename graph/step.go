@@ -1,8 +1,10 @@
 package graph
 
 import (
+	"context"
 	"math/bits"
 	"slices"
+	"time"
 )
 
 // What a traversal step means.
@@ -90,6 +92,25 @@ func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error
 		}
 	}
 	if st.Type == "" && st.where == nil {
+		return out, nil
+	}
+	if nt, ok := ex.s.(NodeTyper); ok && st.where == nil {
+		kept, err := ex.keepType(nt, out.ids, st.Type)
+		if err != nil {
+			return out, err
+		}
+		if withWalks {
+			keep := make(map[ID]bool, len(kept))
+			for _, id := range kept {
+				keep[id] = true
+			}
+			for _, id := range out.ids {
+				if !keep[id] {
+					delete(out.walks, id)
+				}
+			}
+		}
+		out.ids = kept
 		return out, nil
 	}
 	nodes, err := ex.fetchWith(out.ids, func(n *Node) bool { return (st.Type == "" || n.Type == st.Type) && st.where.match(n) }, -1)
@@ -231,4 +252,29 @@ func (ex *executor) expand(starts []ID, steps []Step) ([]ID, func(ID) *Path, err
 		}
 		return p
 	}, nil
+}
+
+// keepType returns the nodes of ids that exist and are of type typ, in
+// order, reading their types only. Like fetchWith, it stops at the hard
+// stop.
+func (ex *executor) keepType(nt NodeTyper, ids []ID, typ string) ([]ID, error) {
+	var out []ID
+	for i := 0; i < len(ids); {
+		if !ex.hardStop.IsZero() && time.Now().After(ex.hardStop) {
+			ex.cut = true
+			break
+		}
+		chunk := ids[i:min(i+4096, len(ids))]
+		i += len(chunk)
+		types, err := nt.NodeTypes(context.WithoutCancel(ex.b.ctx), chunk)
+		if err != nil {
+			return nil, err
+		}
+		for j, t := range types {
+			if t == typ {
+				out = append(out, chunk[j])
+			}
+		}
+	}
+	return out, nil
 }

@@ -311,3 +311,15 @@ func (s *Store) CountAdjacent(ctx context.Context, id graph.ID, labels []string,
 	})
 	return n, work, complete, err
 }
+
+// NodeTypes returns the type of each node, "" for a missing one, reading
+// only the head of its record.
+func (s *Store) NodeTypes(ctx context.Context, ids []graph.ID) ([]string, error) {
+	var out []string
+	err := s.read(func(tx *bbolt.Tx) error {
+		var err error
+		out, err = (&boltSnap{s: s, tx: tx}).NodeTypes(ctx, ids)
+		return err
+	})
+	return out, err
+}
