@@ -107,6 +107,20 @@ func TestCountAdjacentOracle(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					// Degrees from the edge summaries and from Store.Node agree.
+					var degs [2][]int64
+					for i, store := range []graph.Store{s, plainStore{s}} {
+						if degs[i], err = graph.Degrees(t.Context(), store, []graph.ID{graph.ID(id)}, labels, graph.Direction(dir)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					wantDeg := int64(0)
+					if _, ok := g.nodes[id]; ok {
+						g.neighbours(st, id, func(string, oEdge) { wantDeg++ })
+					}
+					if degs[0][0] != wantDeg || degs[1][0] != wantDeg {
+						t.Fatalf("seed %d, graph %d: degree of %s by %v %s: %d from the summaries, %d from Store.Node, the oracle says %d", seed, gi, id, labels, dir, degs[0][0], degs[1][0], wantDeg)
+					}
 					for _, store := range []graph.Store{s, plainStore{s}} {
 						res, err := graph.Run(t.Context(), store, q, graph.Limits{})
 						if err != nil {

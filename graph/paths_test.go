@@ -421,6 +421,15 @@ func TestPathsIntoHubs(t *testing.T) {
 			if q.Direction != graph.Both && r.Stats.Visited >= hubIn/2 {
 				t.Fatalf("%s: visited %d elements; the hub's side alone has %d edges, the other end's far fewer", desc, r.Stats.Visited, hubIn)
 			}
+			// Without the store's optional interfaces (degrees from
+			// Store.Node, edges from Store.Edges) the answer is the same.
+			plain, err := graph.Paths(t.Context(), plainStore{s}, q, graph.Limits{})
+			if err != nil {
+				t.Fatalf("%s, plain store: %v", desc, err)
+			}
+			if diff := gocmp.Diff(r.Paths, plain.Paths, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%s: paths on the plain store differ (-own +plain):\n%s", desc, diff)
+			}
 		}
 	}
 	t.Logf("%d queries into hubs, %d with a path", checked, found)
