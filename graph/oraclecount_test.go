@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/graphtest"
 	"github.com/lore-dev/lore/schema"
 )
 
@@ -170,4 +171,74 @@ func TestCountAdjacentWorkBound(t *testing.T) {
 	if !res.Truncated || res.Reason != graph.ReasonWork || res.Stats.Visited > 100 {
 		t.Errorf("count under maxVisited 100: %d, truncated %v (%s), visited %d", *res.Count, res.Truncated, res.Reason, res.Stats.Visited)
 	}
+}
+
+// A level whose edges pass one Adjacent call's share (16,384 edges: the
+// engine then goes on in another call, from the node it stopped at)
+// reaches the same nodes as the plain store's pages of Store.Edges.
+func TestClosureAcrossAdjacentCalls(t *testing.T) {
+	m, err := schema.Load([]byte(oracleModel()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &oGraph{nodes: map[string]*oNode{}, byID: map[string]oEdge{}}
+	node := func(id string) {
+		g.nodes[id] = &oNode{id: id, typ: "A", props: map[string]any{}}
+		g.ids = append(g.ids, id)
+	}
+	node("n/root")
+	const mids, leaves = 170, 110 // 18,700 edges into the mids
+	for i := range mids {
+		mid := fmt.Sprintf("n/m%03d", i)
+		node(mid)
+		g.edges = append(g.edges, oEdge{from: mid, to: "n/root", label: "e1"})
+		for j := range leaves {
+			leaf := fmt.Sprintf("n/l%03d-%03d", i, j)
+			node(leaf)
+			g.edges = append(g.edges, oEdge{from: leaf, to: mid, label: "e1"})
+		}
+	}
+	s := g.loadInBatches(t, m, 5000)
+	q, err := graph.ParseQuery(m, []byte(`{"from":{"ids":["n/root"]},"traverse":[{"edge":"e1","direction":"in","hops":[1,2]}],"return":{"count":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, store := range []graph.Store{s, plainStore{s}} {
+		res, err := graph.Run(t.Context(), store, q, graph.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *res.Count != mids+mids*leaves || res.Truncated {
+			t.Errorf("%T: count %d (truncated %v), want %d", store, *res.Count, res.Truncated, mids+mids*leaves)
+		}
+	}
+}
+
+// loadInBatches writes the graph into a new bolt store, n elements a batch.
+func (g *oGraph) loadInBatches(t *testing.T, m *schema.Model, n int) graph.Store {
+	t.Helper()
+	s := graphtest.Open(t, t.TempDir(), m)
+	b := &graph.Batch{}
+	flush := func() {
+		if _, err := s.Apply(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+		b = &graph.Batch{}
+	}
+	for _, id := range g.ids {
+		b.Nodes = append(b.Nodes, graph.NodeInput{ID: graph.ID(id), Type: g.nodes[id].typ, Properties: graph.Props{}})
+		if b.Len() == n {
+			flush()
+		}
+	}
+	for _, e := range g.edges {
+		b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID(e.from), Label: e.label, To: graph.ID(e.to), Key: e.key}})
+		if b.Len() == n {
+			flush()
+		}
+	}
+	if b.Len() > 0 {
+		flush()
+	}
+	return s
 }

@@ -60,10 +60,14 @@ func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Directi
 	return nil
 }
 
-// adjacentChunk is how many frontier nodes one Adjacent call expands, and
-// deadlineEvery how many edges pass between two looks at the deadline.
+// adjacentChunk is how many frontier nodes one Adjacent call expands at
+// most; a call also stops at the first node boundary after adjacentEdges
+// edges, so that one read holds the store's read side only briefly (a
+// writer waits for it). deadlineEvery is how many edges pass between two
+// looks at the deadline.
 const (
 	adjacentChunk = 1024
+	adjacentEdges = 16384
 	deadlineEvery = 1024
 )
 
@@ -72,10 +76,15 @@ func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, di
 	if dir == "" {
 		dir = Out
 	}
-	for i := 0; i < len(frontier) && b.ok(); i += adjacentChunk {
+	for i := 0; i < len(frontier) && b.ok(); {
 		part := frontier[i:min(i+adjacentChunk, len(frontier))]
-		n := 0
+		n, last, resume := 0, 0, len(part)
 		err := adj.Adjacent(b.ctx, EdgeQuery{Nodes: part, Labels: labels, Direction: dir}, func(j int, k EdgeKey) bool {
+			if n >= adjacentEdges && j != last {
+				resume = j // the next call starts with this node's edges
+				return false
+			}
+			last = j
 			if n++; n%deadlineEvery == 0 && !b.ok() {
 				return false
 			}
@@ -100,6 +109,7 @@ func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, di
 			}
 			return err
 		}
+		i += resume
 	}
 	return nil
 }
