@@ -162,6 +162,12 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		if q.Cursor != "" {
 			return nil, errBadCursor("a count has no pages")
 		}
+		if n, ok, err := ex.countAdjacent(steps); err != nil {
+			return nil, err
+		} else if ok {
+			res.Count = &n
+			break
+		}
 		c, err := ex.collect(src, cur, steps)
 		if err != nil {
 			return nil, err
@@ -198,6 +204,42 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	}
 	res.More = res.Cursor != ""
 	return res.finish(b, start), nil
+}
+
+// countAdjacent answers the count of one hop from one node through the
+// store's AdjacentCounter, which reads what the count needs (the node's
+// edge summary, or the keys of its edges) and builds no result set. It
+// reports false when the query is not of that shape, the store has no
+// AdjacentCounter, or the count would pass the work bound: the query then
+// runs as any other.
+func (ex *executor) countAdjacent(steps []Step) (int, bool, error) {
+	q := ex.q
+	ac, ok := ex.s.(AdjacentCounter)
+	if !ok || len(steps) != 1 || q.From.Type != "" || q.From.where != nil || q.From.Search != "" || len(q.From.IDs) == 0 {
+		return 0, false, nil
+	}
+	for _, id := range q.From.IDs[1:] {
+		if id != q.From.IDs[0] {
+			return 0, false, nil
+		}
+	}
+	st := steps[0]
+	if st.Hops != (Hops{1, 1}) || st.Type != "" || st.where != nil {
+		return 0, false, nil
+	}
+	dir, err := ParseDirection(string(st.Direction))
+	if err != nil {
+		return 0, false, err
+	}
+	n, work, complete, err := ac.CountAdjacent(ex.b.ctx, q.From.IDs[0], st.Edge, dir, ex.b.remaining())
+	if err != nil || !complete {
+		if ex.b.ctx.Err() != nil {
+			return 0, false, nil // the query runs as any other, and hits the deadline there
+		}
+		return 0, false, err
+	}
+	ex.b.visited += work
+	return n, true, nil
 }
 
 func (r *QueryResult) finish(b *budget, start time.Time) *QueryResult {

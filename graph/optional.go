@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Optional operations. A backend implements Store; it may also implement
@@ -163,4 +164,74 @@ type BackupInfo struct {
 	NodeTypes  map[string]int64 `json:"nodeTypes"`
 	EdgeLabels map[string]int64 `json:"edgeLabels"`
 	Bytes      int64            `json:"bytes"`
+}
+
+// An Adjacency lists the edges of a set of nodes without building an
+// Edge for each, which makes a traversal's inner loop cheaper. expandLevel
+// uses it when the store has it; without it, expandLevel pages through
+// Store.Edges with KeysOnly.
+type Adjacency interface {
+	// Adjacent calls f, while f returns true, for every edge of q.Nodes
+	// that Store.Edges would list for q (q.Page and q.KeysOnly are
+	// ignored: there is no page), in the same order, with the index in
+	// q.Nodes of the node it is listed for. It reads one committed state.
+	// A label the model lacks is ErrInvalid.
+	Adjacent(ctx context.Context, q EdgeQuery, f func(i int, k EdgeKey) bool) error
+}
+
+// A DegreeCounter tells how many edges nodes have without reading them
+// (from the edge summaries a store keeps, for example). Paths uses it to
+// grow the side of its search that reads fewer edges; without it, Degrees
+// reads the counts of Store.Node.
+type DegreeCounter interface {
+	// Degrees returns, for each of ids, the number of its edges with one
+	// of labels (every label when there are none) in direction dir (Both:
+	// out-edges plus in-edges, a self-loop twice); 0 for a missing node.
+	Degrees(ctx context.Context, ids []ID, labels []string, dir Direction) ([]int64, error)
+}
+
+// An AdjacentCounter counts the nodes adjacent to a node without listing
+// its edges, reading what the count needs and no more. Run uses it for the
+// count of a one-hop step from one node; without it, the count expands
+// the step as any query does.
+type AdjacentCounter interface {
+	// CountAdjacent returns the number of distinct nodes other than id
+	// joined to id by an edge with one of labels (every label when there
+	// are none) in direction dir, and the work it took (edges or index
+	// entries read, at least 1). It stops, incomplete, once the work would
+	// pass maxWork; a missing node has none.
+	CountAdjacent(ctx context.Context, id ID, labels []string, dir Direction, maxWork int) (n, work int, complete bool, err error)
+}
+
+// A NodeTyper reads the types of nodes without their properties. A
+// traversal step that filters by type alone uses it; without it, the step
+// reads the nodes whole.
+type NodeTyper interface {
+	// NodeTypes returns the type of each of ids, "" for a missing node.
+	NodeTypes(ctx context.Context, ids []ID) ([]string, error)
+}
+
+// Degrees returns the degree of each of ids, as DegreeCounter.Degrees
+// does: from the store's DegreeCounter if it has one, else from the edge
+// counts of Store.Node.
+func Degrees(ctx context.Context, s Store, ids []ID, labels []string, dir Direction) ([]int64, error) {
+	if dc, ok := s.(DegreeCounter); ok {
+		return dc.Degrees(ctx, ids, labels, dir)
+	}
+	out := make([]int64, len(ids))
+	for i, id := range ids {
+		n, err := s.Node(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range n.Edges {
+			if (len(labels) == 0 || slices.Contains(labels, c.Label)) && (dir == Both || c.Direction == dir) {
+				out[i] += c.Count
+			}
+		}
+	}
+	return out, nil
 }

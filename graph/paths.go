@@ -48,8 +48,10 @@ type PathsResult struct {
 
 // Paths finds the K shortest simple paths from q.From to q.To by Yen's
 // algorithm. The first path comes from a bidirectional breadth-first search
-// that grows the smaller of the two frontiers one level at a time and stops
-// at the first level where they meet; each further path comes from the same
+// that grows, one level at a time, the side whose next level reads fewer
+// edges (the sum of its frontier's degrees, from the store's edge
+// summaries: see Degrees), and stops at the first level where the two
+// meet, so a path into a hub grows from its other end; each further path comes from the same
 // search run from every node of the previous one (a spur) with the nodes
 // before it and the edges already used there removed. Every search draws on
 // one budget, so the whole call stays within the limits.
@@ -217,31 +219,58 @@ type pathSide struct {
 	parents  map[ID][]hop
 	frontier []ID
 	level    int
+	cost     int64 // the edges the next level reads, -1 until known
+}
+
+// nextCost returns how many edges growing sd by a level reads: the sum of
+// its frontier's degrees (an upper bound when some edges are excluded).
+func (ps *pathSearch) nextCost(sd *pathSide) (int64, error) {
+	if sd.cost < 0 {
+		degs, err := Degrees(ps.b.ctx, ps.s, sd.frontier, ps.labels, sd.dir)
+		if err != nil {
+			return 0, err
+		}
+		sd.cost = 0
+		for _, d := range degs {
+			sd.cost += d
+		}
+	}
+	return sd.cost, nil
 }
 
 // shortest finds the first path from one node to another of at most maxLen
 // edges in the order of comparePaths: the shortest, and among those the
-// least. It searches from both ends, one whole level at a time, and stops
-// at the first level where the two meet; it then knows every shortest path
-// and walks the least one. A search that a bound cuts returns pathCut.
+// least. It searches from both ends, one whole level at a time, growing
+// the side whose level reads fewer edges (the forward one on a tie), and
+// stops at the end of the first level where the two meet: that level
+// finds every meeting node, so it then knows every shortest path and walks
+// the least one. A search that a bound cuts returns pathCut.
 func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, error) {
 	if from == to {
 		return Path{Nodes: []ID{from}, Edges: []string{}}, pathFound, nil
 	}
 	b := ps.b
 	back := map[Direction]Direction{Out: In, In: Out, Both: Both}[ps.dir]
-	fwd := &pathSide{dir: ps.dir, depth: map[ID]int{from: 0}, parents: map[ID][]hop{}, frontier: []ID{from}}
-	bwd := &pathSide{dir: back, depth: map[ID]int{to: 0}, parents: map[ID][]hop{}, frontier: []ID{to}}
+	fwd := &pathSide{dir: ps.dir, depth: map[ID]int{from: 0}, parents: map[ID][]hop{}, frontier: []ID{from}, cost: -1}
+	bwd := &pathSide{dir: back, depth: map[ID]int{to: 0}, parents: map[ID][]hop{}, frontier: []ID{to}, cost: -1}
 	var meet []ID
 	for fwd.level+bwd.level < maxLen && len(fwd.frontier) > 0 && len(bwd.frontier) > 0 && b.ok() {
+		fc, err := ps.nextCost(fwd)
+		if err != nil {
+			return ps.cutOr(err)
+		}
+		bc, err := ps.nextCost(bwd)
+		if err != nil {
+			return ps.cutOr(err)
+		}
 		sd, other := fwd, bwd
-		if len(bwd.frontier) < len(fwd.frontier) {
+		if bc < fc {
 			sd, other = bwd, fwd
 		}
 		sd.level++
 		var next []ID
-		err := expandLevel(ps.s, b, sd.frontier, ps.labels, sd.dir, func(self, nb ID, e *Edge) {
-			if ps.noNode[nb] || ps.noEdge[e.ID] {
+		err = expandLevel(ps.s, b, sd.frontier, ps.labels, sd.dir, func(self, nb ID, k EdgeKey) {
+			if ps.noNode[nb] || len(ps.noEdge) > 0 && ps.noEdge[k.String()] {
 				return
 			}
 			d, seen := sd.depth[nb]
@@ -255,7 +284,7 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 			case d != sd.level:
 				return // reached earlier by a shorter way
 			}
-			sd.parents[nb] = append(sd.parents[nb], hop{prev: self, edge: e.ID})
+			sd.parents[nb] = append(sd.parents[nb], hop{prev: self, edge: k.String()})
 		})
 		if err != nil {
 			return Path{}, pathCut, err
@@ -263,7 +292,7 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 		if b.reason != "" {
 			return Path{}, pathCut, nil // the level is incomplete
 		}
-		sd.frontier = next
+		sd.frontier, sd.cost = next, -1
 		for _, id := range next {
 			if _, ok := other.depth[id]; ok {
 				meet = append(meet, id)
@@ -317,6 +346,16 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 		p.Nodes, p.Edges, cur = append(p.Nodes, h.prev), append(p.Edges, h.edge), h.prev
 	}
 	return p, pathFound, nil
+}
+
+// cutOr turns an error of a degree read into the outcome of a search: a
+// cut if the deadline passed (or the caller gave up), else the error.
+func (ps *pathSearch) cutOr(err error) (Path, pathOutcome, error) {
+	if ps.b.ctx.Err() != nil {
+		ps.b.stop(ReasonDeadline)
+		return Path{}, pathCut, nil
+	}
+	return Path{}, pathCut, err
 }
 
 // leastHop returns the step to the least node ID, by the least edge ID.

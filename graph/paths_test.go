@@ -339,3 +339,98 @@ func TestPathsAgainstAllSimplePaths(t *testing.T) {
 	t.Logf("%d queries on %d random graphs: %d found several paths, %d of several lengths; %d under a small work limit, %d of them cut after some paths",
 		checked, *pathTrials, several, mixed, tight, partial)
 }
+
+// TestPathsIntoHubs checks Paths on random graphs around a hub, a node
+// with thousands of in-edges from leaves (some leaves also joined to the
+// rest of the graph), against every simple path within the hop bound.
+// Searches out into the hub, or in from it, must also grow from the other
+// end: each reads far fewer elements than the hub has edges, which a
+// search that chose its side by frontier size, or stopped before the
+// level where the two sides meet, would not (or would answer wrongly).
+func TestPathsIntoHubs(t *testing.T) {
+	seed := *pathSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -lore.pathseed=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 18))
+	s := pathStore(t)
+	checked, found := 0, 0
+	for trial := range 6 {
+		n := 3 + rng.IntN(8)
+		nodes := make([]string, n)
+		for i := range nodes {
+			nodes[i] = fmt.Sprintf("n/h%d-%02d", trial, i)
+		}
+		hub := graph.ID(nodes[0])
+		var edges []graph.EdgeKey
+		add := func(e graph.EdgeKey) {
+			if !slices.Contains(edges, e) {
+				edges = append(edges, e)
+			}
+		}
+		for range n + rng.IntN(2*n+1) {
+			e := graph.EdgeKey{From: graph.ID(nodes[rng.IntN(n)]), To: graph.ID(nodes[rng.IntN(n)]), Label: "q"}
+			if rng.IntN(2) == 0 {
+				e.Label, e.Key = "p", []string{"k1", "k2"}[rng.IntN(2)]
+			}
+			add(e)
+		}
+		hubIn := 1500 + rng.IntN(1500)
+		for i := range hubIn {
+			leaf := fmt.Sprintf("n/h%d-leaf%04d", trial, i)
+			nodes = append(nodes, leaf)
+			add(graph.EdgeKey{From: graph.ID(leaf), Label: "q", To: hub})
+			if i%40 == 0 { // a few leaves lead into the rest of the graph too
+				add(graph.EdgeKey{From: graph.ID(leaf), Label: "q", To: graph.ID(nodes[1+rng.IntN(n-1)])})
+			}
+		}
+		addPathGraph(t, s, nodes, edges)
+		for range 12 {
+			other := graph.ID(nodes[1+rng.IntN(n-1)])
+			q := graph.PathsQuery{
+				From: other, To: hub, Direction: graph.Out,
+				Labels:  [][]string{nil, {"q"}, {"p", "q"}}[rng.IntN(3)],
+				K:       1 + rng.IntN(3),
+				MaxHops: 1 + rng.IntN(4),
+			}
+			switch rng.IntN(3) {
+			case 1:
+				q.From, q.To, q.Direction = hub, other, graph.In
+			case 2:
+				q.Direction = graph.Both
+				q.MaxHops = min(q.MaxHops, 3)
+			}
+			desc := fmt.Sprintf("trial %d, hub %s with %d in-edges, query %+v", trial, hub, hubIn, q)
+			r, err := graph.Paths(t.Context(), s, q, graph.Limits{})
+			if err != nil {
+				t.Fatalf("%s: %v", desc, err)
+			}
+			checked++
+			all := allSimplePaths(edges, q.Labels, q.Direction, q.From, q.To, q.MaxHops)
+			want := all[:min(q.K, len(all))]
+			if diff := gocmp.Diff(want, r.Paths, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%s: paths (-want +got):\n%s", desc, diff)
+			}
+			if r.Truncated && r.Reason != graph.ReasonHops {
+				t.Fatalf("%s: truncated (%s)", desc, r.Reason)
+			}
+			if len(want) > 0 {
+				found++
+			}
+			if q.Direction != graph.Both && r.Stats.Visited >= hubIn/2 {
+				t.Fatalf("%s: visited %d elements; the hub's side alone has %d edges, the other end's far fewer", desc, r.Stats.Visited, hubIn)
+			}
+			// Without the store's optional interfaces (degrees from
+			// Store.Node, edges from Store.Edges) the answer is the same.
+			plain, err := graph.Paths(t.Context(), plainStore{s}, q, graph.Limits{})
+			if err != nil {
+				t.Fatalf("%s, plain store: %v", desc, err)
+			}
+			if diff := gocmp.Diff(r.Paths, plain.Paths, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%s: paths on the plain store differ (-own +plain):\n%s", desc, diff)
+			}
+		}
+	}
+	t.Logf("%d queries into hubs, %d with a path", checked, found)
+}

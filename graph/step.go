@@ -1,8 +1,10 @@
 package graph
 
 import (
+	"context"
 	"math/bits"
 	"slices"
+	"time"
 )
 
 // What a traversal step means.
@@ -92,6 +94,25 @@ func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error
 	if st.Type == "" && st.where == nil {
 		return out, nil
 	}
+	if nt, ok := ex.s.(NodeTyper); ok && st.where == nil {
+		kept, err := ex.keepType(nt, out.ids, st.Type)
+		if err != nil {
+			return out, err
+		}
+		if withWalks {
+			keep := make(map[ID]bool, len(kept))
+			for _, id := range kept {
+				keep[id] = true
+			}
+			for _, id := range out.ids {
+				if !keep[id] {
+					delete(out.walks, id)
+				}
+			}
+		}
+		out.ids = kept
+		return out, nil
+	}
 	nodes, err := ex.fetchWith(out.ids, func(n *Node) bool { return (st.Type == "" || n.Type == st.Type) && st.where.match(n) }, -1)
 	if err != nil {
 		return out, err
@@ -116,7 +137,7 @@ func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error
 // pass runs one breadth-first pass from up to 64 start nodes and calls
 // found for each node some start node reaches at a distance within the
 // step's hops (possibly several times), with a function that returns a
-// shortest walk to it.
+// shortest walk to it (nil without withWalks).
 func (ex *executor) pass(src []ID, st *Step, withWalks bool, found func(v ID, wk func() walk)) error {
 	b := ex.b
 	reached := make(map[ID]uint64, len(src))
@@ -140,24 +161,35 @@ func (ex *executor) pass(src []ID, st *Step, withWalks bool, found func(v ID, wk
 	}
 	for d := 1; d <= st.Hops.Max && len(frontier) > 0 && b.ok(); d++ {
 		var next []ID
-		got := map[ID]uint64{}
-		err := expandLevel(ex.s, b, frontier, st.Edge, st.Direction, func(self, other ID, e *Edge) {
-			nb := fresh[self] &^ reached[other]
+		got := make(map[ID]uint64, len(frontier))
+		var self0 ID // the frontier node whose edges are being read, and its fresh bits
+		var bits0 uint64
+		err := expandLevel(ex.s, b, frontier, st.Edge, st.Direction, func(self, other ID, k EdgeKey) {
+			if self != self0 {
+				self0, bits0 = self, fresh[self]
+			}
+			r, known := reached[other]
+			nb := bits0 &^ r
 			if nb == 0 {
 				return
 			}
-			if _, known := reached[other]; !known && !b.spend(1) {
+			if !known && !b.spend(1) {
 				return // out of budget: a node costs one unit when a pass first reaches it
 			}
-			reached[other] |= nb
-			if got[other] == 0 {
+			reached[other] = r | nb
+			g := got[other]
+			if g == 0 {
 				next = append(next, other)
 			}
-			got[other] |= nb
+			got[other] = g | nb
 			if parents != nil {
-				parents[other] = append(parents[other], parent{level: d, prev: self, edge: e.ID, bits: nb})
+				parents[other] = append(parents[other], parent{level: d, prev: self, edge: k.String(), bits: nb})
 			}
-			if d >= st.Hops.Min {
+			switch {
+			case d < st.Hops.Min:
+			case parents == nil:
+				found(other, nil) // no walk asked for: no closure to build per node
+			default:
 				found(other, func() walk { return walkBack(parents, other, d, nb) })
 			}
 		})
@@ -220,4 +252,29 @@ func (ex *executor) expand(starts []ID, steps []Step) ([]ID, func(ID) *Path, err
 		}
 		return p
 	}, nil
+}
+
+// keepType returns the nodes of ids that exist and are of type typ, in
+// order, reading their types only. Like fetchWith, it stops at the hard
+// stop.
+func (ex *executor) keepType(nt NodeTyper, ids []ID, typ string) ([]ID, error) {
+	var out []ID
+	for i := 0; i < len(ids); {
+		if !ex.hardStop.IsZero() && time.Now().After(ex.hardStop) {
+			ex.cut = true
+			break
+		}
+		chunk := ids[i:min(i+4096, len(ids))]
+		i += len(chunk)
+		types, err := nt.NodeTypes(context.WithoutCancel(ex.b.ctx), chunk)
+		if err != nil {
+			return nil, err
+		}
+		for j, t := range types {
+			if t == typ {
+				out = append(out, chunk[j])
+			}
+		}
+	}
+	return out, nil
 }

@@ -9,8 +9,18 @@ import (
 
 // expandLevel fetches the edges of one frontier, in bounded chunks, and
 // calls reach for each edge leaving it in the given direction, with the
-// frontier node and the node at the other end. It stops when the budget does.
-func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Direction, reach func(self, other ID, e *Edge)) error {
+// frontier node, the node at the other end and the edge's key (whose ID,
+// k.String(), a caller makes only when it needs it). Each edge read costs
+// one unit of work. It stops when the budget does.
+//
+// With a store's Adjacency it reads each chunk's edges in one call, with
+// no Edge built per edge; without it, it pages through Store.Edges. A
+// frontier node's edges are listed for it alone: an edge between two
+// frontier nodes is reached once from each end (for Both).
+func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Direction, reach func(self, other ID, k EdgeKey)) error {
+	if adj, ok := s.(Adjacency); ok {
+		return expandAdjacent(adj, b, frontier, labels, dir, reach)
+	}
 	for i := 0; i < len(frontier) && b.ok(); i += frontierChunk {
 		part := frontier[i:min(i+frontierChunk, len(frontier))]
 		inPart := make(map[ID]bool, len(part))
@@ -35,10 +45,10 @@ func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Directi
 			b.spend(len(page.Edges))
 			for _, e := range page.Edges {
 				if dir != In && inPart[e.From] {
-					reach(e.From, e.To, e)
+					reach(e.From, e.To, e.EdgeKey)
 				}
 				if dir != Out && inPart[e.To] {
-					reach(e.To, e.From, e)
+					reach(e.To, e.From, e.EdgeKey)
 				}
 			}
 			if page.Next == "" {
@@ -46,6 +56,60 @@ func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Directi
 			}
 			eq.After = page.Next
 		}
+	}
+	return nil
+}
+
+// adjacentChunk is how many frontier nodes one Adjacent call expands at
+// most; a call also stops at the first node boundary after adjacentEdges
+// edges, so that one read holds the store's read side only briefly (a
+// writer waits for it). deadlineEvery is how many edges pass between two
+// looks at the deadline.
+const (
+	adjacentChunk = 1024
+	adjacentEdges = 16384
+	deadlineEvery = 1024
+)
+
+// expandAdjacent is expandLevel over a store's Adjacency.
+func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, dir Direction, reach func(self, other ID, k EdgeKey)) error {
+	if dir == "" {
+		dir = Out
+	}
+	for i := 0; i < len(frontier) && b.ok(); {
+		part := frontier[i:min(i+adjacentChunk, len(frontier))]
+		n, last, resume := 0, 0, len(part)
+		err := adj.Adjacent(b.ctx, EdgeQuery{Nodes: part, Labels: labels, Direction: dir}, func(j int, k EdgeKey) bool {
+			if n >= adjacentEdges && j != last {
+				resume = j // the next call starts with this node's edges
+				return false
+			}
+			last = j
+			if n++; n%deadlineEvery == 0 && !b.ok() {
+				return false
+			}
+			if b.visited >= b.limits.MaxVisited {
+				b.stop(ReasonWork)
+				return false
+			}
+			b.visited++
+			self := part[j]
+			switch {
+			case dir == Out || dir == Both && k.From == self:
+				reach(self, k.To, k)
+			default:
+				reach(self, k.From, k)
+			}
+			return b.reason == ""
+		})
+		if err != nil {
+			if b.ctx.Err() != nil {
+				b.stop(ReasonDeadline)
+				return nil
+			}
+			return err
+		}
+		i += resume
 	}
 	return nil
 }
@@ -109,7 +173,7 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 	frontier := []ID{q.ID}
 	for d := 1; d <= depth && len(frontier) > 0 && b.ok(); d++ {
 		var next []ID
-		err := expandLevel(s, b, frontier, q.Labels, dir, func(_, other ID, e *Edge) {
+		err := expandLevel(s, b, frontier, q.Labels, dir, func(_, other ID, k EdgeKey) {
 			if seen[other] || !b.spend(1) {
 				return
 			}
@@ -121,7 +185,7 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 			depthOf[other] = d
 			order = append(order, other)
 			next = append(next, other)
-			res.Edges = append(res.Edges, e.EdgeKey)
+			res.Edges = append(res.Edges, k)
 		})
 		if err != nil {
 			return nil, err

@@ -36,16 +36,17 @@ const ownerFile = "owner"
 // in-edge counters only, one bDeg entry per node and label; version 2 kept
 // each node's edge summary in bDeg; version 3 keeps it in the node record;
 // version 4 keeps Cayley's value IDs and reference counts in two buckets
-// instead of 131,072 (see hookKV). Open upgrades older stores: it moves
-// the values (mergeValueBuckets) and, from versions 1 and 2, rebuilds the
-// derived data.
-const storeVersion = 4
+// instead of 131,072 (see hookKV); version 5 adds the in-edge index (bIn).
+// Open upgrades older stores: it moves the values (mergeValueBuckets) and
+// rebuilds the derived data, the in-edge index with it.
+const storeVersion = 5
 
 // Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", and "v" and
 // "n" as the adapter keeps them, see hookKV).
 var (
 	bNodes     = []byte("lore.node") // ID -> nodeRec
 	bEdges     = []byte("lore.edge") // edge key bytes -> edgeRec
+	bIn        = []byte("lore.in")   // to NUL label NUL from NUL key -> "": the in-edge index (see inKey)
 	bType      = []byte("lore.type") // type NUL ID -> ""
 	bProp      = []byte("lore.prop") // type NUL prop NUL value ID -> ""
 	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight
@@ -53,7 +54,7 @@ var (
 	bLog       = []byte("lore.log")  // seq -> Change
 	bIdem      = []byte("lore.idem") // idempotency key -> idemRec
 	bMeta      = []byte("lore.meta") // seq, version, model, counts
-	allBuckets = [][]byte{bNodes, bEdges, bType, bProp, bTok, bDeg, bLog, bIdem, bMeta}
+	allBuckets = [][]byte{bNodes, bEdges, bIn, bType, bProp, bTok, bDeg, bLog, bIdem, bMeta}
 )
 
 // Config configures Open.
@@ -141,7 +142,6 @@ type Store struct {
 	closed   bool
 	changed  *graph.Notifier
 	deferred *deferredIndexes // during a bulk load: derived index entries not yet written
-	hubs     hubCache         // sorted in-edges of hubs, for the next page (see Edges)
 
 	cursorKey []byte // authenticates the cursors the engine hands out (see graph.CursorKeyer)
 
@@ -302,8 +302,8 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 		meta := tx.Bucket(bMeta)
 		if v := meta.Get([]byte("version")); v != nil {
 			switch binary.BigEndian.Uint64(v) {
-			case storeVersion, 3: // version 3 needed only mergeValueBuckets, done
-			case 1, 2:
+			case storeVersion:
+			case 1, 2, 3, 4:
 				// Mark the derived buckets stale in the same transaction
 				// that bumps the version: Open rebuilds them, and a crash
 				// before it finishes leaves the mark for the next Open.

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lore-dev/lore/graph"
@@ -62,19 +61,16 @@ func (b *boltSnap) EdgeRecords(_ context.Context, keys []graph.EdgeKey) ([]*edge
 	return getEdgeRecs(b.tx, keys)
 }
 
+// Incident reads a node's out-edges from the edge records and its
+// in-edges from the in-edge index.
 func (b *boltSnap) Incident(ctx context.Context, id graph.ID) ([]graph.EdgeKey, error) {
 	var keys []graph.EdgeKey
-	for _, dir := range []graph.Direction{graph.Out, graph.In} {
-		err := b.s.scanEdges(ctx, id, dir, nil, edgePos{}, func(_ edgePos, k graph.EdgeKey) bool {
-			if dir == graph.In && k.From == k.To {
-				return true // a self-loop was listed as an out-edge
-			}
-			keys = append(keys, k)
-			return len(keys) <= graph.MaxBatch
-		})
-		if err != nil {
-			return nil, err
-		}
+	err := b.s.nodeEdges(ctx, b.tx, id, graph.Both, b.s.model.EdgeLabels(), nil, func(_ edgeOrder, k graph.EdgeKey) bool {
+		keys = append(keys, k)
+		return len(keys) <= graph.MaxBatch
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(keys) > graph.MaxBatch {
 		return nil, fmt.Errorf("node %q has more than %d edges; delete its edges in batches first: %w", id, graph.MaxBatch, graph.ErrInvalid)
@@ -199,119 +195,6 @@ func (s *Store) Edge(ctx context.Context, k graph.EdgeKey) (e *graph.Edge, err e
 	return e, err
 }
 
-// edgePos orders the edges of one node in one direction as Cayley's index
-// does: predicate value, then (for in-edges) subject value, then quad.
-type edgePos [3]uint64
-
-func (a edgePos) after(b edgePos) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return a[i] > b[i]
-		}
-	}
-	return false
-}
-
-// scanEdges calls f for each edge at node in one direction, in index order,
-// starting after pos, while f returns true. labels nil means every label.
-// The caller holds the read lock.
-func (s *Store) scanEdges(ctx context.Context, node graph.ID, dir graph.Direction, labels map[string]bool, from edgePos, f func(edgePos, graph.EdgeKey) bool) error {
-	qs := s.qs
-	vals := []quad.Value{nodeIRI(node)}
-	var only string
-	if len(labels) == 1 {
-		for l := range labels {
-			only = l
-		}
-		vals = append(vals, labelIRI(only))
-	}
-	refs, err := cgraph.RefsOf(ctx, qs, vals)
-	if err != nil {
-		return err
-	}
-	prefix := make([]uint64, 0, 2)
-	for _, r := range refs {
-		v, _ := r.(ckv.Int64Value)
-		if v == 0 {
-			return nil // the node (or label) has no quad: no edges
-		}
-		prefix = append(prefix, uint64(v))
-	}
-	index := ckv.DefaultQuadIndexes[0] // [S,P]
-	if dir == graph.In {
-		index = ckv.DefaultQuadIndexes[1] // [O,P,S]
-	}
-	it := ckv.IndexScan{Index: index, Values: prefix}.BuildIterator(qs).Iterate()
-	defer it.Close()
-
-	const chunk = 256
-	var prims []*cproto.Primitive
-	flush := func() (bool, error) {
-		defer func() { prims = prims[:0] }()
-		if len(prims) == 0 {
-			return true, nil
-		}
-		names, err := valueNames(ctx, qs, prims)
-		if err != nil {
-			return false, err
-		}
-		for _, p := range prims {
-			pred, _ := names[p.Predicate].(quad.IRI)
-			label, ok := strings.CutPrefix(string(pred), "e:")
-			if !ok || labels != nil && !labels[label] {
-				continue
-			}
-			k := graph.EdgeKey{Label: label}
-			if from, ok := names[p.Subject].(quad.IRI); ok {
-				k.From = graph.ID(strings.TrimPrefix(string(from), "n:"))
-			}
-			if to, ok := names[p.Object].(quad.IRI); ok {
-				k.To = graph.ID(strings.TrimPrefix(string(to), "n:"))
-			}
-			if p.Label != 0 {
-				if key, ok := names[p.Label].(quad.IRI); ok {
-					k.Key, _ = graph.UnescapeSegment(strings.TrimPrefix(string(key), "k:"))
-				}
-			}
-			pos := edgePos{p.Predicate, 0, p.ID}
-			if dir == graph.In {
-				pos[1] = p.Subject
-			}
-			if !f(pos, k) {
-				return false, nil
-			}
-		}
-		return true, nil
-	}
-	for it.Next(ctx) {
-		p, ok := it.Result().(*cproto.Primitive)
-		if !ok {
-			continue
-		}
-		pos := edgePos{p.Predicate, 0, p.ID}
-		if dir == graph.In {
-			pos[1] = p.Subject
-		}
-		if !pos.after(from) {
-			continue
-		}
-		prims = append(prims, p)
-		if len(prims) == chunk {
-			if more, err := flush(); err != nil || !more {
-				return err
-			}
-		}
-	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	_, err = flush()
-	return err
-}
-
 // valueNames resolves, in one transaction, the values of every direction of the primitives.
 func valueNames(ctx context.Context, qs cgraph.QuadStore, prims []*cproto.Primitive) (map[uint64]quad.Value, error) {
 	seen := map[uint64]bool{}
@@ -410,27 +293,17 @@ func parseEdgeCursor(s string) (edgeCursor, error) {
 }
 
 // Edges returns a page of the edges of q.Nodes in the order Store.Edges
-// specifies. A node's out-edges are read from the edge records, whose
-// keys sort that way; its in-edges from Cayley's [O,P,S] index, which
-// sorts them by value IDs, so they are sorted here: a page that resumes
-// inside a node's in-edges of one label reads all of them (see nodeEdges).
+// specifies. A node's out-edges are read from the edge records, its
+// in-edges from the in-edge index, whose keys both sort that way (see
+// nodeEdges).
 func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, error) {
 	dir, err := graph.ParseDirection(string(q.Direction))
 	if err != nil {
 		return nil, err
 	}
-	var labels []string // sorted
-	if len(q.Labels) > 0 {
-		for _, l := range q.Labels {
-			if _, ok := s.model.Edge(l); !ok {
-				return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.model.EdgeLabels()), graph.ErrInvalid)
-			}
-			labels = append(labels, l)
-		}
-		slices.Sort(labels)
-		labels = slices.Compact(labels)
-	} else {
-		labels = s.model.EdgeLabels()
+	labels, err := s.edgeLabels(q.Labels)
+	if err != nil {
+		return nil, err
 	}
 	for _, id := range q.Nodes {
 		if err := id.Check(); err != nil {
@@ -505,258 +378,84 @@ func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, 
 // self-loop is listed once, as an out-edge. The caller holds the read
 // lock.
 //
-// Out-edges come from the edge records (keyed from, label, to, key: in
-// order already), found by a seek. In-edges come from Cayley's index,
-// ordered by value IDs: those of one label are read whole, their other
-// ends resolved, and sorted. A page that resumes inside a node's
-// in-edges of one label so costs all of that label's in-edges of the
-// node: at a hub, its in-degree.
+// Out-edges come from the edge records (keyed from, label, to, key),
+// in-edges from the in-edge index (keyed to, label, from, key): both are
+// in the order of Store.Edges already, so a page is a seek and a scan in
+// key order, whatever the node's degree.
 func (s *Store) nodeEdges(ctx context.Context, tx *bbolt.Tx, node graph.ID, dir graph.Direction, labels []string, after *edgeOrder, f func(edgeOrder, graph.EdgeKey) bool) error {
 	if after != nil {
 		i, _ := slices.BinarySearch(labels, after.label)
 		labels = labels[i:]
 	}
-	var ins *inEdges // read at the first label the hub cache does not hold
-	inOf := func(label string) ([]graph.EdgeKey, error) {
-		if keys, ok := s.hubs.get(node, label, s.lastSeq); ok {
-			return keys, nil
-		}
-		if ins == nil {
-			var err error
-			if ins, err = s.readInEdges(ctx, node, labels); err != nil {
-				return nil, err
-			}
-		}
-		return s.sortedInEdges(ctx, ins, label)
-	}
-	c := tx.Bucket(bEdges).Cursor()
+	out, in := tx.Bucket(bEdges).Cursor(), tx.Bucket(bIn).Cursor()
 	for _, label := range labels {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if dir != graph.In {
-			prefix := graph.EdgeKey{From: node, Label: label}.Bytes()
-			prefix = prefix[:len(prefix)-1] // from NUL label NUL: every to and key
+		for _, isIn := range []bool{false, true} {
+			if isIn && dir == graph.Out || !isIn && dir == graph.In {
+				continue
+			}
+			if after != nil && after.label == label && after.in && !isIn {
+				continue // past every out-edge of the label
+			}
+			c := out
+			if isIn {
+				c = in
+			}
+			prefix := adjPrefix(node, label)
 			seek := prefix
-			if after != nil && after.label == label {
-				if after.in {
-					seek = append(bytes.Clone(prefix[:len(prefix)-1]), 1) // past every out-edge of the label
-				} else {
-					seek = graph.EdgeKey{From: node, Label: label, To: after.other, Key: after.key}.Bytes()
-				}
+			if after != nil && after.label == label && after.in == isIn {
+				seek = graph.EdgeKey{From: node, Label: label, To: after.other, Key: after.key}.Bytes()
 			}
 			for k, _ := c.Seek(seek); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-				ek := graph.EdgeKeyFromBytes(k)
-				pos := edgeOrder{label: label, other: ek.To, key: ek.Key}
+				other, key := splitAdjKey(k[len(prefix):])
+				if isIn && dir == graph.Both && other == string(node) {
+					continue // a self-loop, listed among the out-edges
+				}
+				pos := edgeOrder{label: label, in: isIn, other: graph.ID(other), key: key}
 				if after != nil && pos.compare(*after) <= 0 {
 					continue
+				}
+				ek := graph.EdgeKey{From: node, Label: label, To: graph.ID(other), Key: key}
+				if isIn {
+					ek.From, ek.To = ek.To, ek.From
 				}
 				if !f(pos, ek) {
 					return nil
 				}
 			}
 		}
-		if dir == graph.Out {
-			continue
-		}
-		keys, err := inOf(label)
-		if err != nil {
-			return err
-		}
-		if after != nil && after.label == label && after.in {
-			i, _ := slices.BinarySearchFunc(keys, *after, func(k graph.EdgeKey, a edgeOrder) int {
-				return edgeOrder{label: label, in: true, other: k.From, key: k.Key}.compare(a)
-			})
-			keys = keys[i:]
-		}
-		for _, ek := range keys {
-			if dir == graph.Both && ek.From == node {
-				continue // listed among the out-edges
-			}
-			pos := edgeOrder{label: label, in: true, other: ek.From, key: ek.Key}
-			if after != nil && pos.compare(*after) <= 0 {
-				continue
-			}
-			if !f(pos, ek) {
-				return nil
-			}
-		}
 	}
 	return nil
 }
 
-// inEdges are a node's in-edges as Cayley's index holds them, grouped by
-// label, their other ends resolved only when a label is listed.
-type inEdges struct {
-	s       *Store
-	node    graph.ID
-	byLabel map[string][]*cproto.Primitive
+// adjPrefix is the prefix of the keys of node's edges of one label, in
+// the edge records (its out-edges) and in the in-edge index (its in-edges):
+// node NUL label NUL.
+func adjPrefix(node graph.ID, label string) []byte {
+	b := make([]byte, 0, len(node)+len(label)+2)
+	b = append(b, node...)
+	b = append(b, 0)
+	b = append(b, label...)
+	return append(b, 0)
 }
 
-// readInEdges reads the index entries of node's in-edges with the given
-// labels, and the names of their labels.
-func (s *Store) readInEdges(ctx context.Context, node graph.ID, labels []string) (*inEdges, error) {
-	qs := s.qs
-	vals := []quad.Value{nodeIRI(node)}
-	if len(labels) == 1 {
-		vals = append(vals, labelIRI(labels[0]))
+// splitAdjKey splits the rest of an adjacency key after its prefix (see
+// adjPrefix) into the node at the other end and the edge's key, as one
+// string and two slices of it.
+func splitAdjKey(rest []byte) (other, key string) {
+	s := string(rest)
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return s[:i], s[i+1:]
 	}
-	refs, err := cgraph.RefsOf(ctx, qs, vals)
-	if err != nil {
-		return nil, err
-	}
-	in := &inEdges{s: s, node: node, byLabel: map[string][]*cproto.Primitive{}}
-	prefix := make([]uint64, 0, 2)
-	for _, r := range refs {
-		v, _ := r.(ckv.Int64Value)
-		if v == 0 {
-			return in, nil // the node (or label) has no quad: no edges
-		}
-		prefix = append(prefix, uint64(v))
-	}
-	it := ckv.IndexScan{Index: ckv.DefaultQuadIndexes[1], Values: prefix}.BuildIterator(qs).Iterate() // [O,P,S]
-	defer it.Close()
-	byPred := map[uint64][]*cproto.Primitive{}
-	for it.Next(ctx) {
-		if p, ok := it.Result().(*cproto.Primitive); ok {
-			byPred[p.Predicate] = append(byPred[p.Predicate], p)
-		}
-	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	preds := make([]cgraph.Ref, 0, len(byPred))
-	for id := range byPred {
-		preds = append(preds, ckv.Int64Value(id))
-	}
-	names, err := cgraph.ValuesOf(ctx, qs, preds)
-	if err != nil {
-		return nil, err
-	}
-	for i, v := range names {
-		iri, _ := v.(quad.IRI)
-		if label, ok := strings.CutPrefix(string(iri), "e:"); ok {
-			if _, want := slices.BinarySearch(labels, label); want {
-				in.byLabel[label] = byPred[uint64(preds[i].(ckv.Int64Value))]
-			}
-		}
-	}
-	return in, nil
+	return s, ""
 }
 
-// sortedInEdges returns in.sorted(label), and keeps a hub's in the hub
-// cache for the next page.
-func (s *Store) sortedInEdges(ctx context.Context, in *inEdges, label string) ([]graph.EdgeKey, error) {
-	keys, err := in.sorted(ctx, label)
-	if err == nil && len(keys) >= hubEdges {
-		s.hubs.put(in.node, label, s.lastSeq, keys) // lastSeq is stable: the caller holds the read lock
-	}
-	return keys, err
-}
-
-// hubEdges is the fewest in-edges of one label whose sorted list is kept
-// for the next page, and hubCacheKeys the most keys the cache holds in
-// all (about 90 bytes each: some 20 MB).
-const (
-	hubEdges     = 1000
-	hubCacheKeys = 1 << 18
-)
-
-// A hubCache keeps the sorted in-edges of the hubs paged last, so that
-// paging through a hub sorts its in-edges once, not at every page. An
-// entry holds for one sequence number: any commit makes it stale.
-type hubCache struct {
-	mu      sync.Mutex
-	entries [4]hubEntry // a ring: next is the oldest
-	next    int
-}
-
-type hubEntry struct {
-	node  graph.ID
-	label string
-	seq   uint64
-	keys  []graph.EdgeKey
-}
-
-func (c *hubCache) get(node graph.ID, label string, seq uint64) ([]graph.EdgeKey, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, e := range c.entries {
-		if e.keys != nil && e.node == node && e.label == label && e.seq == seq {
-			return e.keys, true
-		}
-	}
-	return nil, false
-}
-
-func (c *hubCache) put(node graph.ID, label string, seq uint64, keys []graph.EdgeKey) {
-	if len(keys) > hubCacheKeys {
-		return // sorted again at every page, until the adjacency index comes
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	i := c.next
-	c.entries[i] = hubEntry{node, label, seq, keys}
-	c.next = (i + 1) % len(c.entries)
-	total := 0
-	for _, e := range c.entries {
-		total += len(e.keys)
-	}
-	// Drop the oldest entries until the cache is within its bound.
-	for j := c.next; total > hubCacheKeys; j = (j + 1) % len(c.entries) {
-		if j != i {
-			total -= len(c.entries[j].keys)
-			c.entries[j] = hubEntry{}
-		}
-	}
-}
-
-// clear drops every entry: the store was emptied without a new sequence
-// number (see empty).
-func (c *hubCache) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.entries = [4]hubEntry{}
-}
-
-// sorted returns the keys of the in-edges of one label, sorted by the
-// node they come from, then key.
-func (in *inEdges) sorted(ctx context.Context, label string) ([]graph.EdgeKey, error) {
-	prims := in.byLabel[label]
-	if len(prims) == 0 {
-		return nil, nil
-	}
-	keys := make([]graph.EdgeKey, 0, len(prims))
-	const chunk = 1024
-	for i := 0; i < len(prims); i += chunk {
-		part := prims[i:min(i+chunk, len(prims))]
-		names, err := valueNames(ctx, in.s.qs, part)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range part {
-			k := graph.EdgeKey{Label: label, To: in.node}
-			if from, ok := names[p.Subject].(quad.IRI); ok {
-				k.From = graph.ID(strings.TrimPrefix(string(from), "n:"))
-			}
-			if p.Label != 0 {
-				if key, ok := names[p.Label].(quad.IRI); ok {
-					k.Key, _ = graph.UnescapeSegment(strings.TrimPrefix(string(key), "k:"))
-				}
-			}
-			keys = append(keys, k)
-		}
-	}
-	slices.SortFunc(keys, func(a, b graph.EdgeKey) int {
-		if c := strings.Compare(string(a.From), string(b.From)); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Key, b.Key)
-	})
-	return keys, nil
+// inKey is the in-edge index's key of an edge: to NUL label NUL from NUL
+// key, the key of the edge record with its ends swapped.
+func inKey(k graph.EdgeKey) []byte {
+	return graph.EdgeKey{From: k.To, Label: k.Label, To: k.From, Key: k.Key}.Bytes()
 }
 
 // NodesByType returns a page of the nodes of one type, ordered by ID.

@@ -511,11 +511,16 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 			if op.Old != nil {
 				continue
 			}
+			// The in-edge index is never deferred: reads and the planning
+			// of the next batch (a delete's cascade) see it as they see
+			// the edge records.
+			primary(kvOp{bucket: bIn, key: inKey(k)})
 			count(bMeta, countKey("edge", k.Label), 1)
 			count(bDeg, degKey(k.From, 'o', k.Label), 1)
 			count(bDeg, degKey(k.To, 'i', k.Label), 1)
 		default:
 			del(bEdges, k.Bytes())
+			primary(kvOp{bucket: bIn, key: inKey(k), del: true})
 			count(bMeta, countKey("edge", k.Label), -1)
 			count(bDeg, degKey(k.From, 'o', k.Label), -1)
 			count(bDeg, degKey(k.To, 'i', k.Label), -1)

@@ -25,8 +25,8 @@ type derived struct {
 }
 
 // Check verifies the store: bbolt's page structure; every record decodes
-// and fits the model; the type, property and degree indexes and the counts
-// match the records; Cayley holds exactly one quad per node and per edge;
+// and fits the model; the type, property, in-edge and degree indexes and
+// the counts match the records; Cayley holds exactly one quad per node and per edge;
 // the change log has no gap. It blocks writers while it runs.
 func (s *Store) Check(ctx context.Context) (*graph.CheckReport, error) {
 	s.wmu.Lock()
@@ -42,6 +42,7 @@ func (s *Store) Check(ctx context.Context) (*graph.CheckReport, error) {
 			return err
 		}
 		s.checkDerived(tx, d, r)
+		checkInIndex(ctx, tx, r)
 		s.checkLog(tx, r)
 		return s.checkCayley(ctx, tx, r)
 	})
@@ -201,6 +202,33 @@ func (s *Store) checkDerived(tx *bbolt.Tx, d *derived, r *graph.CheckReport) {
 	}
 }
 
+// checkInIndex checks that the in-edge index holds exactly one entry per
+// edge record: each entry names an edge that has a record, and there are
+// as many entries as records (r.Edges). Entries are distinct keys and
+// inKey is one-to-one, so the two together mean they match one for one.
+func checkInIndex(ctx context.Context, tx *bbolt.Tx, r *graph.CheckReport) {
+	edges := tx.Bucket(bEdges)
+	var n int64
+	c := tx.Bucket(bIn).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return
+		}
+		n++
+		rev := graph.EdgeKeyFromBytes(k)
+		if rev.From == "" || len(v) != 0 {
+			r.Addf("in-edge index: malformed entry %q", k)
+			continue
+		}
+		if edges.Get(inKey(rev)) == nil {
+			r.Addf("in-edge index: stray entry for edge %s, which has no record", graph.EdgeKey{From: rev.To, Label: rev.Label, To: rev.From, Key: rev.Key})
+		}
+	}
+	if n != r.Edges {
+		r.Addf("in-edge index: %d entries, the records imply %d", n, r.Edges)
+	}
+}
+
 func (s *Store) checkLog(tx *bbolt.Tx, r *graph.CheckReport) {
 	want := s.base + 1 // an undone load's entries are gone (see metaBase)
 	c := tx.Bucket(bLog).Cursor()
@@ -286,7 +314,7 @@ func (s *Store) checkCayley(ctx context.Context, tx *bbolt.Tx, r *graph.CheckRep
 }
 
 // Repair rebuilds the derived buckets (type, property and search indexes,
-// counts, edge summaries) from the node and edge records, then checks
+// the in-edge index, counts, edge summaries) from the node and edge records, then checks
 // again. It cannot repair Cayley's quads: Compact rebuilds those.
 func (s *Store) Repair(ctx context.Context) (*graph.CheckReport, error) {
 	if err := s.rebuildDerived(ctx, nil); err != nil {
@@ -294,7 +322,7 @@ func (s *Store) Repair(ctx context.Context) (*graph.CheckReport, error) {
 	}
 	r, err := s.Check(ctx)
 	if r != nil {
-		r.Repaired = []string{"type index", "property index", "search index", "counts", "edge summaries"}
+		r.Repaired = []string{"type index", "property index", "search index", "in-edge index", "counts", "edge summaries"}
 	}
 	return r, err
 }
@@ -337,7 +365,7 @@ func (s *Store) rebuildDerived(ctx context.Context, progress func(RebuildProgres
 	s.rw.Lock()
 	defer s.rw.Unlock()
 	return s.db.DB().Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bType, bProp, bTok, bDeg} {
+		for _, b := range [][]byte{bType, bProp, bTok, bDeg, bIn} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
@@ -369,10 +397,17 @@ func (s *Store) rebuildDerived(ctx context.Context, progress func(RebuildProgres
 		for k, n := range d.counts {
 			ops = append(ops, kvOp{bucket: bMeta, key: []byte(k), val: u64(uint64(n))})
 		}
+		err := tx.Bucket(bEdges).ForEach(func(k, _ []byte) error {
+			ops = append(ops, kvOp{bucket: bIn, key: inKey(graph.EdgeKeyFromBytes(k))})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		// Every node record gets the summary its edges imply, and the
 		// current record layout.
 		want := summaries(d.deg)
-		err := tx.Bucket(bNodes).ForEach(func(k, v []byte) error {
+		err = tx.Bucket(bNodes).ForEach(func(k, v []byte) error {
 			rec, err := decodeNodeRec(v)
 			if err != nil {
 				return corrupt(fmt.Sprintf("node %q", k), err)

@@ -245,8 +245,8 @@ func TestEdgesCursorRefused(t *testing.T) {
 }
 
 // BenchmarkEdgesHub measures a page of a hub's edges, half way through:
-// 20,000 in-edges (sorted at the first page after a write, then kept in
-// the hub cache) and 20,000 out-edges (read in order from the records).
+// 20,000 in-edges (read in order from the in-edge index) and 20,000
+// out-edges (read in order from the records).
 func BenchmarkEdgesHub(b *testing.B) {
 	const n = 20000
 	s := openTest(b, b.TempDir(), Config{})
@@ -285,44 +285,6 @@ func BenchmarkEdgesHub(b *testing.B) {
 					}
 				}
 			})
-			if tc.dir == graph.In {
-				// The first page after a write: the hub's in-edges are sorted again.
-				b.Run(fmt.Sprintf("%s-after-write/page=%d", tc.name, size), func(b *testing.B) {
-					for b.Loop() {
-						s.hubs.clear()
-						page, err := s.Edges(b.Context(), q)
-						if err != nil || len(page.Edges) != size {
-							b.Fatal(len(page.Edges), err)
-						}
-					}
-				})
-			}
 		}
-	}
-}
-
-// The hub cache stays within its bound, dropping its oldest entries.
-func TestHubCacheBound(t *testing.T) {
-	var c hubCache
-	keys := make([]graph.EdgeKey, hubCacheKeys/3+1)
-	for i, n := range []graph.ID{"a", "b", "c", "d"} {
-		c.put(n, "l", uint64(i), keys)
-	}
-	total := 0
-	for _, e := range c.entries {
-		total += len(e.keys)
-	}
-	if total > hubCacheKeys {
-		t.Errorf("the cache holds %d keys, over %d", total, hubCacheKeys)
-	}
-	if _, ok := c.get("d", "l", 3); !ok {
-		t.Error("the newest entry was dropped")
-	}
-	if _, ok := c.get("a", "l", 0); ok {
-		t.Error("the oldest entry was kept")
-	}
-	c.put("e", "l", 9, make([]graph.EdgeKey, hubCacheKeys+1))
-	if _, ok := c.get("e", "l", 9); ok {
-		t.Error("a list over the bound was kept")
 	}
 }

@@ -131,7 +131,6 @@ func (s *Store) empty() error {
 		return err
 	}
 	s.base = s.lastSeq
-	s.hubs.clear()
 	if err := s.createBuckets(); err != nil {
 		return err
 	}
