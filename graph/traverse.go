@@ -76,6 +76,20 @@ func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, di
 	if dir == "" {
 		dir = Out
 	}
+	// For Both, an edge between two frontier nodes reaches from each end
+	// at the place it is listed, as expandLevel's paging does within one
+	// chunk of frontierChunk nodes: so the order of reach calls, and with
+	// it which edge first reaches a node (the path a query returns), is
+	// the same with or without the store's Adjacency.
+	var chunkOf map[ID]int
+	if dir == Both {
+		chunkOf = make(map[ID]int, len(frontier))
+		for i, id := range frontier {
+			if _, ok := chunkOf[id]; !ok {
+				chunkOf[id] = i / frontierChunk
+			}
+		}
+	}
 	for i := 0; i < len(frontier) && b.ok(); {
 		part := frontier[i:min(i+adjacentChunk, len(frontier))]
 		n, last, resume := 0, 0, len(part)
@@ -94,11 +108,19 @@ func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, di
 			}
 			b.visited++
 			self := part[j]
-			switch {
-			case dir == Out || dir == Both && k.From == self:
+			switch dir {
+			case Out:
 				reach(self, k.To, k)
-			default:
+			case In:
 				reach(self, k.From, k)
+			default:
+				c := (i + j) / frontierChunk
+				if cf, ok := chunkOf[k.From]; ok && cf == c {
+					reach(k.From, k.To, k)
+				}
+				if ct, ok := chunkOf[k.To]; ok && ct == c {
+					reach(k.To, k.From, k)
+				}
 			}
 			return b.reason == ""
 		})
