@@ -8,6 +8,8 @@ import { createGraphiQLFetcher } from '@graphiql/toolkit';
 import { createClient } from 'graphql-ws';
 import { parse } from 'graphql';
 import { createRoot } from 'react-dom/client';
+// The Monaco build GraphiQL itself loads (the same module in this bundle).
+import { editor } from 'monaco-graphql/esm/monaco-editor.js';
 import 'graphiql/style.css';
 import './console.css';
 import { examples } from './examples.js';
@@ -53,17 +55,15 @@ function fetcher(params, opts) {
   return toolkit({ ...params, operationName }, { ...opts, documentAST: doc });
 }
 
+// Long lines wrap in every editor, so nothing is cut off at the pane's
+// edge (or hidden behind the toolbar beside the operation editor).
+editor.onDidCreateEditor((e) => e.updateOptions({ wordWrap: 'on', wrappingIndent: 'indent' }));
+
 function Console() {
   return (
     <GraphiQL fetcher={fetcher} defaultTabs={examples}>
-      <GraphiQL.Logo>
-        <span className="lore-logo">
-          <a href="/">Lore</a>
-          <small>
-            GraphQL console · <a href="/explore/">explorer</a>
-          </small>
-        </span>
-      </GraphiQL.Logo>
+      {/* index.html's header names the page and links back; no logo here. */}
+      <GraphiQL.Logo>{null}</GraphiQL.Logo>
     </GraphiQL>
   );
 }
