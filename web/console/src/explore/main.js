@@ -118,61 +118,67 @@ const edgeFontPx = 12;
 const labelWidthPx = 170;
 const minLabelZoom = 0.3;
 const minFontPx = 7;
+// How much labels are enlarged (in graph units) against the zoom.
+let labelScale = 1;
+
+// styles is the graph's stylesheet for labels enlarged k times in graph
+// units (see scaleLabels).
+const styles = (k) => [
+  {
+    selector: 'node',
+    style: {
+      'background-color': 'data(color)',
+      label: 'data(label)',
+      color: css('--fg', '#1d2127'),
+      'font-size': nodeFontPx * k,
+      'font-family': 'system-ui, sans-serif',
+      'min-zoomed-font-size': minFontPx,
+      'text-valign': 'bottom',
+      'text-margin-y': 4,
+      'text-wrap': 'ellipsis',
+      'text-max-width': labelWidthPx * k,
+      'text-background-color': css('--bg', '#fbfbfa'),
+      'text-background-opacity': 0.75,
+      'text-background-padding': 1,
+      width: 22 * Math.sqrt(k),
+      height: 22 * Math.sqrt(k),
+    },
+  },
+  { selector: 'node.expanded', style: { width: 30 * Math.sqrt(k), height: 30 * Math.sqrt(k), 'border-width': 3, 'border-color': css('--fg', '#1d2127') } },
+  // The hovered or selected node shows its whole label, above the others.
+  { selector: 'node.hover, node:selected', style: { 'text-wrap': 'wrap', 'text-max-width': 2 * labelWidthPx * k, 'z-index': 10, 'text-background-opacity': 0.95 } },
+  { selector: 'node:selected', style: { 'overlay-color': css('--accent', '#2f62a8'), 'overlay-opacity': 0.25, 'overlay-padding': 6 } },
+  { selector: 'node.changed', style: { 'underlay-color': '#f5b700', 'underlay-opacity': 0.8, 'underlay-padding': 8 } },
+  {
+    selector: 'edge',
+    style: {
+      width: 1.5,
+      'line-color': css('--muted', '#8a939c'),
+      'target-arrow-color': css('--muted', '#8a939c'),
+      'target-arrow-shape': 'triangle',
+      'curve-style': 'bezier',
+      label: 'data(label)',
+      'font-size': edgeFontPx * k,
+      'font-family': 'system-ui, sans-serif',
+      'min-zoomed-font-size': minFontPx,
+      color: css('--muted', '#5d6670'),
+      // Horizontal: rotated text along steep edges was hard to read.
+      'text-rotation': 'none',
+      'text-background-color': css('--bg', '#fbfbfa'),
+      'text-background-opacity': 0.9,
+      'text-background-padding': 2,
+      'text-background-shape': 'roundrectangle',
+    },
+  },
+  { selector: 'edge.unlabelled', style: { label: '' } },
+  { selector: 'edge.filtered', style: { display: 'none' } },
+];
 
 const cy = cytoscape({
   container: graphEl,
   wheelSensitivity: 0.3,
   maxZoom: 3,
-  style: [
-    {
-      selector: 'node',
-      style: {
-        'background-color': 'data(color)',
-        label: 'data(label)',
-        color: css('--fg', '#1d2127'),
-        'font-size': nodeFontPx,
-        'font-family': 'system-ui, sans-serif',
-        'min-zoomed-font-size': minFontPx,
-        'text-valign': 'bottom',
-        'text-margin-y': 4,
-        'text-wrap': 'ellipsis',
-        'text-max-width': labelWidthPx,
-        'text-background-color': css('--bg', '#fbfbfa'),
-        'text-background-opacity': 0.75,
-        'text-background-padding': 1,
-        width: 22,
-        height: 22,
-      },
-    },
-    { selector: 'node.expanded', style: { width: 30, height: 30, 'border-width': 3, 'border-color': css('--fg', '#1d2127') } },
-    // The hovered or selected node shows its whole label, above the others.
-    { selector: 'node.hover, node:selected', style: { 'text-wrap': 'wrap', 'text-max-width': 2 * labelWidthPx, 'z-index': 10, 'text-background-opacity': 0.95 } },
-    { selector: 'node:selected', style: { 'overlay-color': css('--accent', '#2f62a8'), 'overlay-opacity': 0.25, 'overlay-padding': 6 } },
-    { selector: 'node.changed', style: { 'underlay-color': '#f5b700', 'underlay-opacity': 0.8, 'underlay-padding': 8 } },
-    {
-      selector: 'edge',
-      style: {
-        width: 1.5,
-        'line-color': css('--muted', '#8a939c'),
-        'target-arrow-color': css('--muted', '#8a939c'),
-        'target-arrow-shape': 'triangle',
-        'curve-style': 'bezier',
-        label: 'data(label)',
-        'font-size': edgeFontPx,
-        'font-family': 'system-ui, sans-serif',
-        'min-zoomed-font-size': minFontPx,
-        color: css('--muted', '#5d6670'),
-        // Horizontal: rotated text along steep edges was hard to read.
-        'text-rotation': 'none',
-        'text-background-color': css('--bg', '#fbfbfa'),
-        'text-background-opacity': 0.9,
-        'text-background-padding': 2,
-        'text-background-shape': 'roundrectangle',
-      },
-    },
-    { selector: 'edge.unlabelled', style: { label: '' } },
-    { selector: 'edge.filtered', style: { display: 'none' } },
-  ],
+  style: styles(1),
 });
 // For the browser's console and the browser test, which clicks nodes on
 // the canvas where cytoscape drew them.
@@ -180,20 +186,18 @@ globalThis.loreExplorer = { cy };
 
 // Keep labels legible when a fit zooms out: font sizes are in graph units,
 // so they grow as the zoom shrinks, down to minLabelZoom.
+function scaleLabels(zoom = cy.zoom()) {
+  const k = 1 / Math.max(Math.min(zoom, 1), minLabelZoom);
+  if (k === labelScale) return;
+  labelScale = k;
+  cy.style(styles(k));
+}
 let zoomFrame = 0;
 cy.on('zoom', () => {
   if (zoomFrame) return;
   zoomFrame = requestAnimationFrame(() => {
     zoomFrame = 0;
-    const k = 1 / Math.max(Math.min(cy.zoom(), 1), minLabelZoom);
-    cy.style()
-      .selector('node')
-      .style({ 'font-size': nodeFontPx * k, 'text-max-width': labelWidthPx * k })
-      .selector('node.hover, node:selected')
-      .style('text-max-width', 2 * labelWidthPx * k)
-      .selector('edge')
-      .style('font-size', edgeFontPx * k)
-      .update();
+    scaleLabels();
   });
 });
 
@@ -237,17 +241,23 @@ function put(nodes, edges, around) {
   return fresh.length;
 }
 
-// ring draws one node in the middle and the rest around it, grouped by
-// type: a fresh picture of a node and its neighbours, where every edge
-// (and its label) has room.
+// ring draws one node in the middle and the rest on rings around it by
+// their distance from it, each ring grouped by type: every edge at that
+// node (and its label) has room, whatever was drawn before.
 function ring(center) {
+  const depth = new Map();
+  cy.elements().breadthFirstSearch({ root: cy.getElementById(center), visit: (v, _e, _u, _i, d) => void depth.set(v.id(), d) });
+  const far = Math.max(0, ...depth.values()) + 1;
   const order = cy.nodes().sort((a, b) => a.data('type').localeCompare(b.data('type')) || a.data('label').localeCompare(b.data('label')));
+  // Lay out with the labels at their size at zoom 1, so what was drawn
+  // zoomed out does not push the rings apart.
+  scaleLabels(1);
   return new Promise((resolve) => {
     const l = order.layout({
       name: 'concentric',
       animate: false,
       fit: false,
-      concentric: (n) => (n.id() === center ? 2 : 1),
+      concentric: (n) => far - (depth.get(n.id()) ?? far),
       levelWidth: () => 1,
       minNodeSpacing: 40,
       spacingFactor: 1.1,
@@ -260,34 +270,12 @@ function ring(center) {
   });
 }
 
-// layout settles the drawing with cytoscape's force-directed layout,
-// starting from where the nodes are.
-function layout(fit) {
-  return new Promise((resolve) => {
-    const l = cy.layout({
-      name: 'cose',
-      animate: false,
-      randomize: false,
-      fit,
-      padding: 40,
-      nodeDimensionsIncludeLabels: true,
-      nodeRepulsion: () => 80000,
-      nodeOverlap: 20,
-      idealEdgeLength: () => 120,
-      edgeElasticity: () => 100,
-      gravity: 0.4,
-      numIter: 1500,
-    });
-    l.one('layoutstop', resolve);
-    l.run();
-  });
-}
-
 // fit frames everything drawn, with room for labels; on a small screen
 // less room, so the nodes keep a usable size.
 function fit() {
   const pad = Math.min(40, Math.round(Math.min(graphEl.clientWidth, graphEl.clientHeight) / 12));
   cy.fit(cy.elements(':visible'), pad);
+  scaleLabels();
 }
 
 // The canvas follows its box: when the window (or the layout around the
@@ -339,10 +327,11 @@ async function expand(id, { fresh = false, why = '' } = {}) {
       id,
     );
     cy.getElementById(id).addClass('expanded');
-    if (fresh) await ring(id);
-    else if (added > 0) await layout(false);
-    if (mine !== expanding) return;
-    if (fresh || added > 0) fit();
+    if (fresh || added > 0) {
+      await ring(id);
+      if (mine !== expanding) return;
+      fit();
+    }
     counts();
     select(id, n);
     done(
@@ -395,11 +384,13 @@ cy.on('mouseover', 'node', (e) => {
   tipEl.style.top = `${box.top - stage.top + p.y + 16}px`;
   graphEl.title = n.data('label');
 });
-cy.on('mouseout', 'node', (e) => {
-  e.target.removeClass('hover');
+function unhover() {
+  cy.nodes('.hover').removeClass('hover');
   tipEl.hidden = true;
   graphEl.removeAttribute('title');
-});
+}
+cy.on('mouseout', 'node', unhover);
+graphEl.addEventListener('mouseleave', unhover);
 cy.on('pan zoom', () => {
   tipEl.hidden = true;
 });
@@ -722,7 +713,10 @@ async function apply(c) {
     setTimeout(() => shown.removeClass('changed'), 1500);
     if (detailsEl.dataset.id === id) showDetails(n, true);
   });
-  if (added) await layout(false);
+  if (added) {
+    await ring(detailsEl.dataset.id && !cy.getElementById(detailsEl.dataset.id).empty() ? detailsEl.dataset.id : ids[0]);
+    fit();
+  }
   counts();
   done(`Change ${c.seq} (${c.op}) touched ${ids.join(', ')}`);
 }
