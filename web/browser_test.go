@@ -117,7 +117,7 @@ func TestBrowser(t *testing.T) {
 		// on a phone instead of squeezing them; its button closes it.
 		b.wait(t, "the docs covering the editors", `(() => {
 			const docs = document.querySelector('.graphiql-doc-explorer')?.getBoundingClientRect();
-			return !!docs && docs.width >= innerWidth - 80 && document.querySelector('.graphiql-sidebar button.active') !== null;
+			return !!docs && docs.width >= innerWidth - 120 && document.querySelector('.graphiql-sidebar button.active') !== null;
 		})()`)
 		b.shot(t, "console-390x844-docs")
 		b.click(t, ".graphiql-sidebar button.active")
