@@ -120,10 +120,11 @@ const minLabelZoom = 0.3;
 const minFontPx = 7;
 // How much labels are enlarged (in graph units) against the zoom.
 let labelScale = 1;
+let labelWidth = labelWidthPx;
 
 // styles is the graph's stylesheet for labels enlarged k times in graph
 // units (see scaleLabels).
-const styles = (k) => [
+const styles = (k, labelWidth = labelWidthPx) => [
   {
     selector: 'node',
     style: {
@@ -136,7 +137,7 @@ const styles = (k) => [
       'text-valign': 'bottom',
       'text-margin-y': 4,
       'text-wrap': 'ellipsis',
-      'text-max-width': labelWidthPx * k,
+      'text-max-width': labelWidth * k,
       'text-background-color': css('--bg', '#fbfbfa'),
       'text-background-opacity': 0.75,
       'text-background-padding': 1,
@@ -146,7 +147,7 @@ const styles = (k) => [
   },
   { selector: 'node.expanded', style: { width: 30 * Math.sqrt(k), height: 30 * Math.sqrt(k), 'border-width': 3, 'border-color': css('--fg', '#1d2127') } },
   // The hovered or selected node shows its whole label, above the others.
-  { selector: 'node.hover, node:selected', style: { 'text-wrap': 'wrap', 'text-max-width': 2 * labelWidthPx * k, 'z-index': 10, 'text-background-opacity': 0.95 } },
+  { selector: 'node.hover, node:selected', style: { 'text-wrap': 'wrap', 'text-max-width': 2 * labelWidth * k, 'z-index': 10, 'text-background-opacity': 0.95 } },
   { selector: 'node:selected', style: { 'overlay-color': css('--accent', '#2f62a8'), 'overlay-opacity': 0.25, 'overlay-padding': 6 } },
   { selector: 'node.changed', style: { 'underlay-color': '#f5b700', 'underlay-opacity': 0.8, 'underlay-padding': 8 } },
   {
@@ -186,11 +187,16 @@ globalThis.loreExplorer = { cy };
 
 // Keep labels legible when a fit zooms out: font sizes are in graph units,
 // so they grow as the zoom shrinks, down to minLabelZoom.
+// On a narrow graph labels are shortened sooner. It reports whether the
+// labels changed size.
 function scaleLabels(zoom = cy.zoom()) {
   const k = 1 / Math.max(Math.min(zoom, 1), minLabelZoom);
-  if (k === labelScale) return;
+  const w = Math.round(Math.min(labelWidthPx, Math.max(80, graphEl.clientWidth / 3.5)));
+  if (k === labelScale && w === labelWidth) return false;
   labelScale = k;
-  cy.style(styles(k));
+  labelWidth = w;
+  cy.style(styles(k, w));
+  return true;
 }
 let zoomFrame = 0;
 cy.on('zoom', () => {
@@ -274,8 +280,12 @@ function ring(center) {
 // less room, so the nodes keep a usable size.
 function fit() {
   const pad = Math.min(40, Math.round(Math.min(graphEl.clientWidth, graphEl.clientHeight) / 12));
-  cy.fit(cy.elements(':visible'), pad);
-  scaleLabels();
+  // Labels are sized against the zoom, and the fit counts them: a few
+  // rounds settle both.
+  for (let i = 0; i < 3; i++) {
+    cy.fit(cy.elements(':visible'), pad);
+    if (!scaleLabels()) break;
+  }
 }
 
 // The canvas follows its box: when the window (or the layout around the
@@ -376,12 +386,14 @@ cy.on('mouseover', 'node', (e) => {
   const p = n.renderedPosition();
   tipEl.replaceChildren(el('strong', {}, n.data('label')), el('span', {}, `${n.data('type')} · ${n.id()}`));
   tipEl.hidden = false;
-  // Beside the node, inside the stage.
+  // Above the node (below when there is no room), clear of its own label,
+  // inside the stage.
   const box = graphEl.getBoundingClientRect();
   const stage = stageEl.getBoundingClientRect();
-  const x = Math.min(box.left - stage.left + p.x + 16, stage.width - tipEl.offsetWidth - 4);
+  const x = Math.min(box.left - stage.left + p.x + 12, stage.width - tipEl.offsetWidth - 4);
+  const above = box.top - stage.top + p.y - tipEl.offsetHeight - 16;
   tipEl.style.left = `${Math.max(4, x)}px`;
-  tipEl.style.top = `${box.top - stage.top + p.y + 16}px`;
+  tipEl.style.top = `${above >= box.top - stage.top ? above : box.top - stage.top + p.y + 34}px`;
   graphEl.title = n.data('label');
 });
 function unhover() {
