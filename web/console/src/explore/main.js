@@ -271,8 +271,23 @@ function ring(center) {
       nodeDimensionsIncludeLabels: true,
       startAngle: -Math.PI / 2,
     });
-    l.one('layoutstop', resolve);
+    l.one('layoutstop', () => {
+      stretch(center);
+      resolve();
+    });
     l.run();
+  });
+}
+
+// stretch turns the rings into ellipses the shape of a tall graph (a
+// phone held upright), which gives the nodes and labels more room.
+function stretch(center) {
+  const aspect = Math.min(graphEl.clientHeight / Math.max(graphEl.clientWidth, 1), 1.8);
+  if (aspect < 1.05) return;
+  const c = cy.getElementById(center).position();
+  cy.nodes().positions((n) => {
+    const p = n.position();
+    return { x: p.x, y: c.y + (p.y - c.y) * aspect };
   });
 }
 
