@@ -59,9 +59,24 @@ function fetcher(params, opts) {
 // edge (or hidden behind the toolbar beside the operation editor).
 editor.onDidCreateEditor((e) => e.updateOptions({ wordWrap: 'on', wrappingIndent: 'indent' }));
 
+// On a phone the tab bar scrolls sideways: keep the open tab in sight, on
+// the first render and after every switch.
+function showActiveTab() {
+  requestAnimationFrame(() =>
+    document.querySelector('.graphiql-tab-active')?.scrollIntoView({ block: 'nearest', inline: 'nearest' }),
+  );
+}
+const firstTabs = new MutationObserver(() => {
+  if (document.querySelector('.graphiql-tab-active')) {
+    firstTabs.disconnect();
+    showActiveTab();
+  }
+});
+firstTabs.observe(document.getElementById('graphiql'), { childList: true, subtree: true });
+
 function Console() {
   return (
-    <GraphiQL fetcher={fetcher} defaultTabs={examples}>
+    <GraphiQL fetcher={fetcher} defaultTabs={examples} onTabChange={showActiveTab}>
       {/* index.html's header names the page and links back; no logo here. */}
       <GraphiQL.Logo>{null}</GraphiQL.Logo>
     </GraphiQL>
