@@ -20,11 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lore-dev/lore/web"
@@ -41,9 +43,11 @@ const stepTimeout = 45 * time.Second
 
 // TestBrowser drives headless Chromium through the landing page, the
 // console and the explorer, as a person would, while an agent writes over
-// MCP. Chromium resolves every host but 127.0.0.1 to nothing, and the test
-// fails if a page asks for anything that is not on the server, breaks its
-// Content-Security-Policy, logs an error or throws.
+// MCP, at a desktop size (1400×900) and a phone's (390×844), with a
+// screenshot of each page at each. Chromium resolves every host but
+// 127.0.0.1 to nothing, and the test fails if a page asks for anything that
+// is not on the server, breaks its Content-Security-Policy, logs an error
+// or throws.
 func TestBrowser(t *testing.T) {
 	if *chromium == "" {
 		t.Fatal("needs -lore.chromium PATH; make browser-test gives it")
@@ -51,6 +55,8 @@ func TestBrowser(t *testing.T) {
 	f := newFixtureWith(t, &web.Options{Version: "browser-test", StorePath: "/var/lib/lore/test"})
 	b := newBrowser(t, f.url)
 	agent := f.mcpClient(t)
+
+	b.size(t, desktop)
 
 	t.Run("landing", func(t *testing.T) {
 		b.open(t, "/")
@@ -65,10 +71,17 @@ func TestBrowser(t *testing.T) {
 			editorText('.graphiql-query-editor').includes('query Billing')`)
 		b.click(t, `.graphiql-sidebar button[aria-label="Show Documentation Explorer"]`)
 		b.wait(t, "the schema in the docs explorer", `(document.querySelector('.graphiql-doc-explorer')?.innerText ?? '').includes('Subscription')`)
+		b.wait(t, "a header with the product's name and links home and to the explorer", consoleHeader)
+		b.wait(t, "every tab in sight beside the docs", `(() => {
+			const bar = document.querySelector('.graphiql-tabs').getBoundingClientRect();
+			const tabs = [...document.querySelectorAll('.graphiql-tab')].map(e => e.getBoundingClientRect());
+			return tabs.length === 7 && tabs.every(r => r.width > 0 && r.left >= bar.left - 1 && r.right <= bar.right + 1 && r.bottom <= bar.bottom + 1);
+		})()`)
+		b.wait(t, "no line cut off at the editor's edge", unclipped)
 		b.click(t, ".graphiql-execute-button")
 		b.wait(t, "billing in the response", `editorText('.result-window').includes('"id": "service/billing"') &&
 			editorText('.result-window').includes('"language": "Kotlin"')`)
-		b.shot(t, "console-query")
+		b.shot(t, "console-1400x900")
 	})
 
 	t.Run("console subscription", func(t *testing.T) {
@@ -91,10 +104,42 @@ func TestBrowser(t *testing.T) {
 		b.wait(t, "the subscription stopped", `document.querySelector('.graphiql-execute-button').getAttribute('aria-label').startsWith('Execute')`)
 	})
 
+	t.Run("console phone", func(t *testing.T) {
+		b.size(t, phone)
+		defer b.size(t, desktop)
+		b.open(t, "/console/")
+		b.wait(t, "the console's tabs", `document.querySelectorAll('.graphiql-tab').length === 7`)
+		b.wait(t, "the header, on the phone's width", consoleHeader+` && document.querySelector('.lore-bar').getBoundingClientRect().right <= innerWidth`)
+		b.wait(t, "tabs that scroll within the page, and nothing wider than the screen", `document.documentElement.scrollWidth <= innerWidth &&
+			document.querySelector('.graphiql-tabs').getBoundingClientRect().right <= innerWidth &&
+			document.querySelector('.graphiql-tabs').scrollWidth > document.querySelector('.graphiql-tabs').clientWidth`)
+		// The docs pane, open since the first visit, covers the editors
+		// on a phone instead of squeezing them; its button closes it.
+		b.wait(t, "the docs covering the editors", `(() => {
+			const docs = document.querySelector('.graphiql-doc-explorer')?.getBoundingClientRect();
+			return !!docs && docs.width >= innerWidth - 120 && document.querySelector('.graphiql-sidebar button.active') !== null;
+		})()`)
+		b.shot(t, "console-390x844-docs")
+		b.click(t, ".graphiql-sidebar button.active")
+		b.wait(t, "the docs closed", `!document.querySelector('.graphiql-doc-explorer')`)
+		b.wait(t, "no line cut off at the editor's edge", unclipped)
+		b.shot(t, "console-390x844")
+	})
+
 	t.Run("explorer", func(t *testing.T) {
 		b.open(t, "/explore/")
 		b.wait(t, "the explorer following changes", `document.getElementById('graph').dataset.ready === 'true' &&
 			document.getElementById('live').dataset.live === 'on'`)
+		// Without a link it opens on the best-connected suggestion and
+		// lists the others.
+		b.wait(t, "an opening node and suggestions", `!!document.getElementById('details').dataset.id &&
+			loreExplorer.cy.$id(document.getElementById('details').dataset.id).hasClass('expanded') &&
+			document.querySelectorAll('#suggestions button[data-id]').length >= 4 &&
+			location.search === '?id=' + document.getElementById('details').dataset.id`)
+		b.wait(t, "a legend with every drawn type in its colour", `document.querySelectorAll('#legend li').length >= 5 &&
+			loreExplorer.cy.nodes().every(n => document.querySelector('#legend li[data-type="' + n.data('type') + '"]')?.dataset.color === n.data('color')) &&
+			loreExplorer.cy.nodes().every(n => document.querySelector('#legend li[data-type="' + n.data('type') + '"]').classList.contains('drawn'))`)
+		b.shot(t, "explorer-opening")
 		b.do(t, chromedp.SendKeys(chromedp.ID("q"), "billing"), chromedp.Click(chromedp.CSS(`#search button`)))
 		b.wait(t, "billing among the hits", `!!document.querySelector('#hits button[data-id="service/billing"]')`)
 		b.click(t, `#hits button[data-id="service/billing"]`)
@@ -115,8 +160,116 @@ func TestBrowser(t *testing.T) {
 		b.shot(t, "explorer-live")
 	})
 
+	t.Run("explorer links", func(t *testing.T) {
+		b.open(t, "/explore/?id=service/checkout")
+		b.wait(t, "?id= opening its node", settled("service/checkout")+` && document.getElementById('graph').dataset.ready === 'true'`)
+		b.open(t, "/explore/#team/payments")
+		b.wait(t, "#id opening its node, the address rewritten to ?id=", settled("team/payments")+` && location.search === '?id=team/payments' && location.hash === ''`)
+		b.eval(t, `location.hash = 'service/billing'`)
+		b.wait(t, "a changed #id opening its node", settled("service/billing")+` && location.search === '?id=service/billing'`)
+	})
+
+	t.Run("explorer labels", func(t *testing.T) {
+		b.wait(t, "edge labels drawn level and at a legible size", `loreExplorer.cy.edges().length > 0 && loreExplorer.cy.edges().every(e =>
+			e.style('text-rotation') === 'none' && parseFloat(e.renderedStyle('font-size')) >= 11.5)`)
+		// A hovered node shows its whole label, which the graph may shorten.
+		id := b.text(t, `loreExplorer.cy.nodes().filter(n => n.data('label').length > 20).first().id()`)
+		if id == "" {
+			t.Fatal("no node with a long label drawn")
+		}
+		pos := b.nodePosition(t, id)
+		b.do(t, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, pos[0], pos[1]))
+		b.wait(t, "the whole label on hover", fmt.Sprintf(`!document.getElementById('tip').hidden &&
+			document.getElementById('tip').innerText.includes(loreExplorer.cy.$id(%q).data('label')) &&
+			document.getElementById('tip').innerText.includes(%q)`, id, id))
+		b.shot(t, "explorer-hover")
+		b.do(t, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, 2, 2))
+		b.wait(t, "the tooltip gone", `document.getElementById('tip').hidden`)
+
+		// The edge filter hides the edges of an unticked label and shows them again.
+		b.click(t, `#edge-filter label[data-label="dependsOn"] input`)
+		b.wait(t, "dependsOn edges hidden, others shown", `loreExplorer.cy.edges('[label = "dependsOn"]').length > 0 &&
+			loreExplorer.cy.edges('[label = "dependsOn"]').every(e => !e.visible()) &&
+			loreExplorer.cy.edges('[label != "dependsOn"]').length > 0 && loreExplorer.cy.edges('[label != "dependsOn"]').every(e => e.visible())`)
+		b.shot(t, "explorer-filtered")
+		b.click(t, `#edge-filter label[data-label="dependsOn"] input`)
+		b.wait(t, "dependsOn edges shown again", `loreExplorer.cy.edges().every(e => e.visible())`)
+	})
+
+	t.Run("explorer keyboard", func(t *testing.T) {
+		b.do(t, chromedp.Focus(chromedp.ID("graph")))
+		from := b.text(t, `document.getElementById('details').dataset.id`)
+		moved := ""
+		for _, key := range []string{kb.ArrowRight, kb.ArrowDown, kb.ArrowLeft, kb.ArrowUp} {
+			b.do(t, chromedp.KeyEvent(key))
+			if moved = b.text(t, `document.getElementById('details').dataset.id`); moved != from {
+				break
+			}
+		}
+		if moved == from {
+			t.Fatalf("no arrow key moved the selection from %s", from)
+		}
+		b.wait(t, "the selection moved, shown and linked", fmt.Sprintf(`loreExplorer.cy.$id(%q).selected() && location.search === '?id=%s'`, moved, moved))
+		if b.text(t, fmt.Sprintf(`String(loreExplorer.cy.$id(%q).hasClass('expanded'))`, moved)) == "false" {
+			b.do(t, chromedp.KeyEvent(kb.Enter))
+			b.wait(t, "Enter expanding the selected node", settled(moved)+fmt.Sprintf(` && loreExplorer.cy.$id(%q).hasClass('expanded')`, moved))
+		}
+		b.do(t, chromedp.KeyEvent("/"))
+		b.wait(t, "/ focusing the search", `document.activeElement.id === 'q'`)
+		b.do(t, chromedp.KeyEvent(kb.Escape))
+		b.wait(t, "Escape back to the graph", `document.activeElement.id === 'graph'`)
+	})
+
+	t.Run("explorer resize", func(t *testing.T) {
+		b.open(t, "/explore/?id=service/billing")
+		b.wait(t, "billing drawn", settled("service/billing")+` && document.getElementById('graph').dataset.ready === 'true'`)
+		b.wait(t, "every node inside the graph", insideGraph)
+		b.shot(t, "explorer-1400x900")
+		fits := b.text(t, `document.getElementById('graph').dataset.fitted`)
+		b.size(t, phone)
+		defer b.size(t, desktop)
+		b.wait(t, "the graph refitted to the phone's width", fmt.Sprintf(`document.getElementById('graph').dataset.fitted !== %q &&
+			+document.getElementById('graph').dataset.width <= 390 && document.documentElement.scrollWidth <= innerWidth`, fits)+" && "+insideGraph)
+		b.shot(t, "explorer-390x844")
+		b.open(t, "/explore/?id=team/payments")
+		b.wait(t, "a phone opening a link", settled("team/payments")+` && document.getElementById('graph').dataset.ready === 'true' && `+insideGraph)
+		b.shot(t, "explorer-390x844-link")
+	})
+
 	b.check(t, f.url)
 }
+
+// The sizes the pages are checked and photographed at.
+var (
+	desktop = [2]int64{1400, 900}
+	phone   = [2]int64{390, 844}
+)
+
+// consoleHeader is a condition: the console's header names the product and
+// links to the landing page and the explorer.
+const consoleHeader = `(() => {
+	const bar = document.querySelector('header.lore-bar');
+	if (!bar || !bar.innerText.includes('Lore') || !bar.innerText.includes('GraphQL console') || bar.getBoundingClientRect().height < 30) return false;
+	const links = [...bar.querySelectorAll('a')].map(a => a.getAttribute('href'));
+	return links.includes('/') && links.includes('/explore/');
+})()`
+
+// unclipped is a condition: every line of the operation editor ends inside
+// the editor (long lines wrap).
+const unclipped = `(() => {
+	const box = document.querySelector('.graphiql-query-editor .monaco-editor')?.getBoundingClientRect();
+	const spans = [...document.querySelectorAll('.graphiql-query-editor .view-line > span')];
+	return !!box && spans.length > 10 && spans.every(s => s.getBoundingClientRect().right <= box.right + 1);
+})()`
+
+// insideGraph is a condition: the explorer draws every node inside its box.
+const insideGraph = `(() => {
+	const g = document.getElementById('graph'), cy = loreExplorer.cy;
+	return cy.nodes().length > 1 && cy.nodes().every(n => {
+		const p = n.renderedPosition();
+		return p.x >= 0 && p.y >= 0 && p.x <= g.clientWidth && p.y <= g.clientHeight;
+	});
+})()`
 
 // settled is a condition: the explorer shows id and is not loading.
 func settled(id string) string {
@@ -278,6 +431,22 @@ func (b *browser) wait(t *testing.T, what, cond string) {
 		b.shot(t, "failed")
 		t.Fatalf("waiting for %s: %v\nproblems so far: %q", what, err, b.seen())
 	}
+}
+
+// text evaluates an expression in the page and returns it as a string.
+func (b *browser) text(t *testing.T, js string) string {
+	t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`String(`+js+`)`))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+// size sets the page's viewport, as a window of that size would.
+func (b *browser) size(t *testing.T, wh [2]int64) {
+	t.Helper()
+	b.do(t, chromedp.EmulateViewport(wh[0], wh[1]))
 }
 
 // count is the number of nodes the explorer draws.

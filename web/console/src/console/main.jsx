@@ -8,6 +8,8 @@ import { createGraphiQLFetcher } from '@graphiql/toolkit';
 import { createClient } from 'graphql-ws';
 import { parse } from 'graphql';
 import { createRoot } from 'react-dom/client';
+// The Monaco build GraphiQL itself loads (the same module in this bundle).
+import { editor } from 'monaco-graphql/esm/monaco-editor.js';
 import 'graphiql/style.css';
 import './console.css';
 import { examples } from './examples.js';
@@ -53,17 +55,30 @@ function fetcher(params, opts) {
   return toolkit({ ...params, operationName }, { ...opts, documentAST: doc });
 }
 
+// Long lines wrap in every editor, so nothing is cut off at the pane's
+// edge (or hidden behind the toolbar beside the operation editor).
+editor.onDidCreateEditor((e) => e.updateOptions({ wordWrap: 'on', wrappingIndent: 'indent' }));
+
+// On a phone the tab bar scrolls sideways: keep the open tab in sight, on
+// the first render and after every switch.
+function showActiveTab() {
+  requestAnimationFrame(() =>
+    document.querySelector('.graphiql-tab-active')?.scrollIntoView({ block: 'nearest', inline: 'nearest' }),
+  );
+}
+const firstTabs = new MutationObserver(() => {
+  if (document.querySelector('.graphiql-tab-active')) {
+    firstTabs.disconnect();
+    showActiveTab();
+  }
+});
+firstTabs.observe(document.getElementById('graphiql'), { childList: true, subtree: true });
+
 function Console() {
   return (
-    <GraphiQL fetcher={fetcher} defaultTabs={examples}>
-      <GraphiQL.Logo>
-        <span className="lore-logo">
-          <a href="/">Lore</a>
-          <small>
-            GraphQL console · <a href="/explore/">explorer</a>
-          </small>
-        </span>
-      </GraphiQL.Logo>
+    <GraphiQL fetcher={fetcher} defaultTabs={examples} onTabChange={showActiveTab}>
+      {/* index.html's header names the page and links back; no logo here. */}
+      <GraphiQL.Logo>{null}</GraphiQL.Logo>
     </GraphiQL>
   );
 }
