@@ -102,7 +102,7 @@ next:
 }
 
 // TestHealthAndMetrics: a real lore serve answers /healthz and /readyz, and
-// after tool calls over MCP and REST its /metrics (parsed with the
+// after tool calls over MCP, REST and GraphQL its /metrics (parsed with the
 // Prometheus library) has the requests, tool calls, latencies, store
 // operations, commits, change-log tail and sessions.
 func TestHealthAndMetrics(t *testing.T) {
@@ -138,6 +138,15 @@ func TestHealthAndMetrics(t *testing.T) {
 			t.Fatalf("REST get_node: %d", resp.StatusCode)
 		}
 	}
+	resp, err := http.Post(base+"/graphql", "application/json", strings.NewReader(`{"query":"{ getNode(id: \"topic/metered\") { node { id } } }"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gq, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(gq), "topic/metered") {
+		t.Fatalf("GraphQL getNode: %d %s", resp.StatusCode, gq)
+	}
 	select { // the feed delivered the write: the lag below is 0
 	case <-c.updates():
 	case <-ctx.Done():
@@ -154,7 +163,9 @@ func TestHealthAndMetrics(t *testing.T) {
 		{"lore_tool_calls_total", map[string]string{"surface": "mcp", "tool": "get_node", "status": "not_found"}, 1},
 		{"lore_tool_calls_total", map[string]string{"surface": "rest", "tool": "get_node", "status": "ok"}, 3},
 		{"lore_tool_call_duration_seconds", map[string]string{"surface": "rest", "tool": "get_node"}, 3},
+		{"lore_tool_calls_total", map[string]string{"surface": "graphql", "tool": "get_node", "status": "ok"}, 1},
 		{"lore_http_requests_total", map[string]string{"surface": "rest", "code": "200"}, 3},
+		{"lore_http_requests_total", map[string]string{"surface": "graphql", "code": "200"}, 1},
 		{"lore_http_requests_total", map[string]string{"surface": "mcp"}, 1},
 		{"lore_http_requests_total", map[string]string{"surface": "web", "code": "200"}, 2}, // healthz, readyz
 		{"lore_http_request_duration_seconds", map[string]string{"surface": "rest"}, 3},
