@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -42,6 +43,11 @@ type Options struct {
 	// schema.DefaultMaxDepth. Arguments are checked (schema.CheckJSON)
 	// before anything decodes them.
 	MaxDepth int
+	// Observe, if set, hears of every Invoke once it returns: the tool's
+	// name, how long the call took and its outcome (nil, or the error
+	// Invoke returned: a *Error, or ErrUnknownTool). Metrics use it. It
+	// runs on the caller's goroutine and must not block.
+	Observe func(ctx context.Context, tool string, d time.Duration, err error)
 }
 
 // A Catalog is the set of tools over one store.
@@ -51,6 +57,7 @@ type Catalog struct {
 	ceilings graph.Limits
 	log      *slog.Logger
 	maxDepth int // of arguments; 0: schema.DefaultMaxDepth
+	observe  func(ctx context.Context, tool string, d time.Duration, err error)
 	tools    []*Tool
 	byName   map[string]*Tool
 	outputs  map[string]*jsonschema.Schema
@@ -99,7 +106,7 @@ func NewCatalog(s graph.Store, opts *Options) *Catalog {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Catalog{store: s, model: s.Model(), ceilings: graph.DefaultCeilings, log: o.Logger, maxDepth: o.MaxDepth,
+	c := &Catalog{store: s, model: s.Model(), ceilings: graph.DefaultCeilings, log: o.Logger, maxDepth: o.MaxDepth, observe: o.Observe,
 		byName: map[string]*Tool{}, outputs: map[string]*jsonschema.Schema{}}
 	c.ceilings, _ = o.Ceilings.Clamp(graph.Limits{})
 	comp := newCompiler(c.model)
@@ -256,6 +263,10 @@ type Result struct {
 // is ErrUnknownTool. A panic in the tool is logged with its stack and
 // returned as an internal *Error: no call ends the process.
 func (c *Catalog) Invoke(ctx context.Context, name string, args json.RawMessage) (res *Result, err error) {
+	if c.observe != nil {
+		start := time.Now()
+		defer func() { c.observe(ctx, name, time.Since(start), err) }() // after the recover below
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			logPanic(ctx, c.log, "tool call panicked", v, "tool", name)

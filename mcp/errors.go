@@ -147,3 +147,18 @@ func cmpOrString(a, b string) string {
 	}
 	return b
 }
+
+// Outcome names how a call ended, for metrics: "ok" for nil, the *Error's
+// Code, "unknown_tool" for ErrUnknownTool, else CodeInternal.
+func Outcome(err error) string {
+	var te *Error
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.As(err, &te):
+		return te.Code
+	case errors.Is(err, ErrUnknownTool):
+		return "unknown_tool"
+	}
+	return CodeInternal
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -56,6 +57,9 @@ type Server struct {
 	mu    sync.Mutex
 	types map[string]bool // node types listed as resources (those with nodes)
 	start uint64          // the change-log end when the server was built
+
+	delivered atomic.Uint64   // the last sequence number Watch delivered (start before any)
+	fed       *graph.Notifier // woken each time delivered grows
 }
 
 const instructions = `Lore is a knowledge graph of typed nodes and labelled edges. Start with describe_model to learn the node types and edge labels, ` +
@@ -81,7 +85,7 @@ func NewServer(cat *Catalog, opts *ServerOptions) *Server {
 		o.MaxMessageBytes = mcpsdk.DefaultMaxLineLength
 	}
 	s := &Server{cat: cat, log: o.Logger, types: map[string]bool{}, maxDepth: o.MaxDepth, maxMessage: o.MaxMessageBytes,
-		confirm: newConfirmer()}
+		confirm: newConfirmer(), fed: graph.NewNotifier()}
 	s.subs.init(o.MaxSubscriptions)
 	impl := &mcpsdk.Implementation{Name: cmp.Or(o.Name, "lore"), Title: "Lore knowledge graph", Version: cmp.Or(o.Version, "dev"),
 		Icons: []mcpsdk.Icon{{Source: iconRead, MIMEType: "image/svg+xml"}}}
@@ -101,6 +105,7 @@ func NewServer(cat *Catalog, opts *ServerOptions) *Server {
 	s.addPrompts()
 	if st, err := cat.store.Stats(context.Background()); err == nil {
 		s.start = st.LastSeq
+		s.delivered.Store(st.LastSeq)
 		s.syncTypes(st)
 	} else {
 		s.log.Error("reading store stats", "error", err)
@@ -303,11 +308,55 @@ func (s *Server) Watch(ctx context.Context) error {
 	ch, errf := graph.Subscribe(ctx, s.cat.store, s.start)
 	for c := range ch {
 		s.notify(ctx, &c)
+		s.delivered.Store(c.Seq)
+		s.fed.Notify()
 	}
 	if err := errf(); err != nil && ctx.Err() == nil {
 		return err
 	}
 	return nil
+}
+
+// Delivered returns the sequence number of the last change Watch
+// delivered (the log's end when the server was built, before any): how
+// far the server's feed has caught up with the store's change log.
+func (s *Server) Delivered() uint64 { return s.delivered.Load() }
+
+// WaitDelivered waits until Watch has delivered the change numbered seq
+// (or a later one), or ctx is done, which it returns.
+func (s *Server) WaitDelivered(ctx context.Context, seq uint64) error {
+	for {
+		wake := s.fed.Wait()
+		if s.delivered.Load() >= seq {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Sessions counts the MCP sessions open on the server (legacy sessions
+// over HTTP or stdio; a 2026-07-28 client holds none between requests).
+func (s *Server) Sessions() int {
+	n := 0
+	for range s.sdk.Sessions() {
+		n++
+	}
+	return n
+}
+
+// Subscriptions counts the resource subscriptions the server's sessions hold.
+func (s *Server) Subscriptions() int {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	n := 0
+	for _, uris := range s.subs.bySession {
+		n += len(uris)
+	}
+	return n
 }
 
 func (s *Server) notify(ctx context.Context, c *graph.Change) {

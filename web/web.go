@@ -8,8 +8,10 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/lore-dev/lore/gen"
 	"github.com/lore-dev/lore/gen/gql"
@@ -33,6 +35,16 @@ type Options struct {
 	// snippet for desktop apps runs (they do not read the shell's PATH);
 	// "" shows a placeholder.
 	Command string
+	// Metrics, if set, counts and times every request by surface and is
+	// served at /metrics, behind the guard (a bearer token when tokens
+	// are configured, like the API). Nil serves no /metrics.
+	Metrics *Metrics
+	// Ready are the checks of /readyz, run in order; none means ready
+	// whenever the process serves HTTP.
+	Ready []Check
+	// ReadyTimeout bounds each check of /readyz; 0 means
+	// DefaultReadyTimeout. A check still running then has failed.
+	ReadyTimeout time.Duration
 }
 
 // NewHandler returns the server's whole HTTP surface. Every route checks
@@ -59,6 +71,10 @@ func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	api.Handle("/graphql", gql.NewHandler(cat, &gql.Options{Logger: o.Logger, AllowedOrigins: o.HTTP.AllowedOrigins,
 		MaxJSONDepth: o.HTTP.MaxJSONDepth, MaxMessageBytes: o.HTTP.MaxBodyBytes}))
 
+	if o.Metrics != nil {
+		api.Handle("GET /metrics", o.Metrics.Handler())
+	}
+
 	mux := http.NewServeMux()
 	mux.Handle("/", mcp.Guard(api, &o.HTTP))
 	// Public documents describe the server, not its data: no token, any
@@ -83,11 +99,15 @@ func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	mux.Handle("GET /console/", pages)
 	mux.Handle("GET /explore/", pages)
 	mux.Handle("GET /assets/", pages)
+	// Health for load balancers and orchestrators: GETs without side
+	// effects or data, so public (no token, any Origin) like the documents.
 	mux.Handle("GET /healthz", public(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})))
-	return mcp.Recover(mux, o.Logger, internalError)
+	mux.Handle("GET /readyz", public(readyz(o.Ready, cmp.Or(o.ReadyTimeout, DefaultReadyTimeout))))
+	return o.Metrics.measure(mcp.Recover(mux, o.Logger, internalError))
 }
 
 // An Endpoint is a place the handler serves: what it is, and its path.

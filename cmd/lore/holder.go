@@ -23,6 +23,7 @@ import (
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/mcp"
 	"github.com/lore-dev/lore/schema"
+	"github.com/lore-dev/lore/web"
 )
 
 // A holder serves the store it has open to the other Lore processes of its
@@ -413,7 +414,17 @@ func (h *holder) addServerLocked(cfg sessionConfig, srv *mcp.Server) {
 
 // newMCPServer builds the MCP server for sessions of cfg over s.
 func newMCPServer(s graph.Store, cfg sessionConfig, log *slog.Logger) *mcp.Server {
-	cat := mcp.NewCatalog(s, &mcp.Options{ReadOnly: cfg.ReadOnly, Ceilings: cfg.Ceilings, Logger: log, MaxDepth: cfg.MaxDepth})
+	return newMeteredServer(s, cfg, log, nil)
+}
+
+// newMeteredServer is newMCPServer whose store operations and tool calls
+// m measures (m nil: none).
+func newMeteredServer(s graph.Store, cfg sessionConfig, log *slog.Logger, m *web.Metrics) *mcp.Server {
+	o := &mcp.Options{ReadOnly: cfg.ReadOnly, Ceilings: cfg.Ceilings, Logger: log, MaxDepth: cfg.MaxDepth}
+	if m != nil {
+		s, o.Observe = m.Store(s), m.ObserveCall
+	}
+	cat := mcp.NewCatalog(s, o)
 	return mcp.NewServer(cat, &mcp.ServerOptions{Version: version, Logger: log, MaxDepth: cfg.MaxDepth, MaxSubscriptions: cfg.MaxSubscriptions})
 }
 

@@ -99,6 +99,8 @@ Commands:
   backup     copy the store, even while it serves, into a new directory: lore backup DEST
   restore    check a backup and install it as the store of a new directory:
              lore restore SRC DIR
+  migrate    copy a store into an empty one, embedded or PostgreSQL, and verify it:
+             lore migrate --from DIR|URL --to URL|DIR
   version    print the version (the module version or VCS revision of the build)
 
 get, query, search, neighbors, paths and stats print tables on a terminal and
@@ -272,6 +274,7 @@ func init() {
 		"backup":    cmdBackup,
 		"restore":   cmdRestore,
 		"delete":    cmdDelete,
+		"migrate":   cmdMigrate,
 	}
 }
 

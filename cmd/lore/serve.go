@@ -200,7 +200,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	defer h.shutdown()
 	defer h.stop(statusStopping, "lore serve stopped")
 	cfg := f.sessionConfig(o).key(f.readOnly)
-	srv := newMCPServer(s, cfg, e.log)
+	metrics := web.NewMetrics()
+	srv := newMeteredServer(s, cfg, e.log, metrics)
+	metrics.WatchFeed(s, srv)
 	h.addServer(cfg, srv)
 	logStoreOpen(ctx, e, s, o, &f)
 	off := func(n int) int { // the flags' 0 is the options' "no limit"
@@ -213,9 +215,10 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if rate == 0 {
 		rate = -1
 	}
-	wh := web.NewHandler(srv, &web.Options{Logger: e.log, Version: version, StorePath: displayStore(o.path), Command: installedExe(e.exe), HTTP: mcp.HTTPOptions{Logger: e.log,
-		AllowedOrigins: origins, AllowedHosts: hosts, Tokens: tokens, ResourceURL: "http://" + ln.Addr().String() + "/mcp",
-		MaxBodyBytes: *maxBody, MaxJSONDepth: f.maxDepth, RateLimit: rate, AuthFailures: off(*authFailures), MaxSessions: off(*maxSessions)}})
+	wh := web.NewHandler(srv, &web.Options{Logger: e.log, Version: version, StorePath: displayStore(o.path), Command: installedExe(e.exe),
+		Metrics: metrics, Ready: readyChecks(s, srv), HTTP: mcp.HTTPOptions{Logger: e.log,
+			AllowedOrigins: origins, AllowedHosts: hosts, Tokens: tokens, ResourceURL: "http://" + ln.Addr().String() + "/mcp",
+			MaxBodyBytes: *maxBody, MaxJSONDepth: f.maxDepth, RateLimit: rate, AuthFailures: off(*authFailures), MaxSessions: off(*maxSessions)}})
 	hs := web.NewServer(wh, &web.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
 		MaxConns: *maxConns, Logger: e.log})
 	return serveHTTP(ctx, e, ln, hs)
