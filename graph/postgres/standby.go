@@ -25,6 +25,24 @@ type readStore struct {
 	poll     time.Duration // Config.ReplayPoll
 	replayed atomic.Uint64 // the standby's newest change-log entry, last seen
 	down     atomic.Bool   // the standby failed; reads go to the primary until the listener reaches it
+
+	standby, behind, failed atomic.Int64 // ReadCounts
+}
+
+// ReadCounts counts a Store's reads by where they went, for metrics and
+// tests. All are 0 without Config.ReadURL.
+type ReadCounts struct {
+	Standby int64 // served by the standby
+	Behind  int64 // served by the primary: the standby had not replayed the entry the read must see within ReadWait
+	Failed  int64 // served by the primary: the standby was failing
+}
+
+// ReadCounts returns how many reads went where since Open.
+func (s *Store) ReadCounts() ReadCounts {
+	if s.rs == nil {
+		return ReadCounts{}
+	}
+	return ReadCounts{Standby: s.rs.standby.Load(), Behind: s.rs.behind.Load(), Failed: s.rs.failed.Load()}
 }
 
 // openReadStore connects to cfg.ReadURL with the primary's session
@@ -118,7 +136,11 @@ func standbyFailed(ctx context.Context, err error) bool {
 // else the primary.
 func (s *Store) reader(ctx context.Context) querier {
 	rs := s.rs
-	if rs == nil || rs.down.Load() {
+	if rs == nil {
+		return s.pool
+	}
+	if rs.down.Load() {
+		rs.failed.Add(1)
 		return s.pool
 	}
 	s.seenMu.Lock()
@@ -134,6 +156,7 @@ func (s *Store) reader(ctx context.Context) querier {
 			if standbyFailed(ctx, err) {
 				rs.fail(s.log, err)
 			}
+			rs.failed.Add(1)
 			return s.pool
 		}
 		rs.raise(seq)
@@ -142,6 +165,7 @@ func (s *Store) reader(ctx context.Context) querier {
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
+			rs.behind.Add(1)
 			return s.pool
 		}
 		t := time.NewTimer(min(rs.poll, left))
@@ -160,10 +184,15 @@ func (s *Store) reader(ctx context.Context) querier {
 func readOn[T any](ctx context.Context, s *Store, f func(db querier) (T, error)) (T, error) {
 	db := s.reader(ctx)
 	v, err := f(db)
-	if err != nil && db != querier(s.pool) && standbyFailed(ctx, err) {
+	if db == querier(s.pool) {
+		return v, err
+	}
+	if err != nil && standbyFailed(ctx, err) {
 		s.rs.fail(s.log, err)
+		s.rs.failed.Add(1)
 		return f(s.pool)
 	}
+	s.rs.standby.Add(1)
 	return v, err
 }
 
