@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -165,4 +166,69 @@ func waitBriefly(ctx context.Context) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// BenchmarkStandby measures, interleaved in one run on a hot standby the
+// benchmark starts: get-node on the primary and on the standby, and a
+// write followed by the writer's read of it (read-your-writes) on a Store
+// without and with ReadURL, where the read waits for the standby's replay.
+//
+//	go test -run '^$' -bench Standby -benchtime 1x ./graph/postgres
+func BenchmarkStandby(b *testing.B) {
+	url := pgtest.NewDatabase(b)
+	primary := open(b, url)
+	ctx := b.Context()
+	const seeded = 1000
+	var nodes []graph.NodeInput
+	for i := range seeded {
+		nodes = append(nodes, topic(fmt.Sprintf("topic/s%04d", i), "seeded"))
+	}
+	if _, err := primary.Apply(ctx, &graph.Batch{Nodes: nodes}); err != nil {
+		b.Fatal(err)
+	}
+	sb := pgtest.NewStandby(b)
+	sb.WaitReplayed(url)
+	reader, err := postgres.Open(ctx, postgres.Config{URL: url, ReadURL: sb.URL(url)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reader.Close()
+	const rounds = 500
+	var getP, getS, rywP, rywS []time.Duration
+	timed := func(lat *[]time.Duration, f func() error) {
+		start := time.Now()
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		*lat = append(*lat, time.Since(start))
+	}
+	ryw := func(s *postgres.Store, id string) func() error {
+		return func() error {
+			sess := graph.WithSeqFloor(ctx, new(graph.SeqFloor))
+			if _, err := s.Apply(sess, &graph.Batch{Nodes: []graph.NodeInput{topic(id, "written")}}); err != nil {
+				return err
+			}
+			_, err := s.Node(sess, graph.ID(id))
+			return err
+		}
+	}
+	for b.Loop() {
+		getP, getS, rywP, rywS = nil, nil, nil, nil
+		for i := range rounds {
+			id := graph.ID(fmt.Sprintf("topic/s%04d", i*7%seeded))
+			timed(&getP, func() error { _, err := primary.Node(ctx, id); return err })
+			timed(&getS, func() error { _, err := reader.Node(ctx, id); return err })
+			timed(&rywP, ryw(primary, fmt.Sprintf("topic/p%d-%d", b.N, i)))
+			timed(&rywS, ryw(reader, fmt.Sprintf("topic/r%d-%d", b.N, i)))
+		}
+	}
+	c := reader.ReadCounts()
+	gp, gs, wp, ws := p50(getP), p50(getS), p50(rywP), p50(rywS)
+	b.ReportMetric(ms(gp), "get-primary-p50-ms")
+	b.ReportMetric(ms(gs), "get-standby-p50-ms")
+	b.ReportMetric(float64(gs)/float64(gp), "standby/primary-get")
+	b.ReportMetric(ms(wp), "write+read-primary-p50-ms")
+	b.ReportMetric(ms(ws), "write+read-standby-p50-ms")
+	b.ReportMetric(float64(ws)/float64(wp), "standby/primary-write+read")
+	b.Logf("reads on the standby %d, on the primary after ReadWait %d, on the primary while the standby failed %d", c.Standby, c.Behind, c.Failed)
 }
