@@ -156,7 +156,9 @@ type Config struct {
 	// the primary instead; 0 means DefaultReadWait.
 	ReadWait time.Duration
 	// ReplayPoll is how often the standby's newest sequence number is
-	// polled while it is behind the primary; 0 means DefaultReplayPoll.
+	// polled while it is behind the primary (a read waiting for it polls
+	// after 250 µs first, doubling up to ReplayPoll); 0 means
+	// DefaultReplayPoll.
 	ReplayPoll time.Duration
 	// Logger receives the listener's connection problems; nil means
 	// slog.Default().

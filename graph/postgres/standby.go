@@ -150,6 +150,9 @@ func (s *Store) reader(ctx context.Context) querier {
 		return rs.pool
 	}
 	deadline := time.Now().Add(rs.wait)
+	// A standby replays a commit within about a millisecond here: poll
+	// soon, then less often, up to ReplayPoll.
+	pause := min(rs.poll, 250*time.Microsecond)
 	for {
 		seq, err := s.lastSeq(ctx, rs.pool)
 		if err != nil {
@@ -168,7 +171,8 @@ func (s *Store) reader(ctx context.Context) querier {
 			rs.behind.Add(1)
 			return s.pool
 		}
-		t := time.NewTimer(min(rs.poll, left))
+		t := time.NewTimer(min(pause, left))
+		pause = min(2*pause, rs.poll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
