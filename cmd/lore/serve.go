@@ -131,14 +131,18 @@ func serveStdioDirect(ctx context.Context, e *env, f *surfaceFlags) error {
 // logStoreOpen logs what lore serve and lore mcp --direct opened.
 func logStoreOpen(ctx context.Context, e *env, s graph.Store, o storeOptions, f *surfaceFlags) {
 	if st, err := s.Stats(ctx); err == nil {
-		e.log.Info("store open", "path", displayStore(o.path), "nodes", st.Nodes, "edges", st.Edges, "changes", st.LastSeq, "ceilings", f.cf.limits())
+		args := []any{"path", displayStore(o.path), "nodes", st.Nodes, "edges", st.Edges, "changes", st.LastSeq, "ceilings", f.cf.limits()}
+		if o.readStore != "" {
+			args = append(args, "read_store", displayStore(o.readStore))
+		}
+		e.log.Info("store open", args...)
 	}
 }
 
 // cmdServe serves MCP over Streamable HTTP until interrupted.
 func cmdServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "serve", "serve [--addr HOST:PORT] [--tokens FILE] [--allow-origin URL] [--allow-host NAME] [--read-only] "+
-		"[limit flags] [store and ceiling flags]")
+		"[--read-store URL] [limit flags] [store and ceiling flags]")
 	var f surfaceFlags
 	f.register(fs, e)
 	addr := fs.String("addr", cmp.Or(e.getenv("LORE_ADDR"), DefaultAddr),
