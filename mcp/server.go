@@ -48,6 +48,8 @@ type Server struct {
 	sdk  *mcpsdk.Server
 	log  *slog.Logger
 	subs subscriptions
+	// floors keeps each session's newest write, for read-your-writes.
+	floors sessionFloors
 	// confirm signs and checks the questions that confirm deletes.
 	confirm *confirmer
 
@@ -97,6 +99,7 @@ func NewServer(cat *Catalog, opts *ServerOptions) *Server {
 		UnsubscribeHandler: s.subs.unsubscribe,
 		SetCacheable:       setCacheable,
 	})
+	s.sdk.AddReceivingMiddleware(floorMiddleware(&s.floors))
 	s.sdk.AddReceivingMiddleware(recoverMiddleware(o.Logger)) // outermost: added last
 	for _, t := range cat.Tools() {
 		s.sdk.AddTool(sdkTool(t), s.toolHandler(t))

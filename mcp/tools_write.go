@@ -102,6 +102,9 @@ func (o *writeOut) text() string {
 
 func apply(ctx context.Context, c *Catalog, b *graph.Batch) (*writeOut, error) {
 	r, err := c.store.Apply(ctx, b)
+	if err == nil && r.Seq > 0 {
+		graph.RaiseMinSeq(ctx, r.Seq) // whatever the store: surfaces report it (Lore-Seq)
+	}
 	var be *graph.BatchError
 	if errors.As(err, &be) && (b.DeleteNodes != nil || b.DeleteEdges != nil) {
 		// The tools name the lists nodes and edges; point into their arguments.

@@ -67,9 +67,9 @@ func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	api := http.NewServeMux()
 	api.Handle("/mcp", srv.Handler(&o.HTTP))
 	restH := rest.NewHandler(cat, &rest.Options{Logger: o.Logger, MaxJSONDepth: o.HTTP.MaxJSONDepth})
-	api.Handle("/api/", restH)
-	api.Handle("/graphql", gql.NewHandler(cat, &gql.Options{Logger: o.Logger, AllowedOrigins: o.HTTP.AllowedOrigins,
-		MaxJSONDepth: o.HTTP.MaxJSONDepth, MaxMessageBytes: o.HTTP.MaxBodyBytes}))
+	api.Handle("/api/", withSeqFloor(restH))
+	api.Handle("/graphql", withSeqFloor(gql.NewHandler(cat, &gql.Options{Logger: o.Logger, AllowedOrigins: o.HTTP.AllowedOrigins,
+		MaxJSONDepth: o.HTTP.MaxJSONDepth, MaxMessageBytes: o.HTTP.MaxBodyBytes})))
 
 	if o.Metrics != nil {
 		api.Handle("GET /metrics", o.Metrics.Handler())

@@ -103,6 +103,12 @@ func holdStore(ctx context.Context, e *env, f *surfaceFlags, takeOver bool) (gra
 	if err != nil {
 		return nil, o, err
 	}
+	if f.readStore != "" {
+		if !isRemote(o.path) || !isRemote(f.readStore) {
+			return nil, o, errors.New("--read-store takes a postgres:// URL of a hot standby, and needs --store postgres://… (its primary)")
+		}
+		o.readStore = f.readStore
+	}
 	for attempt := 1; ; attempt++ {
 		if h := findHolder(ctx, o.path); h != nil {
 			if !takeOver || h.info.Kind != kindHold || attempt > 3 {

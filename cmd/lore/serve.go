@@ -28,6 +28,7 @@ const DefaultAddr = "127.0.0.1:8931"
 // surfaceFlags are the flags shared by serve and mcp.
 type surfaceFlags struct {
 	sf        storeFlags
+	readStore string // a hot standby's postgres:// URL: where reads go
 	cf        ceilingFlags
 	readOnly  bool
 	noExample bool
@@ -37,6 +38,8 @@ type surfaceFlags struct {
 
 func (f *surfaceFlags) register(fs *flag.FlagSet, e *env) {
 	f.sf.register(fs, e)
+	fs.StringVar(&f.readStore, "read-store", e.getenv("LORE_READ_STORE"),
+		"a hot standby's postgres:// `URL` to read from, with --store postgres://… the primary (env LORE_READ_STORE)")
 	f.cf.register(fs)
 	fs.BoolVar(&f.readOnly, "read-only", false, "serve no write tools; the store must exist, and a --model is not kept in it")
 	fs.BoolVar(&f.noExample, "no-example", false, "do not load the example dataset into a new store")
@@ -76,6 +79,9 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	}
 	if *idle <= 0 {
 		return usageErr(fs, "--idle must be positive")
+	}
+	if f.readStore != "" && !isRemote(f.sf.store) {
+		return usageErr(fs, "--read-store needs --store postgres://… (the standby's primary)")
 	}
 	if *direct || !sharing || isRemote(f.sf.store) {
 		return serveStdioDirect(ctx, e, &f) // a database needs no holder
@@ -125,14 +131,18 @@ func serveStdioDirect(ctx context.Context, e *env, f *surfaceFlags) error {
 // logStoreOpen logs what lore serve and lore mcp --direct opened.
 func logStoreOpen(ctx context.Context, e *env, s graph.Store, o storeOptions, f *surfaceFlags) {
 	if st, err := s.Stats(ctx); err == nil {
-		e.log.Info("store open", "path", displayStore(o.path), "nodes", st.Nodes, "edges", st.Edges, "changes", st.LastSeq, "ceilings", f.cf.limits())
+		args := []any{"path", displayStore(o.path), "nodes", st.Nodes, "edges", st.Edges, "changes", st.LastSeq, "ceilings", f.cf.limits()}
+		if o.readStore != "" {
+			args = append(args, "read_store", displayStore(o.readStore))
+		}
+		e.log.Info("store open", args...)
 	}
 }
 
 // cmdServe serves MCP over Streamable HTTP until interrupted.
 func cmdServe(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "serve", "serve [--addr HOST:PORT] [--tokens FILE] [--allow-origin URL] [--allow-host NAME] [--read-only] "+
-		"[limit flags] [store and ceiling flags]")
+		"[--read-store URL] [limit flags] [store and ceiling flags]")
 	var f surfaceFlags
 	f.register(fs, e)
 	addr := fs.String("addr", cmp.Or(e.getenv("LORE_ADDR"), DefaultAddr),

@@ -20,6 +20,7 @@ import (
 // storeOptions say how to open a store.
 type storeOptions struct {
 	path        string        // the store directory, absolute
+	readStore   string        // a standby of the PostgreSQL store at path, for reads; "": none
 	model       *schema.Model // nil: the store's own
 	modelFile   string        // where model came from, as given, for messages
 	modelPath   string        // where model came from, absolute
@@ -57,7 +58,7 @@ func openBackend(ctx context.Context, o storeOptions) (graph.Store, error) {
 	if !isRemote(o.path) {
 		return openEmbedded(ctx, o)
 	}
-	s, err := postgres.Open(ctx, postgres.Config{URL: o.path, Model: o.model, ReadOnly: o.readOnly})
+	s, err := postgres.Open(ctx, postgres.Config{URL: o.path, ReadURL: o.readStore, Model: o.model, ReadOnly: o.readOnly})
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,43 @@
 // log's newest entry with the last one this Store announced and wakes
 // Changed's waiters if it is newer. The log table is the truth; a lost
 // notification costs at most one poll interval.
+//
+// # Reads from a standby
+//
+// With Config.ReadURL, a Store reads from a hot standby of its database
+// and writes to the primary. The standby replays the primary's commits a
+// little later (a few milliseconds on a local network); two rules keep
+// that lag from showing:
+//
+//   - Changed follows the standby's replay, not the primary's log: the
+//     listener hears the primary's NOTIFY (a standby cannot LISTEN) and
+//     then polls the standby's newest change-log entry every ReplayPoll
+//     until it has replayed it, and only then wakes Changed's waiters,
+//     this Store's own commits included. A subscriber woken by Changed
+//     therefore finds the change with Since, and the changed nodes with
+//     Node, on the standby where its reads go.
+//   - A read sees at least the change-log entry graph.MinSeq(ctx) (the
+//     client's own last write: read-your-writes, across replicas too,
+//     since the sequence number travels with the client) and at least the
+//     newest one Changed announced (monotonic reads on this Store). If the
+//     standby has not replayed it, the read polls the standby's newest
+//     entry every ReplayPoll for up to ReadWait, then reads from the
+//     primary. Apply raises ctx's floor (graph.RaiseMinSeq) to the entry
+//     it committed.
+//
+// A commit's change-log entry is in the same transaction as its rows, and
+// a standby replays transactions atomically, so "the standby has entry N"
+// means "the standby shows every write up to N". The standby must be one
+// server (or a URL that always reaches the same one): the check and the
+// read must meet the same replay position.
+//
+// When the standby fails (connection refused or lost, shutting down,
+// starting up, or a read cancelled by a recovery conflict), the read is
+// retried once on the primary, and reads go to the primary, with a
+// warning logged, until the listener reaches the standby again (within
+// PollMax). A standby outage therefore costs no failed read, only the
+// primary's load; an error of the read itself (a timeout, a bad query) is
+// returned as it is.
 package postgres
 
 import (
@@ -109,6 +146,20 @@ type Config struct {
 	// MaxConns is the pool's size; 0 means pgxpool's default (the larger
 	// of 4 and the number of CPUs).
 	MaxConns int32
+	// ReadURL, if set, is a hot standby of URL's database (streaming
+	// replication) that serves this Store's reads, while Apply and the
+	// change-log listener use URL. See "Reads from a standby" in the
+	// package documentation.
+	ReadURL string
+	// ReadWait is the longest a read waits for the standby to replay the
+	// change-log entry it must see (graph.MinSeq) before it reads from
+	// the primary instead; 0 means DefaultReadWait.
+	ReadWait time.Duration
+	// ReplayPoll is how often the standby's newest sequence number is
+	// polled while it is behind the primary (a read waiting for it polls
+	// after 250 µs first, doubling up to ReplayPoll); 0 means
+	// DefaultReplayPoll.
+	ReplayPoll time.Duration
 	// Logger receives the listener's connection problems; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -119,6 +170,8 @@ const (
 	DefaultStatementTimeout = 60 * time.Second
 	DefaultPollMin          = 50 * time.Millisecond
 	DefaultPollMax          = time.Second
+	DefaultReadWait         = 100 * time.Millisecond
+	DefaultReplayPoll       = 5 * time.Millisecond
 )
 
 // notifyChannel is the channel commits NOTIFY, with the new sequence number as payload.
@@ -146,6 +199,8 @@ type Store struct {
 	seenMu  sync.Mutex
 	seen    uint64
 	changed *graph.Notifier
+
+	rs *readStore // nil: reads go to pool
 
 	stop     context.CancelFunc // stops the listener
 	listener sync.WaitGroup
@@ -193,6 +248,16 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 	if err := s.init(ctx, cfg.Model); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	if cfg.ReadURL != "" {
+		if s.rs, err = openReadStore(ctx, cfg, pc, s.cursorKey); err != nil {
+			pool.Close()
+			return nil, err
+		}
+		if seq, err := s.lastSeq(ctx, s.rs.pool); err == nil {
+			s.rs.replayed.Store(seq)
+			s.seen = min(s.seen, seq)
+		}
 	}
 	lctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
@@ -290,6 +355,9 @@ func (s *Store) Close() error {
 	s.stop()
 	s.listener.Wait()
 	s.pool.Close()
+	if s.rs != nil {
+		s.rs.pool.Close()
+	}
 	s.changed.Notify()
 	return nil
 }
@@ -355,7 +423,7 @@ func (s *Store) listen(ctx context.Context, cc *pgx.ConnConfig, pollMin, pollMax
 		if ctx.Err() != nil {
 			return
 		}
-		seq, err := s.lastSeq(ctx, s.pool)
+		seq, behind, err := s.visibleSeq(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("postgres store: polling the change log", "err", err)
@@ -371,6 +439,9 @@ func (s *Store) listen(ctx context.Context, cc *pgx.ConnConfig, pollMin, pollMax
 			wait = pollMin
 		} else {
 			wait = min(wait*2, pollMax)
+		}
+		if behind {
+			wait = s.rs.poll // the standby is replaying a commit Changed has yet to announce
 		}
 	}
 }

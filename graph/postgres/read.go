@@ -47,44 +47,47 @@ func (s *Store) Node(ctx context.Context, id graph.ID) (*graph.Node, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT n.type, n.props, n.created, n.updated, n.rev, d.label, d.inbound, d.n
+	return readOn(ctx, s, func(db querier) (*graph.Node, error) {
+		rows, err := db.Query(ctx, `SELECT n.type, n.props, n.created, n.updated, n.rev, d.label, d.inbound, d.n
 		FROM lore_nodes n LEFT JOIN lore_degrees d ON d.node_id = n.id AND d.n > 0
 		WHERE n.id = $1 ORDER BY d.label, d.inbound`, string(id))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var n *graph.Node
-	for rows.Next() {
-		var r graph.NodeRecord
-		var props string
-		var label *string
-		var in *bool
-		var cnt *int64
-		if err := rows.Scan(&r.Type, &props, &r.Created, &r.Updated, &r.Rev, &label, &in, &cnt); err != nil {
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var n *graph.Node
+		for rows.Next() {
+			var r graph.NodeRecord
+			var props string
+			var label *string
+			var in *bool
+			var cnt *int64
+			if err := rows.Scan(&r.Type, &props, &r.Created, &r.Updated, &r.Rev, &label, &in, &cnt); err != nil {
+				return nil, err
+			}
+			if n == nil {
+				r.Props = json.RawMessage(props)
+				if n, err = nodeOf(id, &r); err != nil {
+					return nil, err
+				}
+			}
+			if label != nil {
+				dir := graph.Out
+				if *in {
+					dir = graph.In
+				}
+				n.Edges = append(n.Edges, graph.EdgeCount{Label: *label, Direction: dir, Count: *cnt})
+			}
+		}
+		if err := rows.Err(); err != nil {
 			return nil, err
 		}
 		if n == nil {
-			r.Props = json.RawMessage(props)
-			if n, err = nodeOf(id, &r); err != nil {
-				return nil, err
-			}
+			return nil, fmt.Errorf("node %q: %w", id, graph.ErrNotFound)
 		}
-		if label != nil {
-			dir := graph.Out
-			if *in {
-				dir = graph.In
-			}
-			n.Edges = append(n.Edges, graph.EdgeCount{Label: *label, Direction: dir, Count: *cnt})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if n == nil {
-		return nil, fmt.Errorf("node %q: %w", id, graph.ErrNotFound)
-	}
-	return n, nil
+		return n, nil
+	})
+
 }
 
 // Nodes returns the nodes with the given IDs, in order; missing ones are nil.
@@ -92,7 +95,7 @@ func (s *Store) Nodes(ctx context.Context, ids []graph.ID) ([]*graph.Node, error
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	recs, err := nodeRecords(ctx, s.pool, ids)
+	recs, err := readOn(ctx, s, func(db querier) ([]*graph.NodeRecord, error) { return nodeRecords(ctx, db, ids) })
 	if err != nil {
 		return nil, err
 	}
@@ -115,17 +118,19 @@ func (s *Store) Edge(ctx context.Context, k graph.EdgeKey) (*graph.Edge, error) 
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	var props string
-	var created, updated, rev int64
-	err := s.pool.QueryRow(ctx, `SELECT props, created, updated, rev FROM lore_edges WHERE from_id = $1 AND label = $2 AND to_id = $3 AND key = $4`,
-		string(k.From), k.Label, string(k.To), k.Key).Scan(&props, &created, &updated, &rev)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("edge %s: %w", k, graph.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return edgeOf(k, props, created, updated, rev)
+	return readOn(ctx, s, func(db querier) (*graph.Edge, error) {
+		var props string
+		var created, updated, rev int64
+		err := db.QueryRow(ctx, `SELECT props, created, updated, rev FROM lore_edges WHERE from_id = $1 AND label = $2 AND to_id = $3 AND key = $4`,
+			string(k.From), k.Label, string(k.To), k.Key).Scan(&props, &created, &updated, &rev)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("edge %s: %w", k, graph.ErrNotFound)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return edgeOf(k, props, created, updated, rev)
+	})
 }
 
 // edgeCursor is the place of an edge listing's last edge: the index in
@@ -218,47 +223,50 @@ func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, 
 	}
 	limit := q.Size()
 	sql, args := edgesSQL(q, dir, labels, cur, limit+1)
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var last edgeCursor
-	for rows.Next() {
-		if len(page.Edges) == limit {
-			page.Next = last.String()
-			break
-		}
-		var ord int64
-		var in bool
-		var f, t string
-		var k graph.EdgeKey
-		var props string
-		var created, updated, rev int64
-		dest := []any{&ord, &in, &f, &k.Label, &t, &k.Key}
-		if !q.KeysOnly {
-			dest = append(dest, &props, &created, &updated, &rev)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		k.From, k.To = graph.ID(f), graph.ID(t)
-		other := t
-		if in {
-			other = f
-		}
-		last = edgeCursor{set: true, node: int(ord - 1), label: k.Label, in: in, other: other, key: k.Key}
-		if q.KeysOnly {
-			page.Edges = append(page.Edges, &graph.Edge{ID: k.String(), EdgeKey: k})
-			continue
-		}
-		e, err := edgeOf(k, props, created, updated, rev)
+	return readOn(ctx, s, func(db querier) (*graph.EdgePage, error) {
+		rows, err := db.Query(ctx, sql, args...)
 		if err != nil {
 			return nil, err
 		}
-		page.Edges = append(page.Edges, e)
-	}
-	return page, rows.Err()
+		defer rows.Close()
+		var last edgeCursor
+		for rows.Next() {
+			if len(page.Edges) == limit {
+				page.Next = last.String()
+				break
+			}
+			var ord int64
+			var in bool
+			var f, t string
+			var k graph.EdgeKey
+			var props string
+			var created, updated, rev int64
+			dest := []any{&ord, &in, &f, &k.Label, &t, &k.Key}
+			if !q.KeysOnly {
+				dest = append(dest, &props, &created, &updated, &rev)
+			}
+			if err := rows.Scan(dest...); err != nil {
+				return nil, err
+			}
+			k.From, k.To = graph.ID(f), graph.ID(t)
+			other := t
+			if in {
+				other = f
+			}
+			last = edgeCursor{set: true, node: int(ord - 1), label: k.Label, in: in, other: other, key: k.Key}
+			if q.KeysOnly {
+				page.Edges = append(page.Edges, &graph.Edge{ID: k.String(), EdgeKey: k})
+				continue
+			}
+			e, err := edgeOf(k, props, created, updated, rev)
+			if err != nil {
+				return nil, err
+			}
+			page.Edges = append(page.Edges, e)
+		}
+		return page, rows.Err()
+	})
+
 }
 
 // edgesSQL returns the statement of an Edges page of n rows: the nodes
@@ -361,30 +369,33 @@ func (s *Store) scanNodes(ctx context.Context, typ string, p graph.Page) (*graph
 		sql += ` ORDER BY id`
 	}
 	sql += ` LIMIT ` + args.add(int64(limit+1))
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	page := &graph.NodePage{Nodes: []*graph.Node{}}
-	for rows.Next() {
-		if len(page.Nodes) == limit {
-			page.Next = string(page.Nodes[limit-1].ID)
-			break
-		}
-		var id, props string
-		var r graph.NodeRecord
-		if err := rows.Scan(&id, &r.Type, &props, &r.Created, &r.Updated, &r.Rev); err != nil {
-			return nil, err
-		}
-		r.Props = json.RawMessage(props)
-		n, err := nodeOf(graph.ID(id), &r)
+	return readOn(ctx, s, func(db querier) (*graph.NodePage, error) {
+		rows, err := db.Query(ctx, sql, args...)
 		if err != nil {
 			return nil, err
 		}
-		page.Nodes = append(page.Nodes, n)
-	}
-	return page, rows.Err()
+		defer rows.Close()
+		page := &graph.NodePage{Nodes: []*graph.Node{}}
+		for rows.Next() {
+			if len(page.Nodes) == limit {
+				page.Next = string(page.Nodes[limit-1].ID)
+				break
+			}
+			var id, props string
+			var r graph.NodeRecord
+			if err := rows.Scan(&id, &r.Type, &props, &r.Created, &r.Updated, &r.Rev); err != nil {
+				return nil, err
+			}
+			r.Props = json.RawMessage(props)
+			n, err := nodeOf(graph.ID(id), &r)
+			if err != nil {
+				return nil, err
+			}
+			page.Nodes = append(page.Nodes, n)
+		}
+		return page, rows.Err()
+	})
+
 }
 
 // ScanEdges returns a page of every edge, ordered by from, label, to and key.
@@ -409,31 +420,34 @@ func (s *Store) ScanEdges(ctx context.Context, p graph.Page) (*graph.EdgePage, e
 			args.add(string(after.From)), args.add(after.Label), args.add(string(after.To)), args.add(after.Key))
 	}
 	sql += ` ORDER BY from_id, label, to_id, key LIMIT ` + args.add(int64(limit+1))
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	page := &graph.EdgePage{Edges: []*graph.Edge{}}
-	for rows.Next() {
-		if len(page.Edges) == limit {
-			page.Next = base64.RawURLEncoding.EncodeToString(page.Edges[limit-1].Bytes())
-			break
-		}
-		var f, t, props string
-		var k graph.EdgeKey
-		var created, updated, rev int64
-		if err := rows.Scan(&f, &k.Label, &t, &k.Key, &props, &created, &updated, &rev); err != nil {
-			return nil, err
-		}
-		k.From, k.To = graph.ID(f), graph.ID(t)
-		e, err := edgeOf(k, props, created, updated, rev)
+	return readOn(ctx, s, func(db querier) (*graph.EdgePage, error) {
+		rows, err := db.Query(ctx, sql, args...)
 		if err != nil {
 			return nil, err
 		}
-		page.Edges = append(page.Edges, e)
-	}
-	return page, rows.Err()
+		defer rows.Close()
+		page := &graph.EdgePage{Edges: []*graph.Edge{}}
+		for rows.Next() {
+			if len(page.Edges) == limit {
+				page.Next = base64.RawURLEncoding.EncodeToString(page.Edges[limit-1].Bytes())
+				break
+			}
+			var f, t, props string
+			var k graph.EdgeKey
+			var created, updated, rev int64
+			if err := rows.Scan(&f, &k.Label, &t, &k.Key, &props, &created, &updated, &rev); err != nil {
+				return nil, err
+			}
+			k.From, k.To = graph.ID(f), graph.ID(t)
+			e, err := edgeOf(k, props, created, updated, rev)
+			if err != nil {
+				return nil, err
+			}
+			page.Edges = append(page.Edges, e)
+		}
+		return page, rows.Err()
+	})
+
 }
 
 // propPrefix starts a Lookup cursor (the embedded store's key layout:
@@ -499,27 +513,30 @@ func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, 
 	}
 	limit := q.Size()
 	sql += ` ORDER BY val, id LIMIT ` + args.add(int64(limit+1))
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	page := &graph.IDPage{IDs: []graph.ID{}}
-	var last []byte
-	for rows.Next() {
-		var val []byte
-		var id string
-		if err := rows.Scan(&val, &id); err != nil {
+	return readOn(ctx, s, func(db querier) (*graph.IDPage, error) {
+		rows, err := db.Query(ctx, sql, args...)
+		if err != nil {
 			return nil, err
 		}
-		if len(page.IDs) == limit {
-			page.Next = base64.RawURLEncoding.EncodeToString(last)
-			break
+		defer rows.Close()
+		page := &graph.IDPage{IDs: []graph.ID{}}
+		var last []byte
+		for rows.Next() {
+			var val []byte
+			var id string
+			if err := rows.Scan(&val, &id); err != nil {
+				return nil, err
+			}
+			if len(page.IDs) == limit {
+				page.Next = base64.RawURLEncoding.EncodeToString(last)
+				break
+			}
+			page.IDs = append(page.IDs, graph.ID(id))
+			last = append(append(slices.Clip(prefix), val...), id...)
 		}
-		page.IDs = append(page.IDs, graph.ID(id))
-		last = append(append(slices.Clip(prefix), val...), id...)
-	}
-	return page, rows.Err()
+		return page, rows.Err()
+	})
+
 }
 
 // successor returns the least byte string greater than every string
@@ -582,35 +599,38 @@ func (s *Store) Postings(ctx context.Context, q graph.PostingQuery) (*graph.Post
 		return nil, err
 	}
 	sql += ` ORDER BY token, type, id LIMIT ` + args.add(int64(fetch))
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	page := &graph.PostingPage{}
-	var last []byte
-	for rows.Next() {
-		var tok []byte
-		var typ, id string
-		var w int16
-		if err := rows.Scan(&tok, &typ, &id, &w); err != nil {
+	return readOn(ctx, s, func(db querier) (*graph.PostingPage, error) {
+		rows, err := db.Query(ctx, sql, args...)
+		if err != nil {
 			return nil, err
 		}
-		if last != nil && (page.Scanned == maxScan || len(page.Postings) == limit) {
-			page.Next = base64.RawURLEncoding.EncodeToString(last)
-			break
-		}
-		last = append(append(append(append(append([]byte{}, tok...), 0), typ...), 0), id...)
-		page.Scanned++
-		if q.Type != "" && typ != q.Type {
-			if q.Exact {
+		defer rows.Close()
+		page := &graph.PostingPage{}
+		var last []byte
+		for rows.Next() {
+			var tok []byte
+			var typ, id string
+			var w int16
+			if err := rows.Scan(&tok, &typ, &id, &w); err != nil {
+				return nil, err
+			}
+			if last != nil && (page.Scanned == maxScan || len(page.Postings) == limit) {
+				page.Next = base64.RawURLEncoding.EncodeToString(last)
 				break
 			}
-			continue
+			last = append(append(append(append(append([]byte{}, tok...), 0), typ...), 0), id...)
+			page.Scanned++
+			if q.Type != "" && typ != q.Type {
+				if q.Exact {
+					break
+				}
+				continue
+			}
+			page.Postings = append(page.Postings, graph.Posting{Token: string(tok), Type: typ, ID: graph.ID(id), Weight: int(w)})
 		}
-		page.Postings = append(page.Postings, graph.Posting{Token: string(tok), Type: typ, ID: graph.ID(id), Weight: int(w)})
-	}
-	return page, rows.Err()
+		return page, rows.Err()
+	})
+
 }
 
 // Stats counts nodes per type and edges per label, and the newest
@@ -619,31 +639,34 @@ func (s *Store) Stats(ctx context.Context) (*graph.Stats, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT 'seq', '', coalesce(max(seq), 0) FROM lore_changes
+	return readOn(ctx, s, func(db querier) (*graph.Stats, error) {
+		rows, err := db.Query(ctx, `SELECT 'seq', '', coalesce(max(seq), 0) FROM lore_changes
 		UNION ALL SELECT kind, name, n FROM lore_counts WHERE n > 0`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	st := &graph.Stats{NodeTypes: map[string]int64{}, EdgeLabels: map[string]int64{}}
-	for rows.Next() {
-		var kind, name string
-		var n int64
-		if err := rows.Scan(&kind, &name, &n); err != nil {
+		if err != nil {
 			return nil, err
 		}
-		switch kind {
-		case "seq":
-			st.LastSeq = uint64(n)
-		case "node":
-			st.NodeTypes[name] = n
-			st.Nodes += n
-		case "edge":
-			st.EdgeLabels[name] = n
-			st.Edges += n
+		defer rows.Close()
+		st := &graph.Stats{NodeTypes: map[string]int64{}, EdgeLabels: map[string]int64{}}
+		for rows.Next() {
+			var kind, name string
+			var n int64
+			if err := rows.Scan(&kind, &name, &n); err != nil {
+				return nil, err
+			}
+			switch kind {
+			case "seq":
+				st.LastSeq = uint64(n)
+			case "node":
+				st.NodeTypes[name] = n
+				st.Nodes += n
+			case "edge":
+				st.EdgeLabels[name] = n
+				st.Edges += n
+			}
 		}
-	}
-	return st, rows.Err()
+		return st, rows.Err()
+	})
+
 }
 
 // Since returns up to limit change-log entries after seq.
@@ -657,25 +680,28 @@ func (s *Store) Since(ctx context.Context, seq uint64, limit int) ([]graph.Chang
 	if seq >= math.MaxInt64 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, data FROM lore_changes WHERE seq > $1 ORDER BY seq LIMIT $2`, int64(seq), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []graph.Change
-	for rows.Next() {
-		var n int64
-		var data []byte
-		if err := rows.Scan(&n, &data); err != nil {
+	return readOn(ctx, s, func(db querier) ([]graph.Change, error) {
+		rows, err := db.Query(ctx, `SELECT seq, data FROM lore_changes WHERE seq > $1 ORDER BY seq LIMIT $2`, int64(seq), limit)
+		if err != nil {
 			return nil, err
 		}
-		var ch graph.Change
-		if err := graph.DecodeChange(data, &ch); err != nil {
-			return nil, fmt.Errorf("change %d: corrupt entry: %w", n, err)
+		defer rows.Close()
+		var out []graph.Change
+		for rows.Next() {
+			var n int64
+			var data []byte
+			if err := rows.Scan(&n, &data); err != nil {
+				return nil, err
+			}
+			var ch graph.Change
+			if err := graph.DecodeChange(data, &ch); err != nil {
+				return nil, fmt.Errorf("change %d: corrupt entry: %w", n, err)
+			}
+			out = append(out, ch)
 		}
-		out = append(out, ch)
-	}
-	return out, rows.Err()
+		return out, rows.Err()
+	})
+
 }
 
 // ReadRawLog returns stored change-log entries without decoding them (see
@@ -687,46 +713,48 @@ func (s *Store) ReadRawLog(ctx context.Context, seq uint64, newest bool, limit i
 	if !newest && seq >= math.MaxInt64 {
 		return nil, nil
 	}
-	pos := int64(min(seq, math.MaxInt64))
-	const chunk = 256
-	var out []graph.LogEntry
-	size := 0
-	for {
-		sql := `SELECT seq, data FROM lore_changes WHERE seq > $1 ORDER BY seq LIMIT $2`
-		if newest {
-			sql = `SELECT seq, data FROM lore_changes WHERE seq <= $1 ORDER BY seq DESC LIMIT $2`
-		}
-		rows, err := s.pool.Query(ctx, sql, pos, chunk)
-		if err != nil {
-			return nil, err
-		}
-		n := 0
-		full := false
-		for rows.Next() {
-			var sq int64
-			var data []byte
-			if err := rows.Scan(&sq, &data); err != nil {
-				rows.Close()
+	return readOn(ctx, s, func(db querier) ([]graph.LogEntry, error) {
+		pos := int64(min(seq, math.MaxInt64))
+		const chunk = 256
+		var out []graph.LogEntry
+		size := 0
+		for {
+			sql := `SELECT seq, data FROM lore_changes WHERE seq > $1 ORDER BY seq LIMIT $2`
+			if newest {
+				sql = `SELECT seq, data FROM lore_changes WHERE seq <= $1 ORDER BY seq DESC LIMIT $2`
+			}
+			rows, err := db.Query(ctx, sql, pos, chunk)
+			if err != nil {
 				return nil, err
 			}
-			n++
-			if len(out) > 0 && size+len(data) > limit {
-				full = true
-				break
+			n := 0
+			full := false
+			for rows.Next() {
+				var sq int64
+				var data []byte
+				if err := rows.Scan(&sq, &data); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				n++
+				if len(out) > 0 && size+len(data) > limit {
+					full = true
+					break
+				}
+				out = append(out, graph.NewLogEntry(uint64(sq), data))
+				size += len(data)
+				pos = sq
+				if newest {
+					pos = sq - 1
+				}
 			}
-			out = append(out, graph.NewLogEntry(uint64(sq), data))
-			size += len(data)
-			pos = sq
-			if newest {
-				pos = sq - 1
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, err
+			}
+			if full || n < chunk {
+				return out, nil
 			}
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		if full || n < chunk {
-			return out, nil
-		}
-	}
+	})
 }

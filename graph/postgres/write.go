@@ -74,6 +74,7 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 				return nil, fmt.Errorf("idempotency key %q: corrupt result: %w", b.IdempotencyKey, err)
 			}
 			replay.Replayed = true
+			graph.RaiseMinSeq(ctx, replay.Seq)
 			return replay, nil
 		}
 	}
@@ -112,7 +113,10 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 		return nil, fmt.Errorf("commit: %w", err)
 	}
 	if seq > 0 {
-		s.announce(seq)
+		graph.RaiseMinSeq(ctx, seq)
+		if s.rs == nil {
+			s.announce(seq)
+		} // else the listener announces it once the standby has replayed it (see Config.ReadURL)
 	}
 	return p.Result, nil
 }
