@@ -90,8 +90,8 @@ func TestCLIOnPostgres(t *testing.T) {
 // holds 1,000 entries after the example's, with no gap.
 func TestConcurrentWritesAcrossServeReplicas(t *testing.T) {
 	url := pgtest.NewDatabase(t)
-	_, urlA := startServe(t, url, "--no-example")
-	_, urlB := startServe(t, url, "--no-example")
+	_, urlA := startServe(t, url, "--no-example", "--rate", "0") // four clients from one address
+	_, urlB := startServe(t, url, "--no-example", "--rate", "0")
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for w := range 4 {
