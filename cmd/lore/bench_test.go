@@ -75,7 +75,7 @@ func BenchmarkStdioGetNode(b *testing.B) {
 	pids := []int{direct.pid, bridged.pid, holder.info.PID}
 	cpu0 := make([]time.Duration, len(pids))
 	for i, pid := range pids {
-		cpu0[i] = procCPU(b, pid)
+		cpu0[i] = cpuTime(b, pid)
 	}
 	var d, br []time.Duration
 	b.ResetTimer()
@@ -98,12 +98,12 @@ func BenchmarkStdioGetNode(b *testing.B) {
 	// CPU time per call of each process (user and system, at the kernel's
 	// clock-tick resolution): the direct server, the bridge, the holder.
 	for i, name := range []string{"direct", "bridge", "holder"} {
-		b.ReportMetric(us(procCPU(b, pids[i])-cpu0[i])/float64(b.N), name+"-cpu-µs/op")
+		b.ReportMetric(us(cpuTime(b, pids[i])-cpu0[i])/float64(b.N), name+"-cpu-µs/op")
 	}
 }
 
-// procCPU returns the CPU time a process has used (Linux: /proc/PID/stat).
-func procCPU(b *testing.B, pid int) time.Duration {
+// cpuTime returns the CPU time a process has used (Linux: /proc/PID/stat).
+func cpuTime(b *testing.B, pid int) time.Duration {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)
