@@ -3,6 +3,8 @@ package pgbench
 import (
 	"flag"
 	"fmt"
+	"log/slog"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -50,13 +52,17 @@ type row struct {
 
 func benchPG(b *testing.B, n int) {
 	ctx := b.Context()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)) // progress; the table goes to stdout
 	g := Generate(n, *pgSeed)
 	s := g.Choose()
+	log.Info("generated", "nodes", g.Nodes(), "edges", g.Edges())
 	l, p := open(b, g)
+	log.Info("loaded", "lore", l.Load.Round(time.Millisecond), "postgres", p.Load.Round(time.Millisecond))
 	qs := Questions(g, s)
 	if err := Agree(ctx, qs, l, p, Generous); err != nil {
 		b.Fatalf("Lore and PostgreSQL disagree:\n%v", err)
 	}
+	log.Info("every answer agrees", "questions", len(qs))
 	var rows []row
 	for _, q := range qs {
 		if q.CheckOnly {
@@ -111,6 +117,7 @@ func benchPG(b *testing.B, n int) {
 			sides[1]()
 		}
 		rows = append(rows, r)
+		log.Info("timed", "question", q.Name, "lore p50", percentile(r.lore, 50), "postgres p50", percentile(r.pg, 50))
 	}
 
 	fmt.Printf("\n### Lore vs PostgreSQL, %d nodes (seed %d)\n\n", g.Nodes(), g.Seed)
