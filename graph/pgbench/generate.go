@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // A Graph is a generated package index, held in memory so that both stores
@@ -30,6 +31,8 @@ type Graph struct {
 	Packages    []Package
 	Maintainers int
 	Sections    []string
+
+	stride uint64 // package i is named p((i·stride + 7) mod len(Packages))
 }
 
 // A Package is one generated package.
@@ -78,6 +81,7 @@ func Generate(n int, seed uint64) *Graph {
 	// Names are a permutation of the ranks, so that popularity does not
 	// follow the order of IDs.
 	stride := coprime(np)
+	g.stride = stride
 	var picked []int32
 	for i := range g.Packages {
 		p := &g.Packages[i]
@@ -115,6 +119,32 @@ func Generate(n int, seed uint64) *Graph {
 func geometric(rng *rand.Rand, mean float64) int {
 	p := 1 / (1 + mean)
 	return int(math.Log(1-rng.Float64()) / math.Log(1-p))
+}
+
+// rank returns the rank of the package with ID id.
+func (g *Graph) rank(id string) (int32, bool) {
+	k, err := strconv.ParseUint(strings.TrimPrefix(id, "package/p"), 10, 64)
+	np := uint64(len(g.Packages))
+	if err != nil || k >= np {
+		return 0, false
+	}
+	i := (k + np - 7%np) % np * modInverse(g.stride, np) % np
+	return int32(i), g.PackageID(int32(i)) == id
+}
+
+// modInverse returns x with a·x ≡ 1 (mod n), for a coprime with n.
+func modInverse(a, n uint64) uint64 {
+	t, newT := int64(0), int64(1)
+	r, newR := int64(n), int64(a%n)
+	for newR != 0 {
+		q := r / newR
+		t, newT = newT, t-q*newT
+		r, newR = newR, r-q*newR
+	}
+	if t < 0 {
+		t += int64(n)
+	}
+	return uint64(t)
 }
 
 // coprime returns a stride near 0.618·n that is coprime with n.

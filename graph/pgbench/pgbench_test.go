@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -107,5 +108,20 @@ func TestMismatchFails(t *testing.T) {
 	err = Agree(t.Context(), []Question{q}, l, p, graph.Limits{MaxVisited: 10})
 	if err == nil || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("Agree under maxVisited 10 = %v, want a truncated mismatch", err)
+	}
+}
+
+// TestRank: every package's ID leads back to its rank.
+func TestRank(t *testing.T) {
+	for _, n := range []int{500, 2000, 9999} {
+		g := Generate(n, 3)
+		for i := range g.Packages {
+			if r, ok := g.rank(g.PackageID(int32(i))); !ok || r != int32(i) {
+				t.Fatalf("n=%d: rank(%s) = %d, %v; want %d", n, g.PackageID(int32(i)), r, ok, i)
+			}
+		}
+		if _, ok := g.rank("package/p" + strconv.Itoa(len(g.Packages))); ok {
+			t.Errorf("n=%d: an ID past the last package has a rank", n)
+		}
 	}
 }

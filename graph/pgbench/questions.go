@@ -118,6 +118,8 @@ func loreQuery(doc string, firstPage ...bool) func(context.Context, *Lore, graph
 }
 
 // loreAll pages through every result of doc and returns their IDs, sorted.
+// doc is a query document without its closing brace, so that a cursor can
+// be added to it.
 func loreAll(doc string) func(context.Context, *Lore, graph.Limits) (Answer, error) {
 	return func(ctx context.Context, l *Lore, ceilings graph.Limits) (Answer, error) {
 		var a Answer
@@ -194,17 +196,10 @@ func pgPath(g *Graph, from, to string) func(context.Context, *Postgres) (Answer,
 // checkPath checks that ids is a dependsOn path from one node to the other
 // in g, and returns its length as the answer.
 func (g *Graph) checkPath(ids []string, from, to string) ([]string, error) {
-	rank := make(map[string]int32, len(ids))
-	for i := range g.Packages {
-		id := g.PackageID(int32(i))
-		if slices.Contains(ids, id) {
-			rank[id] = int32(i)
-		}
-	}
 	bad := len(ids) < 2 || ids[0] != from || ids[len(ids)-1] != to
 	for i := 0; !bad && i+1 < len(ids); i++ {
-		a, okA := rank[ids[i]]
-		b, okB := rank[ids[i+1]]
+		a, okA := g.rank(ids[i])
+		b, okB := g.rank(ids[i+1])
 		bad = !okA || !okB || !slices.Contains(g.Packages[a].DependsOn, b)
 	}
 	if bad {
