@@ -77,7 +77,7 @@ func TestAnswersAgree(t *testing.T) {
 	}
 	l, p := open(t, g)
 	qs := Questions(g, s)
-	if err := Agree(t.Context(), qs, l, p, Generous); err != nil {
+	if _, err := Agree(t.Context(), qs, l, p, Generous, 0); err != nil {
 		t.Fatal(err)
 	}
 	// The answers are not trivially empty.
@@ -100,12 +100,12 @@ func TestMismatchFails(t *testing.T) {
 	q := Questions(g, s)[2] // the hub's reverse count
 	wrong := q
 	wrong.PG = pgRows("in_count", g.PackageID(s.Leaf), "dependsOn")
-	err := Agree(t.Context(), []Question{wrong}, l, p, Generous)
+	_, err := Agree(t.Context(), []Question{wrong}, l, p, Generous, 0)
 	if err == nil || !strings.Contains(err.Error(), "the answers differ") {
 		t.Fatalf("Agree = %v, want a mismatch", err)
 	}
 	// Under a work bound too small for it, Lore's answer is cut: a mismatch.
-	err = Agree(t.Context(), []Question{q}, l, p, graph.Limits{MaxVisited: 10})
+	_, err = Agree(t.Context(), []Question{q}, l, p, graph.Limits{MaxVisited: 10}, 0)
 	if err == nil || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("Agree under maxVisited 10 = %v, want a truncated mismatch", err)
 	}
