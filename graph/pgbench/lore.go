@@ -1,0 +1,96 @@
+package pgbench
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/bolt"
+)
+
+// A Lore is the Lore side: an embedded store (graph/bolt) holding a
+// generated graph, loaded the way lore import loads a file.
+type Lore struct {
+	Store *bolt.Store
+	// Load is how long opening the new store and importing the file took.
+	Load time.Duration
+	// Bytes is the store's size on disk after the load.
+	Bytes int64
+}
+
+// LoadLore writes g as NDJSON into dir (not timed: the user has the file),
+// then opens a new store in dir/store and imports the file into it with
+// the options lore import uses, timed. The caller closes the store.
+func LoadLore(ctx context.Context, dir string, g *Graph) (_ *Lore, err error) {
+	file := filepath.Join(dir, "graph.ndjson")
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.WriteNDJSON(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	defer f.Close()
+	// lore import's collector settings (cmd/lore tuneGCForImport).
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(graph.ImportMemoryLimit()))
+
+	storeDir := filepath.Join(dir, "store")
+	start := time.Now()
+	s, err := bolt.Open(ctx, bolt.Config{Path: storeDir, Model: Model()})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := graph.Import(ctx, s, f, graph.ImportOptions{Format: graph.NDJSON, TuneGC: true, SpoolDir: storeDir}); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("import into Lore: %w", err)
+	}
+	l := &Lore{Store: s, Load: time.Since(start)}
+	if l.Bytes, err = diskUsage(storeDir); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Close closes the store.
+func (l *Lore) Close() error { return l.Store.Close() }
+
+// Query parses doc as a user's query and runs it under ceilings.
+func (l *Lore) Query(ctx context.Context, doc string, ceilings graph.Limits) (*graph.QueryResult, error) {
+	q, err := graph.ParseQuery(l.Store.Model(), []byte(doc))
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", doc, err)
+	}
+	res, err := graph.Run(ctx, l.Store, q, ceilings)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", doc, err)
+	}
+	return res, nil
+}
+
+// diskUsage returns the size of the files under dir.
+func diskUsage(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n += fi.Size()
+		return nil
+	})
+	return n, err
+}
