@@ -105,7 +105,13 @@ func TestMismatchFails(t *testing.T) {
 		t.Fatalf("Agree = %v, want a mismatch", err)
 	}
 	// Under a work bound too small for it, Lore's answer is cut: a mismatch.
-	_, err = Agree(t.Context(), []Question{q}, l, p, graph.Limits{MaxVisited: 10}, 0)
+	// (The hub's count costs one read of its edge summary: the 2-hop
+	// closure is cut.)
+	closure := Questions(g, s)[5]
+	if !strings.Contains(closure.Name, "2-hop") {
+		t.Fatalf("question 5 is %q, want the 2-hop closure", closure.Name)
+	}
+	_, err = Agree(t.Context(), []Question{closure}, l, p, graph.Limits{MaxVisited: 10}, 0)
 	if err == nil || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("Agree under maxVisited 10 = %v, want a truncated mismatch", err)
 	}
