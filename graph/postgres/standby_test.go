@@ -43,6 +43,7 @@ func TestReadsFromStandby(t *testing.T) {
 	// Read-your-writes through the standby: the write raises the
 	// session's floor, and the read waits until the standby replayed it.
 	session := graph.WithSeqFloor(ctx, new(graph.SeqFloor))
+	hastyFirst := hasty.Changed() // closed once hasty announces this write
 	res, err := patient.Apply(session, &graph.Batch{Nodes: []graph.NodeInput{topic("topic/one", "one")}})
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +69,14 @@ func TestReadsFromStandby(t *testing.T) {
 		t.Fatalf("pg_stat_activity on the standby shows %d connections of the read pools (%v)", n, err)
 	}
 
+	// hasty hears of the first write through NOTIFY and announces it once
+	// the standby has replayed it: let that happen before replay pauses,
+	// or its late announcement would look like one of the next write.
+	select {
+	case <-hastyFirst:
+	case <-time.After(time.Minute):
+		t.Fatal("Changed did not announce the first write within a minute")
+	}
 	// Replay paused: reads are stale (the standby serves them), except
 	// those that must see a write, which the primary then serves.
 	sb.Exec(url, "SELECT pg_wal_replay_pause()")
