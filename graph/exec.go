@@ -215,7 +215,7 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 func (ex *executor) countAdjacent(steps []Step) (int, bool, error) {
 	q := ex.q
 	ac, ok := ex.s.(AdjacentCounter)
-	if !ok || len(steps) != 1 || q.From.Type != "" || q.From.where != nil || q.From.Search != "" || len(q.From.IDs) == 0 {
+	if !ok || len(steps) != 1 || q.where != nil || q.From.Type != "" || q.From.where != nil || q.From.Search != "" || len(q.From.IDs) == 0 {
 		return 0, false, nil
 	}
 	for _, id := range q.From.IDs[1:] {

@@ -162,3 +162,39 @@ func TestRegression15_14EdgesOrder(t *testing.T) {
 		t.Errorf("in-edges in order %v, want by other end", got)
 	}
 }
+
+// TestCountOfOneHopKeepsTheFilter: the count of one hop from one node,
+// which the embedded store answers from its edge summary, still applies
+// the query's where (found by TestQueryOracle, seed 1796166443994787132:
+// the summary's count was returned unfiltered).
+func TestCountOfOneHopKeepsTheFilter(t *testing.T) {
+	s := graphtest.New(t)
+	b := &graph.Batch{Nodes: []graph.NodeInput{
+		{ID: "service/a", Type: "Service", Properties: graph.Props{"name": "a", "tier": json.Number("1")}},
+		{ID: "service/b", Type: "Service", Properties: graph.Props{"name": "b", "tier": json.Number("0")}},
+		{ID: "service/c", Type: "Service", Properties: graph.Props{"name": "c", "tier": json.Number("2")}},
+	}, Edges: []graph.EdgeInput{
+		{EdgeKey: graph.EdgeKey{From: "service/a", Label: "dependsOn", To: "service/b"}},
+		{EdgeKey: graph.EdgeKey{From: "service/a", Label: "dependsOn", To: "service/c"}},
+	}}
+	if _, err := s.Apply(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	for query, want := range map[string]int{
+		`{"from":{"ids":["service/a"]},"traverse":[{"edge":"dependsOn"}],"return":{"count":true}}`:                            2,
+		`{"from":{"ids":["service/a"]},"traverse":[{"edge":"dependsOn"}],"where":{"tier":0},"return":{"count":true}}`:         1,
+		`{"from":{"ids":["service/a"]},"traverse":[{"edge":"dependsOn"}],"where":{"tier":{"gte":3}},"return":{"count":true}}`: 0,
+	} {
+		q, err := graph.ParseQuery(s.Model(), []byte(query))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := graph.Run(t.Context(), s, q, graph.Limits{})
+		if err != nil || res.Count == nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		if *res.Count != want {
+			t.Errorf("%s: count %d, want %d", query, *res.Count, want)
+		}
+	}
+}
