@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -258,38 +257,16 @@ func (a edgeOrder) compare(b edgeOrder) int {
 	return strings.Compare(a.key, b.key)
 }
 
-// edgeCursorV is the version of the edge cursor's encoding.
-const edgeCursorV = "e2"
-
 func (c edgeCursor) String() string {
-	dir := "o"
-	if c.pos.in {
-		dir = "i"
-	}
-	raw := strings.Join([]string{edgeCursorV, strconv.Itoa(c.node), c.pos.label, dir, string(c.pos.other), c.pos.key}, "\x00")
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+	return graph.EdgePlace{Node: c.node, Label: c.pos.label, In: c.pos.in, Other: c.pos.other, Key: c.pos.key}.Cursor()
 }
 
 func parseEdgeCursor(s string) (edgeCursor, error) {
-	var c edgeCursor
-	if s == "" {
-		return c, nil
+	p, ok, err := graph.ParseEdgeCursor(s)
+	if !ok || err != nil {
+		return edgeCursor{}, err
 	}
-	bad := fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", s, graph.ErrInvalid)
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return c, bad
-	}
-	parts := strings.SplitN(string(raw), "\x00", 6)
-	if len(parts) != 6 || parts[0] != edgeCursorV || (parts[3] != "o" && parts[3] != "i") {
-		return c, bad
-	}
-	n, err := strconv.ParseUint(parts[1], 10, 31)
-	if err != nil {
-		return c, bad
-	}
-	c = edgeCursor{set: true, node: int(n), pos: edgeOrder{label: parts[2], in: parts[3] == "i", other: graph.ID(parts[4]), key: parts[5]}}
-	return c, nil
+	return edgeCursor{set: true, node: p.Node, pos: edgeOrder{label: p.Label, in: p.In, other: p.Other, key: p.Key}}, nil
 }
 
 // Edges returns a page of the edges of q.Nodes in the order Store.Edges

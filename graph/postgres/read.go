@@ -146,36 +146,16 @@ type edgeCursor struct {
 	key   string
 }
 
-const edgeCursorV = "e2"
-
 func (c edgeCursor) String() string {
-	dir := "o"
-	if c.in {
-		dir = "i"
-	}
-	raw := strings.Join([]string{edgeCursorV, strconv.Itoa(c.node), c.label, dir, c.other, c.key}, "\x00")
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+	return graph.EdgePlace{Node: c.node, Label: c.label, In: c.in, Other: graph.ID(c.other), Key: c.key}.Cursor()
 }
 
 func parseEdgeCursor(s string) (edgeCursor, error) {
-	var c edgeCursor
-	if s == "" {
-		return c, nil
+	p, ok, err := graph.ParseEdgeCursor(s)
+	if !ok || err != nil {
+		return edgeCursor{}, err
 	}
-	bad := fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", s, graph.ErrInvalid)
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return c, bad
-	}
-	parts := strings.SplitN(string(raw), "\x00", 6)
-	if len(parts) != 6 || parts[0] != edgeCursorV || (parts[3] != "o" && parts[3] != "i") {
-		return c, bad
-	}
-	n, err := strconv.ParseUint(parts[1], 10, 31)
-	if err != nil {
-		return c, bad
-	}
-	return edgeCursor{set: true, node: int(n), label: parts[2], in: parts[3] == "i", other: parts[4], key: parts[5]}, nil
+	return edgeCursor{set: true, node: p.Node, label: p.Label, in: p.In, other: string(p.Other), key: p.Key}, nil
 }
 
 // sqlArgs numbers a statement's parameters as they are added.
