@@ -54,3 +54,20 @@ func ParseEdgeCursor(s string) (p EdgePlace, ok bool, err error) {
 	}
 	return EdgePlace{Node: int(n), Label: parts[2], In: parts[3] == "i", Other: ID(parts[4]), Key: parts[5]}, true, nil
 }
+
+// EdgeQueryPlace checks what every store checks of an EdgeQuery before it
+// reads: each node ID, and the cursor, which must be an Edges cursor of a
+// node of q.Nodes. It returns the place to go on after (ok false for the
+// first page).
+func EdgeQueryPlace(q EdgeQuery) (p EdgePlace, ok bool, err error) {
+	for _, id := range q.Nodes {
+		if err := id.Check(); err != nil {
+			return p, false, err
+		}
+	}
+	p, ok, err = ParseEdgeCursor(q.After)
+	if err == nil && ok && p.Node >= len(q.Nodes) {
+		err = fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", q.After, ErrInvalid)
+	}
+	return p, ok, err
+}

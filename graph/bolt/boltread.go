@@ -261,8 +261,9 @@ func (c edgeCursor) String() string {
 	return graph.EdgePlace{Node: c.node, Label: c.pos.label, In: c.pos.in, Other: c.pos.other, Key: c.pos.key}.Cursor()
 }
 
-func parseEdgeCursor(s string) (edgeCursor, error) {
-	p, ok, err := graph.ParseEdgeCursor(s)
+// parseEdgeCursor checks q (graph.EdgeQueryPlace) and returns its cursor.
+func parseEdgeCursor(q graph.EdgeQuery) (edgeCursor, error) {
+	p, ok, err := graph.EdgeQueryPlace(q)
 	if !ok || err != nil {
 		return edgeCursor{}, err
 	}
@@ -282,17 +283,9 @@ func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, 
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range q.Nodes {
-		if err := id.Check(); err != nil {
-			return nil, err
-		}
-	}
-	cur, err := parseEdgeCursor(q.After)
+	cur, err := parseEdgeCursor(q)
 	if err != nil {
 		return nil, err
-	}
-	if cur.set && cur.node >= len(q.Nodes) {
-		return nil, fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", q.After, graph.ErrInvalid)
 	}
 	limit := q.Size()
 	page := &graph.EdgePage{Edges: []*graph.Edge{}}

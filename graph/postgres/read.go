@@ -150,8 +150,9 @@ func (c edgeCursor) String() string {
 	return graph.EdgePlace{Node: c.node, Label: c.label, In: c.in, Other: graph.ID(c.other), Key: c.key}.Cursor()
 }
 
-func parseEdgeCursor(s string) (edgeCursor, error) {
-	p, ok, err := graph.ParseEdgeCursor(s)
+// parseEdgeCursor checks q (graph.EdgeQueryPlace) and returns its cursor.
+func parseEdgeCursor(q graph.EdgeQuery) (edgeCursor, error) {
+	p, ok, err := graph.EdgeQueryPlace(q)
 	if !ok || err != nil {
 		return edgeCursor{}, err
 	}
@@ -182,17 +183,9 @@ func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, 
 	}
 	slices.Sort(labels)
 	labels = slices.Compact(labels)
-	for _, id := range q.Nodes {
-		if err := id.Check(); err != nil {
-			return nil, err
-		}
-	}
-	cur, err := parseEdgeCursor(q.After)
+	cur, err := parseEdgeCursor(q)
 	if err != nil {
 		return nil, err
-	}
-	if cur.set && cur.node >= len(q.Nodes) {
-		return nil, fmt.Errorf("cursor %q is not an edge cursor from this listing: %w", q.After, graph.ErrInvalid)
 	}
 	if err := s.check(); err != nil {
 		return nil, err
