@@ -1,13 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	neturl "net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/lore-dev/lore/graph"
@@ -186,4 +192,155 @@ func TestKilledReplicaLosesNoWrite(t *testing.T) {
 		}
 	}
 	t.Logf("%d writes acknowledged before the kill, %d committed", len(acked), st.LastSeq)
+}
+
+// TestSubscribersOnAnotherReplica: with two lore serve on one database,
+// a GraphQL subscription and a REST event stream on replica B hear of every
+// write made through replica A's MCP endpoint, each within 1 s of its
+// acknowledgement, in the order of the change log. (Both subscribe with
+// since=0, so a change made before the subscription took hold is
+// replayed, not missed.)
+func TestSubscribersOnAnotherReplica(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	_, urlA := startServe(t, url)
+	_, urlB := startServe(t, url, "--no-example")
+	a := httpClient(t, "A", urlA)
+	base := strings.TrimSuffix(urlB, "/mcp")
+	const id = "topic/replicated"
+
+	gql, sse := make(chan event, 16), make(chan event, 16)
+
+	// GraphQL over graphql-transport-ws.
+	ctx := t.Context()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_init"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, m, err := conn.Read(ctx); err != nil || !strings.Contains(string(m), "connection_ack") {
+		t.Fatalf("GraphQL on B: no connection_ack: %s %v", m, err)
+	}
+	sub := `{"id":"1","type":"subscribe","payload":{"query":"subscription { nodeChanged(id: \"` + id + `\", since: 0) { change { seq } } }"}}`
+	if err := conn.Write(ctx, websocket.MessageText, []byte(sub)); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			_, m, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			var msg struct {
+				Type    string `json:"type"`
+				Payload struct {
+					Data struct {
+						NodeChanged struct {
+							Change struct {
+								Seq uint64 `json:"seq"`
+							} `json:"change"`
+						} `json:"nodeChanged"`
+					} `json:"data"`
+				} `json:"payload"`
+			}
+			if json.Unmarshal(m, &msg) != nil || msg.Type != "next" {
+				t.Errorf("GraphQL on B: %s", m)
+				return
+			}
+			gql <- event{msg.Payload.Data.NodeChanged.Change.Seq, time.Now()}
+		}
+	}()
+
+	// The REST event stream; its "ready" event says it follows.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/subscribe?uri="+neturl.QueryEscape("lore://node/"+id)+"&since=0", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("SSE on B: %s", resp.Status)
+	}
+	lines := bufio.NewScanner(resp.Body)
+	ready := make(chan struct{})
+	go func() {
+		kind := ""
+		for lines.Scan() {
+			line := lines.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				kind = strings.TrimPrefix(line, "event: ")
+				if kind == "ready" {
+					close(ready)
+				}
+			case strings.HasPrefix(line, "id: ") && kind == "updated":
+				seq, err := strconv.ParseUint(strings.TrimPrefix(line, "id: "), 10, 64)
+				if err != nil {
+					t.Errorf("SSE on B: %q", line)
+					return
+				}
+				sse <- event{seq, time.Now()}
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("SSE on B: no ready event")
+	}
+
+	var acked []time.Time
+	const writes = 5
+	for i := range writes {
+		res, err := a.cs.CallTool(ctx, callUpsert(id, fmt.Sprintf("write %d", i)))
+		if err != nil || res.IsError {
+			t.Fatalf("write %d through A: %v %s", i, err, resultText(res))
+		}
+		acked = append(acked, time.Now())
+	}
+	for name, ch := range map[string]chan event{"GraphQL subscription": gql, "REST event stream": sse} {
+		var last uint64
+		for i := range writes {
+			e, ok := receive(ch, acked[i].Add(time.Second))
+			if !ok {
+				t.Fatalf("%s on B heard nothing of write %d within 1 s", name, i)
+			}
+			if e.seq <= last {
+				t.Errorf("%s on B: change %d after %d: out of order", name, e.seq, last)
+			}
+			last = e.seq
+			if lag := e.at.Sub(acked[i]); lag > time.Second {
+				t.Errorf("%s on B heard of write %d %v after A acknowledged it", name, i, lag)
+			}
+		}
+		if e, ok := receive(ch, time.Now().Add(200*time.Millisecond)); ok {
+			t.Errorf("%s on B: change %d, after the %d writes", name, e.seq, writes)
+		}
+	}
+}
+
+// An event is a change a subscriber heard of, and when.
+type event struct {
+	seq uint64
+	at  time.Time
+}
+
+// receive returns the next event on ch, waiting until deadline; an event
+// already there is taken even past it.
+func receive(ch <-chan event, deadline time.Time) (event, bool) {
+	select {
+	case e := <-ch:
+		return e, true
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case e := <-ch:
+		return e, true
+	case <-t.C:
+		return event{}, false
+	}
 }
