@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	neturl "net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -343,4 +344,99 @@ func receive(ch <-chan event, deadline time.Time) (event, bool) {
 	case <-t.C:
 		return event{}, false
 	}
+}
+
+// BenchmarkReplicaCalls measures get_node tool calls per second through
+// lore serve on one PostgreSQL database with one replica and then two,
+// from 8 MCP sessions over Streamable HTTP spread over the replicas, and
+// the CPU time per call of each part: the lore serve processes, PostgreSQL
+// (every postgres process of the machine's cluster) and this process (the
+// clients). On a two-core machine two replicas cannot run faster than
+// one; the CPU per call is what projects the rate onto more cores:
+//
+//	go test -run '^$' -bench ReplicaCalls -benchtime 3000x ./cmd/lore
+func BenchmarkReplicaCalls(b *testing.B) {
+	url := pgtest.NewDatabase(b)
+	var pids []int
+	var urls []string
+	for range 2 {
+		cmd, u := startServe(b, url, "--rate", "0")
+		pids, urls = append(pids, cmd.Process.Pid), append(urls, u)
+	}
+	const sessions = 8
+	ids := []string{"service/billing", "team/payments", "person/ada-okafor", "team/platform", "person/tomas-rivera"}
+	for _, replicas := range []int{1, 2} {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			var cs []*client
+			for i := range sessions {
+				cs = append(cs, httpClient(b, fmt.Sprintf("s%d", i), urls[i%replicas]))
+			}
+			call := func(c *client, i int) {
+				res, err := c.cs.CallTool(b.Context(), &mcpsdk.CallToolParams{Name: "get_node", Arguments: map[string]any{"id": ids[i%len(ids)]}})
+				if err != nil || res.IsError {
+					b.Fatalf("get_node: %v %s", err, resultText(res))
+				}
+			}
+			for i, c := range cs { // warm up
+				for j := range 50 {
+					call(c, i+j)
+				}
+			}
+			lore0 := cpuOf(b, pids[:replicas]...)
+			pg0 := cpuOf(b, postgresPIDs(b)...)
+			self0 := cpuOf(b, os.Getpid())
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for i, c := range cs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := i; j < b.N; j += sessions {
+						call(c, j)
+					}
+				}()
+			}
+			wg.Wait()
+			took := time.Since(start)
+			b.StopTimer()
+			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+			b.ReportMetric(float64(b.N)/took.Seconds(), "calls/s")
+			b.ReportMetric(per(cpuOf(b, pids[:replicas]...)-lore0), "lore-cpu-µs/call")
+			b.ReportMetric(per(cpuOf(b, postgresPIDs(b)...)-pg0), "pg-cpu-µs/call")
+			b.ReportMetric(per(cpuOf(b, os.Getpid())-self0), "client-cpu-µs/call")
+		})
+	}
+}
+
+// cpuOf returns the CPU time the processes have used (processes gone are
+// left out).
+func cpuOf(b *testing.B, pids ...int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			sum += cpuTime(b, pid)
+		}
+	}
+	return sum
+}
+
+// postgresPIDs lists the machine's postgres processes, whose CPU time is
+// the database's.
+func postgresPIDs(b *testing.B) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
