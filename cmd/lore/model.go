@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/schema"
@@ -12,11 +13,12 @@ import (
 // cmdModel compares a new model with a store's (lore model diff NEW) and
 // puts a compatible one in use (lore model apply NEW).
 func cmdModel(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "model", "model diff|apply [--first N] [--json] NEW.json   (what a new model changes, and which stored elements it rejects; apply puts it in use)")
+	fs := newFlagSet(e, "model", "model diff|apply [--migrate FILE] [--first N] [--json] NEW.json   (what a new model changes, and which stored elements it rejects; apply puts it in use)")
 	var sf storeFlags
 	sf.register(fs, e)
 	first := fs.Int("first", 10, "how many rejected elements to list")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	migrateFile := fs.String("migrate", "", "a migration `file` (JSON: steps that rename a property, set a default, convert a type) the data goes through: the new model is checked against the data as migrated, and apply runs it as batches in the change log")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -38,6 +40,20 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	var mig *graph.Migration
+	if *migrateFile != "" {
+		mp, err := e.abs(*migrateFile)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(mp)
+		if err != nil {
+			return err
+		}
+		if mig, err = graph.ParseMigration(data); err != nil {
+			return &exitError{2, fmt.Errorf("%s: %w", *migrateFile, err)}
+		}
+	}
 	o, err := sf.options(e, true)
 	if err != nil {
 		return err
@@ -53,12 +69,28 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	r := &modelReport{Model: pos[1], Changes: schema.Diff(s.Model(), m), Warnings: m.Warnings()}
-	r.Fit, err = graph.CheckModel(ctx, s, m, *first)
+	view := s
+	if mig != nil {
+		// The data as the migration will leave it: each value must convert,
+		// and the new model must take every element.
+		r.Migration, err = graph.Migrate(ctx, s, mig, graph.MigrationOptions{DryRun: true, First: *first})
+		if err != nil && r.Migration == nil {
+			release()
+			return err
+		}
+		view = graph.Migrated(s, mig)
+	}
+	r.Fit, err = graph.CheckModel(ctx, view, m, *first)
 	release()
 	if err != nil {
 		return err
 	}
-	if pos[0] == "apply" && r.Fit.Fits() && len(r.Changes) > 0 {
+	migrates := r.Migration != nil && r.Migration.Failed == 0
+	if pos[0] == "apply" && r.Fit.Fits() && r.Migration != nil && r.Migration.Failed > 0 {
+		r.write(e.stdout)
+		return &exitError{1, fmt.Errorf("%s was not applied: the migration cannot change %s; nothing was written", pos[1], plural(r.Migration.Failed, "node"))}
+	}
+	if pos[0] == "apply" && r.Fit.Fits() && (len(r.Changes) > 0 || migrates && r.Migration.Changed > 0) {
 		// Opening the store with the new model rebuilds what it changes in
 		// the indexes (with progress) and keeps the model. Nothing else
 		// can have written in between: openExclusive found no holder, and
@@ -67,6 +99,26 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 		s, err := openExclusive(ctx, e, o, "model apply")
 		if err != nil {
 			return err
+		}
+		if migrates && r.Migration.Changed > 0 {
+			// Under the new model, each batch of migrated nodes is validated
+			// as any write is. A run stopped here leaves the model in use and
+			// the data part migrated: the same command finishes it (every
+			// step is idempotent).
+			rep, err := graph.Migrate(ctx, s, mig, graph.MigrationOptions{Progress: func(examined, changed int64) {
+				if e.tty {
+					fmt.Fprintf(e.stderr, "\rmigrated %d of %d nodes", changed, r.Migration.Changed)
+				}
+			}})
+			if e.tty {
+				fmt.Fprintln(e.stderr)
+			}
+			if err != nil {
+				s.Close()
+				return fmt.Errorf("the model is in use but the migration stopped: %w; run the same lore model apply again to finish it", err)
+			}
+			r.Migration = rep
+			r.Migrated = true
 		}
 		if err := s.Close(); err != nil {
 			return err
@@ -94,7 +146,10 @@ type modelReport struct {
 	Changes  []schema.ModelChange `json:"changes"`
 	Warnings []schema.Violation   `json:"warnings,omitempty"`
 	Fit      *graph.ModelFit      `json:"fit"`
-	Applied  bool                 `json:"applied"`
+	// Migration is what the migration given does (or did, with Migrated).
+	Migration *graph.MigrationReport `json:"migration,omitempty"`
+	Migrated  bool                   `json:"migrated,omitempty"`
+	Applied   bool                   `json:"applied"`
 }
 
 func (r *modelReport) write(w io.Writer) {
@@ -109,9 +164,28 @@ func (r *modelReport) write(w io.Writer) {
 	for _, v := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s: %s\n", v.Pointer, v.Message)
 	}
+	if mr := r.Migration; mr != nil {
+		verb := "changes"
+		if r.Migrated {
+			verb = fmt.Sprintf("changed (in %s)", plural(int64(mr.Batches), "batch"))
+		}
+		fmt.Fprintf(w, "the migration %s %d of the %d nodes of its types", verb, mr.Changed, mr.Examined)
+		if mr.Failed == 0 {
+			fmt.Fprintln(w)
+		} else {
+			fmt.Fprintf(w, "; it cannot change %s, the first %d:\n", plural(mr.Failed, "node"), len(mr.First))
+			for _, x := range mr.First {
+				fmt.Fprintf(w, "  node %s: %s\n", x.ID, x.Violations[0].Message)
+			}
+		}
+	}
 	f := r.Fit
-	fmt.Fprintf(w, "the store holds %s and %s; the new model rejects %d node(s) and %d edge(s)", plural(f.Nodes, "node"), plural(f.Edges, "edge"),
-		f.RejectedNodes, f.RejectedEdges)
+	as := ""
+	if r.Migration != nil {
+		as = " as migrated"
+	}
+	fmt.Fprintf(w, "the store holds %s and %s; the new model rejects %d node(s) and %d edge(s)%s", plural(f.Nodes, "node"), plural(f.Edges, "edge"),
+		f.RejectedNodes, f.RejectedEdges, as)
 	if len(f.First) == 0 {
 		fmt.Fprintln(w)
 	} else {
@@ -130,6 +204,8 @@ func (r *modelReport) write(w io.Writer) {
 	case r.Applied:
 		fmt.Fprintln(w, "applied: the store now uses", r.Model)
 	case len(r.Changes) == 0:
+	case f.Fits() && r.Migration != nil:
+		fmt.Fprintf(w, "every stored element fits once migrated: lore model apply --migrate FILE %s migrates the data and puts it in use\n", r.Model)
 	case f.Fits():
 		fmt.Fprintf(w, "every stored element fits: lore model apply %s puts it in use\n", r.Model)
 	}

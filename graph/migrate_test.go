@@ -1,0 +1,182 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/bolt"
+	"github.com/lore-dev/lore/schema"
+)
+
+// migrationModel returns a model with one node type, Person, whose
+// properties are props (JSON Schema), required lists required ones, and a
+// knows edge between people.
+func migrationModel(t *testing.T, props, required string) *schema.Model {
+	t.Helper()
+	m, err := schema.Load([]byte(`{"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://lore.dev/models/people.json", "$defs": {
+	  "Person": {"x-lore-node": {"display": "name", "search": ["name"]}, "type": "object", "properties": {` + props + `},
+	    "required": [` + required + `], "additionalProperties": false},
+	  "knows": {"type": "object", "x-lore-edge": {"from": ["Person"], "to": ["Person"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestMigrate: a model change that renames a property, gives a new
+// required one a default and changes a property's type is refused while
+// the data does not fit it, fits the data as the migration would leave it,
+// and after the migration (batches with op "migrate" in the change log,
+// one per BatchSize nodes) fits the data itself; running the migration
+// again changes nothing. A value that does not convert stops a migration
+// before it writes anything.
+func TestMigrate(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "store")
+	v1 := migrationModel(t, `"name": {"type": "string"}, "mail": {"type": "string"}, "age": {"type": "string"}`, `"name"`)
+	v2 := migrationModel(t, `"name": {"type": "string"}, "email": {"type": "string"}, "age": {"type": "integer"}, "active": {"type": "boolean"}`, `"name", "active"`)
+	s, err := bolt.Open(ctx, bolt.Config{Path: dir, Model: v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const people = 25
+	b := &graph.Batch{}
+	for i := range people {
+		p := graph.Props{"name": fmt.Sprintf("person %d", i), "age": fmt.Sprint(20 + i)}
+		if i%5 != 0 {
+			p["mail"] = fmt.Sprintf("p%d@example.org", i)
+		}
+		b.Nodes = append(b.Nodes, graph.NodeInput{ID: graph.ID(fmt.Sprintf("person/p%02d", i)), Type: "Person", Properties: p})
+		if i > 0 {
+			b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID(fmt.Sprintf("person/p%02d", i)), Label: "knows", To: "person/p00"}})
+		}
+	}
+	if _, err := s.Apply(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	mig, err := graph.ParseMigration([]byte(`{"steps": [
+	  {"renameProperty": {"type": "Person", "from": "mail", "to": "email"}},
+	  {"setDefault": {"type": "Person", "property": "active", "value": true}},
+	  {"convertProperty": {"type": "Person", "property": "age", "to": "integer"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fit, err := graph.CheckModel(ctx, s, v2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fit.RejectedNodes != people || fit.RejectedEdges != 0 {
+		t.Fatalf("v2 against the v1 data: %d nodes and %d edges rejected, want %d and 0", fit.RejectedNodes, fit.RejectedEdges, people)
+	}
+	if fit, err = graph.CheckModel(ctx, graph.Migrated(s, mig), v2, 3); err != nil || !fit.Fits() {
+		t.Fatalf("v2 against the data as migrated: %+v %v", fit, err)
+	}
+	dry, err := graph.Migrate(ctx, s, mig, graph.MigrationOptions{DryRun: true})
+	if err != nil || dry.Examined != people || dry.Changed != people || dry.Batches != 0 {
+		t.Fatalf("dry run: %+v %v", dry, err)
+	}
+	seq0 := lastSeq(t, s)
+
+	// Put v2 in use (lore model apply reopens the store with it), then
+	// migrate under it.
+	s.Close()
+	if s, err = bolt.Open(ctx, bolt.Config{Path: dir, Model: v2}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep, err := graph.Migrate(ctx, s, mig, graph.MigrationOptions{BatchSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Changed != people || rep.Batches != 3 {
+		t.Errorf("migration: %+v, want %d changed in 3 batches", rep, people)
+	}
+	if fit, err = graph.CheckModel(ctx, s, v2, 3); err != nil || !fit.Fits() {
+		t.Fatalf("v2 against the migrated data: %+v %v", fit, err)
+	}
+	n, err := s.Node(ctx, "person/p01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"active":true,"age":21,"email":"p1@example.org","name":"person 1"}`
+	if got, _ := json.Marshal(n.Properties); string(got) != want {
+		t.Errorf("person/p01 migrated: %s, want %s", got, want)
+	}
+	if n, _ = s.Node(ctx, "person/p05"); n == nil || n.Properties["email"] != nil || n.Properties["mail"] != nil {
+		t.Errorf("person/p05 had no mail, and has no email: %v", n)
+	}
+	changes, err := s.Since(ctx, seq0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 3 {
+		t.Fatalf("%d change-log entries after the migration, want 3", len(changes))
+	}
+	for _, c := range changes {
+		if c.Op != "migrate" {
+			t.Errorf("change %d: op %q, want migrate", c.Seq, c.Op)
+		}
+	}
+	// The edges are untouched.
+	if st, err := s.Stats(ctx); err != nil || st.Edges != people-1 {
+		t.Errorf("edges after the migration: %+v %v", st, err)
+	}
+	again, err := graph.Migrate(ctx, s, mig, graph.MigrationOptions{})
+	if err != nil || again.Changed != 0 || lastSeq(t, s) != changes[2].Seq {
+		t.Errorf("the migration run again: %+v %v", again, err)
+	}
+
+	// A value that does not convert: nothing is written.
+	bad := graph.Props{"name": "odd", "active": false, "email": "odd@example.org", "age": 7}
+	if _, err := s.Apply(ctx, &graph.Batch{Nodes: []graph.NodeInput{{ID: "person/odd", Type: "Person", Properties: bad}}}); err != nil {
+		t.Fatal(err)
+	}
+	toInt, err := graph.ParseMigration([]byte(`{"steps": [{"convertProperty": {"type": "Person", "property": "email", "to": "integer"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := lastSeq(t, s)
+	rep, err = graph.Migrate(ctx, s, toInt, graph.MigrationOptions{BatchSize: 2})
+	if !errors.Is(err, graph.ErrInvalid) || rep == nil || rep.Failed != people-people/5+1 || len(rep.First) != 10 ||
+		!strings.Contains(err.Error(), `person/odd: /steps/0: property email: "odd@example.org" is not an integer`) {
+		t.Fatalf("an unconvertible value: %+v %v", rep, err)
+	}
+	if lastSeq(t, s) != before {
+		t.Error("a migration that cannot convert every value wrote")
+	}
+}
+
+// TestParseMigration: a migration document is read strictly.
+func TestParseMigration(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"steps": []}`:   "no steps",
+		`{"steps": [{}]}`: "/steps/0: want exactly one of",
+		`{"steps": [{"renameProperty": {"type": "A", "from": "x", "to": "x"}}]}`:                   "from and to are the same",
+		`{"steps": [{"renameProperty": {"type": "A", "from": "x"}}]}`:                              "renameProperty/to is required",
+		`{"steps": [{"setDefault": {"type": "A", "property": "x"}}]}`:                              "setDefault/value is required",
+		`{"steps": [{"convertProperty": {"type": "A", "property": "x", "to": "date"}}]}`:           `want string, integer, number or boolean, not "date"`,
+		`{"steps": [{"renameProperty": {"type": "A", "from": "x", "to": "y"}, "setDefault": {}}]}`: "want exactly one of",
+		`{"steps": [{"renameProperty": {"type": "A", "from": "x", "to": "y", "where": 1}}]}`:       `unknown field "where"`,
+		`{"steps": [{"setDefault": {"type": "A", "property": "x", "value": 1}}]} {}`:               "more than one JSON value",
+	} {
+		if _, err := graph.ParseMigration([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", doc, err, want)
+		}
+	}
+}
+
+func lastSeq(t *testing.T, s graph.Store) uint64 {
+	t.Helper()
+	st, err := s.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.LastSeq
+}
