@@ -255,7 +255,7 @@ func (q *Query) check(m *schema.Model) error {
 		if len(labels) == 0 {
 			labels = m.EdgeLabels()
 		}
-		st.edgeWhere = v.filter(ptr+"/edgeWhere", st.EdgeWhere, fields{edges: labels})
+		st.edgeWhere = v.filter(ptr+"/edgeWhere", st.EdgeWhere, fields{edge: true, edges: labels})
 	}
 	q.where = v.filter("/where", q.Where, fields{nodes: scope})
 	for i, f := range q.Return.Fields {
@@ -395,10 +395,11 @@ func (v *checker) field(ptr, f string, scope []string, allowProperties bool) {
 }
 
 // fields is what a filter's fields name: the fields of nodes of the types
-// in nodes (nil: any type), or, when edges is set, the properties of edges
-// with those labels.
+// in nodes (nil: any type), or, for an edge filter, the properties of
+// edges with the labels in edges.
 type fields struct {
 	nodes []string
+	edge  bool
 	edges []string
 }
 
@@ -419,6 +420,8 @@ func (v *checker) edgeField(ptr, f string, labels []string) {
 	known = slices.Compact(known)
 	has := "its properties are " + strings.Join(known, ", ")
 	switch {
+	case len(labels) == 0:
+		has = "the model has no edge labels"
 	case len(known) == 0 && len(labels) == 1:
 		has = labels[0] + " has no properties"
 	case len(known) == 0:
@@ -465,7 +468,7 @@ func (v *checker) filter(ptr string, raw json.RawMessage, fs fields) *filter {
 		case "not":
 			f.not = v.filter(kptr, val, fs)
 		default:
-			if fs.edges != nil {
+			if fs.edge {
 				v.edgeField(kptr, k, fs.edges)
 				f.conds = append(f.conds, v.condition(kptr, k, val, false)...)
 				continue
