@@ -1,5 +1,6 @@
 # Lore. `make run` serves the embedded store with the example data (ADDR=host:port listens elsewhere, ARGS adds flags);
-# `make test` runs every test; `make test-race` runs them with the race detector, as CI does (.ci/run).
+# `make test` runs every test; `make test-race` runs them with the race detector and the OpenAPI validators (tag openapi),
+# as CI does (.ci/run).
 GO ?= go
 
 .PHONY: all run test test-race test-short race lint bench bench-mcp bench-pg bench-go generate check-generate fuzz conformance inspector web check-web browser-test attack interop
@@ -11,9 +12,9 @@ run:            ; $(GO) run ./cmd/lore serve $(if $(ADDR),--addr '$(ADDR)') $(AR
 # empty build cache, compiling go/types, x/tools and gqlgen's generator for nothing was a tenth of the work.
 TESTPKGS = $(shell $(GO) list ./... | grep -v '/gen/cmd/generate$$')
 test:           ; $(GO) test -vet=off -timeout 20m $(TESTPKGS)
-test-race:      ; $(GO) test -race -timeout 30m ./...
+test-race:      ; $(GO) test -race -tags openapi -timeout 30m ./...
 test-short:     ; $(GO) test -short ./...
-lint:           ; test -z "$$(gofmt -l .)" && $(GO) vet -tags browser,interop,attack ./... && $(GO) tool staticcheck -tags browser,interop,attack ./...
+lint:           ; test -z "$$(gofmt -l .)" && $(GO) vet -tags browser,interop,attack,openapi ./... && $(GO) tool staticcheck -tags browser,interop,attack,openapi ./...
 bench:          ; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./graph/bolt -lore.sizes $(or $(SIZES),10000,100000,1000000) -lore.qsizes $(or $(SIZES),10000,100000,1000000)
 bench-mcp:      ; $(GO) test -run '^$$' -bench Transports -benchtime 1x -timeout 60m ./mcp -lore.mcpsizes $(or $(SIZES),10000)
 # Lore against PostgreSQL at 127.0.0.1:5432 (trust auth; its own database, dropped after) on the same generated package

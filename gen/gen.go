@@ -8,6 +8,7 @@ package gen
 
 import (
 	"embed"
+	"encoding/json"
 	"fmt"
 
 	"github.com/lore-dev/lore/mcp"
@@ -71,4 +72,40 @@ func Committed(name string) []byte {
 		panic("gen: " + name + " is not embedded")
 	}
 	return data
+}
+
+// Stamped returns the committed copy of a generated document that states
+// a version (openapi.json: info.version; server-card.json: version) with
+// version, the running build's, in its place, so a served document names
+// the same version as every other surface; the committed copy, generated
+// without a build, states APIVersion. An empty version, or another file,
+// returns the committed copy as it is.
+func Stamped(name, version string) []byte {
+	data := Committed(name)
+	if version == "" {
+		return data
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(data, &doc) != nil {
+		return data
+	}
+	v, _ := json.Marshal(version)
+	switch name {
+	case "openapi.json":
+		var info map[string]json.RawMessage
+		if json.Unmarshal(doc["info"], &info) != nil {
+			return data
+		}
+		info["version"] = v
+		doc["info"], _ = json.Marshal(info)
+	case "server-card.json":
+		doc["version"] = v
+	default:
+		return data
+	}
+	out, err := marshal(doc)
+	if err != nil {
+		return data
+	}
+	return out
 }

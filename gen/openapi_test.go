@@ -6,49 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/go-cmp/cmp"
-	"github.com/pb33f/libopenapi"
-	validator "github.com/pb33f/libopenapi-validator"
 
 	"github.com/lore-dev/lore/gen"
 	"github.com/lore-dev/lore/mcp"
 )
-
-// TestOpenAPIValid: the committed document is OpenAPI 3.1 by
-// libopenapi-validator's check against the specification's schema, and
-// kin-openapi loads and validates it (which catches references that only
-// resolve under a schema's own base).
-func TestOpenAPIValid(t *testing.T) {
-	data := gen.Committed("openapi.json")
-	doc, err := libopenapi.NewDocument(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, errs := validator.NewValidator(doc)
-	if len(errs) > 0 {
-		t.Fatalf("libopenapi-validator: building the model: %v", errs)
-	}
-	if ok, verrs := v.ValidateDocument(); !ok {
-		for _, e := range verrs {
-			t.Errorf("libopenapi-validator: %s", e.Error())
-			for _, se := range e.SchemaValidationErrors {
-				t.Errorf("  %s: %s", se.KeywordLocation, se.Reason)
-			}
-		}
-	}
-
-	kdoc, err := openapi3.NewLoader().LoadFromData(data)
-	if err != nil {
-		t.Fatalf("kin-openapi: loading: %v", err)
-	}
-	if !kdoc.IsOpenAPI31OrLater() {
-		t.Errorf("kin-openapi reads version %q, want 3.1", kdoc.OpenAPI)
-	}
-	if err := kdoc.Validate(t.Context()); err != nil {
-		t.Errorf("kin-openapi: %v", err)
-	}
-}
 
 // TestOpenAPICoverage: each tool has exactly one POST operation named after
 // it, read-only tools one GET operation more, with the tool's schemas as

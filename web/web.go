@@ -66,7 +66,7 @@ func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	cat := srv.Catalog()
 	api := http.NewServeMux()
 	api.Handle("/mcp", srv.Handler(&o.HTTP))
-	restH := rest.NewHandler(cat, &rest.Options{Logger: o.Logger, MaxJSONDepth: o.HTTP.MaxJSONDepth})
+	restH := rest.NewHandler(cat, &rest.Options{Logger: o.Logger, MaxJSONDepth: o.HTTP.MaxJSONDepth, Version: o.Version})
 	api.Handle("/api/", withSeqFloor(restH))
 	api.Handle("/graphql", withSeqFloor(gql.NewHandler(cat, &gql.Options{Logger: o.Logger, AllowedOrigins: o.HTTP.AllowedOrigins,
 		MaxJSONDepth: o.HTTP.MaxJSONDepth, MaxMessageBytes: o.HTTP.MaxBodyBytes})))
@@ -83,12 +83,12 @@ func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	markdown := "text/markdown; charset=utf-8"
 	llms := gen.Committed("llms.txt")
 	full := append(bytes.Clone(gen.Committed("llms-full.txt")), gen.ModelSection(cat.Model())...)
-	card := gen.Committed("server-card.json")
+	card := gen.Stamped("server-card.json", o.Version)
 	mux.Handle("GET /llms.txt", public(static(llms, markdown)))
 	mux.Handle("GET /.well-known/llms.txt", public(static(llms, markdown)))
 	mux.Handle("GET /llms-full.txt", public(static(full, markdown)))
 	mux.Handle("GET /.well-known/llms-full.txt", public(static(full, markdown)))
-	mux.Handle("GET /openapi.json", public(static(gen.Committed("openapi.json"), "application/json")))
+	mux.Handle("GET /openapi.json", public(static(gen.Stamped("openapi.json", o.Version), "application/json")))
 	mux.Handle("GET /schema.graphqls", public(static(gql.SDL(), "text/plain; charset=utf-8")))
 	mux.Handle("GET /.well-known/mcp/server-card", public(static(card, "application/json")))
 	mux.Handle("GET /.well-known/mcp.json", public(static(card, "application/json")))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"debug/buildinfo"
+	"encoding/json"
 	"io"
 	"net/http"
 	"runtime/debug"
@@ -73,5 +74,30 @@ func TestVersionEverywhere(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(page), ">"+want+"<") {
 		t.Errorf("the landing page does not show version %s", want)
+	}
+	// The served documents that state a version state the build's: the
+	// OpenAPI document's info.version and the MCP server card's version.
+	base := strings.TrimSuffix(p.urls["landing page"], "/")
+	for _, c := range []struct{ path, field string }{{"/openapi.json", "info.version"},
+		{"/.well-known/mcp/server-card", "version"}} {
+		resp, err := http.Get(base + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Version string `json:"version"`
+			Info    struct {
+				Version string `json:"version"`
+			} `json:"info"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&doc)
+		resp.Body.Close()
+		got := doc.Version
+		if c.field == "info.version" {
+			got = doc.Info.Version
+		}
+		if err != nil || got != want {
+			t.Errorf("GET %s: %s %q (%v), want %q", c.path, c.field, got, err, want)
+		}
 	}
 }

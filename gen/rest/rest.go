@@ -47,6 +47,9 @@ type Options struct {
 	// parameter, checked before anything decodes it; 0 means
 	// schema.DefaultMaxDepth.
 	MaxJSONDepth int
+	// Version is the running build's version, which /openapi.json states
+	// as info.version (see gen.Stamped); "" keeps the committed one.
+	Version string
 }
 
 type handler struct {
@@ -54,6 +57,7 @@ type handler struct {
 	log       *slog.Logger
 	keepAlive time.Duration
 	maxDepth  int
+	openAPI   []byte // the document /openapi.json serves
 	// params holds each read-only tool's GET parameters by name.
 	params map[string]map[string]gen.QueryParam
 }
@@ -66,7 +70,7 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 		o = *opts
 	}
 	h := &handler{cat: cat, log: cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), keepAlive: cmp.Or(o.KeepAlive, 30*time.Second),
-		maxDepth: cmp.Or(max(o.MaxJSONDepth, 0), schema.DefaultMaxDepth), params: map[string]map[string]gen.QueryParam{}}
+		maxDepth: cmp.Or(max(o.MaxJSONDepth, 0), schema.DefaultMaxDepth), openAPI: gen.Stamped("openapi.json", o.Version), params: map[string]map[string]gen.QueryParam{}}
 	for _, t := range cat.Tools() {
 		if !t.ReadOnly {
 			continue
@@ -84,7 +88,7 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 	mux.HandleFunc(gen.ToolsPath+"{name}", h.tool)
 	mux.HandleFunc(gen.ResourcesPath, h.only(h.resource, http.MethodGet, http.MethodHead))
 	mux.HandleFunc(gen.SubscribePath, h.only(streaming(h.subscribe), http.MethodGet))
-	mux.HandleFunc("/openapi.json", h.only(serveOpenAPI, http.MethodGet, http.MethodHead))
+	mux.HandleFunc("/openapi.json", h.only(h.serveOpenAPI, http.MethodGet, http.MethodHead))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, r, &mcp.Error{Code: mcp.CodeNotFound, Message: fmt.Sprintf("no endpoint %s; see /openapi.json", r.URL.Path)})
 	})
@@ -102,9 +106,9 @@ func (h *handler) only(next http.HandlerFunc, methods ...string) http.HandlerFun
 	}
 }
 
-func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+func (h *handler) serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(gen.Committed("openapi.json"))
+	w.Write(h.openAPI)
 }
 
 func (h *handler) tool(w http.ResponseWriter, r *http.Request) {
