@@ -125,7 +125,9 @@ func (g *oGraph) restoreBatch() *graph.Batch {
 		b.Nodes = append(b.Nodes, graph.NodeInput{ID: graph.ID(id), Type: nd.typ, Properties: props, CreatedAt: at, UpdatedAt: at})
 	}
 	for _, e := range g.edges {
-		b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID(e.from), Label: e.label, To: graph.ID(e.to), Key: e.key}, CreatedAt: at, UpdatedAt: at})
+		in := e.input()
+		in.CreatedAt, in.UpdatedAt = at, at
+		b.Edges = append(b.Edges, in)
 	}
 	return b
 }

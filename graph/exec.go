@@ -208,10 +208,11 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 
 // countAdjacent answers the count of one hop from one node through the
 // store's AdjacentCounter, which reads what the count needs (the node's
-// edge summary, or the keys of its edges) and builds no result set. It
-// reports false when the query is not of that shape, the store has no
-// AdjacentCounter, or the count would pass the work bound: the query then
-// runs as any other.
+// edge summary, or the keys of its edges) and builds no result set; as
+// neither holds an edge's properties, a step with an edgeWhere is not of
+// that shape. It reports false when the query is not of that shape, the
+// store has no AdjacentCounter, or the count would pass the work bound:
+// the query then runs as any other.
 func (ex *executor) countAdjacent(steps []Step) (int, bool, error) {
 	q := ex.q
 	ac, ok := ex.s.(AdjacentCounter)
@@ -224,7 +225,7 @@ func (ex *executor) countAdjacent(steps []Step) (int, bool, error) {
 		}
 	}
 	st := steps[0]
-	if st.Hops != (Hops{1, 1}) || st.Type != "" || st.where != nil {
+	if st.Hops != (Hops{1, 1}) || st.Type != "" || st.where != nil || st.edgeWhere != nil {
 		return 0, false, nil
 	}
 	dir, err := ParseDirection(string(st.Direction))

@@ -24,8 +24,26 @@ type cond struct {
 	vals  []any // for "in"
 }
 
+// A record is what a filter reads its fields from: a node (see
+// fieldValue), or an edge, of which a step's edgeWhere reads the
+// properties alone (edgeRecord).
+type record interface {
+	field(name string) (any, bool)
+}
+
+func (n *Node) field(name string) (any, bool) { return fieldValue(n, name) }
+
+// An edgeRecord is an edge as an edge filter reads it: its fields are its
+// properties.
+type edgeRecord struct{ e *Edge }
+
+func (r edgeRecord) field(name string) (any, bool) {
+	v, ok := r.e.Properties[name]
+	return v, ok && v != nil
+}
+
 // match reports whether n passes f (a nil filter passes everything).
-func (f *filter) match(n *Node) bool {
+func (f *filter) match(n record) bool {
 	if f == nil {
 		return true
 	}
@@ -72,8 +90,8 @@ func fieldValue(n *Node, field string) (any, bool) {
 	return v, ok && v != nil
 }
 
-func (c cond) match(n *Node) bool {
-	v, present := fieldValue(n, c.field)
+func (c cond) match(n record) bool {
+	v, present := n.field(c.field)
 	switch c.op {
 	case "exists":
 		want, _ := c.val.(bool)

@@ -232,7 +232,7 @@ func (g *oGraph) loadInBatches(t *testing.T, m *schema.Model, n int) graph.Store
 		}
 	}
 	for _, e := range g.edges {
-		b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID(e.from), Label: e.label, To: graph.ID(e.to), Key: e.key}})
+		b.Edges = append(b.Edges, e.input())
 		if b.Len() == n {
 			flush()
 		}

@@ -176,6 +176,12 @@ func (g *oGraph) starts(q *oQuery) []string {
 	return out
 }
 
+// follows reports whether a step follows e: its edgeWhere, read on the
+// edge's properties, holds (labels and direction are the caller's).
+func (g *oGraph) follows(st *oStep, e oEdge) bool {
+	return g.match(&oNode{props: e.props}, st.edgeWhere)
+}
+
 // neighbours lists the (node, edge) pairs one hop from id along a step.
 func (g *oGraph) neighbours(st *oStep, id string, f func(next string, e oEdge)) {
 	labels := st.labels
@@ -185,12 +191,16 @@ func (g *oGraph) neighbours(st *oStep, id string, f func(next string, e oEdge)) 
 	for _, l := range labels {
 		if st.dir != "in" {
 			for _, e := range g.out[l][id] {
-				f(e.to, e)
+				if g.follows(st, e) {
+					f(e.to, e)
+				}
 			}
 		}
 		if st.dir != "out" {
 			for _, e := range g.in[l][id] {
-				f(e.from, e)
+				if g.follows(st, e) {
+					f(e.from, e)
+				}
 			}
 		}
 	}
@@ -359,11 +369,12 @@ func (g *oGraph) checkPath(q *oQuery, start []string, p graph.Path, v string) st
 	return ""
 }
 
-// segment reports whether edges i..j-1 of p follow the step's labels and direction.
+// segment reports whether edges i..j-1 of p follow the step's labels and
+// direction, and pass its edgeWhere.
 func (g *oGraph) segment(st *oStep, p graph.Path, i, j int) bool {
 	for x := i; x < j; x++ {
 		e := g.byID[p.Edges[x]]
-		if len(st.labels) > 0 && !slices.Contains(st.labels, e.label) {
+		if len(st.labels) > 0 && !slices.Contains(st.labels, e.label) || !g.follows(st, e) {
 			return false
 		}
 		fwd := e.from == string(p.Nodes[x]) && e.to == string(p.Nodes[x+1])

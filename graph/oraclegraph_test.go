@@ -3,6 +3,7 @@ package graph_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -16,11 +17,13 @@ import (
 // Random graphs and queries for the oracle test (oracle_test.go).
 
 // oracleModel: three node types with the same properties, indexed
-// differently, and three edge labels, one of them keyed.
+// differently, and three edge labels with the same properties, one of them
+// keyed.
 func oracleModel() string {
 	props := `"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}, "s": {"type": "string"},
 	  "u": {"type": "integer"}, "f": {"type": "boolean"}, "t": {"type": "array", "items": {"type": "string"}}}, "additionalProperties": false`
-	edge := `"type": "object", "x-lore-edge": {"from": ["A", "B", "C"], "to": ["A", "B", "C"]`
+	edge := `"type": "object", "properties": {"w": {"type": "integer"}, "r": {"type": "string"}}, "additionalProperties": false,
+	  "x-lore-edge": {"from": ["A", "B", "C"], "to": ["A", "B", "C"]`
 	return `{"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://lore.dev/models/oracle.json", "title": "oracle", "$defs": {
 	  "A": {"x-lore-node": {"display": "name", "indexed": ["n", "s", "t"], "search": ["name"]}, ` + props + `},
 	  "B": {"x-lore-node": {"display": "name", "indexed": ["n"], "search": ["name"]}, ` + props + `},
@@ -43,8 +46,20 @@ type oNode struct {
 	props map[string]any
 }
 
+// An oEdge is an edge of the oracle's graph: props hold int and string
+// values.
 type oEdge struct {
 	from, to, label, key string
+	props                map[string]any
+}
+
+// input is the edge as a batch writes it.
+func (e oEdge) input() graph.EdgeInput {
+	in := graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID(e.from), Label: e.label, To: graph.ID(e.to), Key: e.key}}
+	if len(e.props) > 0 {
+		in.Properties = graph.Props(maps.Clone(e.props))
+	}
+	return in
 }
 
 func (e oEdge) id() string {
@@ -108,6 +123,16 @@ func randomGraph(rng *rand.Rand) *oGraph {
 		g.edges = append(g.edges, e)
 	}
 	pick := func() string { return g.ids[rng.IntN(len(g.ids))] }
+	props := func() map[string]any {
+		p := map[string]any{}
+		if rng.IntN(4) > 0 {
+			p["w"] = rng.IntN(5)
+		}
+		if rng.IntN(3) > 0 {
+			p["r"] = oStr[rng.IntN(len(oStr))]
+		}
+		return p
+	}
 	m := n * (1 + rng.IntN(3)) / (1 + rng.IntN(2))
 	for range m {
 		e := oEdge{from: pick(), to: pick(), label: oLabels[rng.IntN(3)]}
@@ -117,10 +142,12 @@ func randomGraph(rng *rand.Rand) *oGraph {
 		if e.label == "k" {
 			for j := range 1 + rng.IntN(2) { // parallel keyed edges
 				e.key = "r" + strconv.Itoa(j)
+				e.props = props()
 				add(e)
 			}
 			continue
 		}
+		e.props = props()
 		add(e)
 	}
 	for range rng.IntN(3) { // hubs
@@ -130,6 +157,7 @@ func randomGraph(rng *rand.Rand) *oGraph {
 			if rng.IntN(2) == 0 {
 				e.from, e.to = e.to, e.from
 			}
+			e.props = props()
 			add(e)
 		}
 	}
@@ -164,7 +192,7 @@ func (g *oGraph) load(t *testing.T, m *schema.Model) graph.Store {
 		b.Nodes = append(b.Nodes, graph.NodeInput{ID: graph.ID(id), Type: nd.typ, Properties: props})
 	}
 	for _, e := range g.edges {
-		b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID(e.from), Label: e.label, To: graph.ID(e.to), Key: e.key}})
+		b.Edges = append(b.Edges, e.input())
 	}
 	if _, err := s.Apply(t.Context(), &b); err != nil {
 		t.Fatal(err)
@@ -214,7 +242,12 @@ func (f *oFilter) json() any {
 	return obj
 }
 
-var oFields = []string{"name", "n", "s", "u", "f", "t", "id", "type"}
+// oFields are the fields a node filter names, oEdgeFields those an edge
+// filter (a step's edgeWhere) names: the edges' properties.
+var (
+	oFields     = []string{"name", "n", "s", "u", "f", "t", "id", "type"}
+	oEdgeFields = []string{"w", "r"}
+)
 
 func randomValue(rng *rand.Rand, field, op string) any {
 	if rng.IntN(12) == 0 && op != "prefix" { // a value of another kind
@@ -230,12 +263,12 @@ func randomValue(rng *rand.Rand, field, op string) any {
 		return true
 	}
 	switch field {
-	case "n", "u":
+	case "n", "u", "w":
 		if op == "prefix" || op == "contains" {
 			return strconv.Itoa(rng.IntN(6))
 		}
 		return rng.IntN(7) - 1
-	case "s", "t":
+	case "s", "t", "r":
 		return oStr[rng.IntN(len(oStr))]
 	case "f":
 		if op == "lt" || op == "lte" || op == "gt" || op == "gte" || op == "prefix" {
@@ -262,11 +295,12 @@ func randomValue(rng *rand.Rand, field, op string) any {
 	return w + " " + oWords[rng.IntN(len(oWords))]
 }
 
-func randomFilter(rng *rand.Rand, depth int) *oFilter {
+// randomFilter returns a filter on fields (oFields or oEdgeFields).
+func randomFilter(rng *rand.Rand, depth int, fields []string) *oFilter {
 	f := &oFilter{conds: map[string][]oCond{}, short: map[string]bool{}}
 	ops := []string{"eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "prefix", "exists"}
 	for range 1 + rng.IntN(2) {
-		field := oFields[rng.IntN(len(oFields))]
+		field := fields[rng.IntN(len(fields))]
 		if _, dup := f.conds[field]; dup {
 			continue
 		}
@@ -300,16 +334,16 @@ func randomFilter(rng *rand.Rand, depth int) *oFilter {
 	}
 	if depth < 2 && rng.IntN(5) == 0 {
 		for range 1 + rng.IntN(2) {
-			f.and = append(f.and, randomFilter(rng, depth+1))
+			f.and = append(f.and, randomFilter(rng, depth+1, fields))
 		}
 	}
 	if depth < 2 && rng.IntN(5) == 0 {
 		for range 1 + rng.IntN(2) {
-			f.or = append(f.or, randomFilter(rng, depth+1))
+			f.or = append(f.or, randomFilter(rng, depth+1, fields))
 		}
 	}
 	if depth < 2 && rng.IntN(7) == 0 {
-		f.not = randomFilter(rng, depth+1)
+		f.not = randomFilter(rng, depth+1, fields)
 	}
 	return f
 }
@@ -320,6 +354,8 @@ type oStep struct {
 	min, max int
 	typ      string
 	where    *oFilter
+	// edgeWhere filters the edges the step follows by their properties.
+	edgeWhere *oFilter
 }
 
 type oQuery struct {
@@ -350,7 +386,7 @@ func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
 	case 1:
 		q.typ = oTypes[rng.IntN(3)]
 		if rng.IntN(3) > 0 {
-			q.where = randomFilter(rng, 0)
+			q.where = randomFilter(rng, 0, oFields)
 		}
 	default:
 		w := oWords[rng.IntN(len(oWords))]
@@ -385,7 +421,10 @@ func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
 			st.typ = oTypes[rng.IntN(3)]
 		}
 		if rng.IntN(4) == 0 {
-			st.where = randomFilter(rng, 1)
+			st.where = randomFilter(rng, 1, oFields)
+		}
+		if rng.IntN(4) == 0 {
+			st.edgeWhere = randomFilter(rng, 1, oEdgeFields)
 		}
 		q.steps = append(q.steps, st)
 		if hops == 0 {
@@ -393,7 +432,7 @@ func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
 		}
 	}
 	if rng.IntN(3) == 0 {
-		q.final = randomFilter(rng, 0)
+		q.final = randomFilter(rng, 0, oFields)
 	}
 	switch rng.IntN(8) {
 	case 0:
@@ -452,6 +491,9 @@ func (q *oQuery) json(cursor string, limits map[string]int) string {
 		}
 		if st.where != nil {
 			s["where"] = st.where.json()
+		}
+		if st.edgeWhere != nil {
+			s["edgeWhere"] = st.edgeWhere.json()
 		}
 		steps = append(steps, s)
 	}

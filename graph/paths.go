@@ -269,7 +269,7 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 		}
 		sd.level++
 		var next []ID
-		err = expandLevel(ps.s, b, sd.frontier, ps.labels, sd.dir, func(self, nb ID, k EdgeKey) {
+		err = expandLevel(ps.s, b, sd.frontier, ps.labels, sd.dir, nil, func(self, nb ID, k EdgeKey) {
 			if ps.noNode[nb] || len(ps.noEdge) > 0 && ps.noEdge[k.String()] {
 				return
 			}

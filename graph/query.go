@@ -21,7 +21,7 @@ import (
 //
 //	{
 //	  "from":     {"ids": ["service/billing"]} | {"type": "Service", "where": {…}} | {"search": "billing", "type": "Service"},
-//	  "traverse": [{"edge": "dependsOn", "direction": "in", "hops": [1, 3], "type": "Service", "where": {…}}],
+//	  "traverse": [{"edge": "dependsOn", "direction": "in", "hops": [1, 3], "type": "Service", "where": {…}, "edgeWhere": {…}}],
 //	  "where":    {"lifecycle": "production"},
 //	  "return":   {"fields": ["id", "type", "name"], "paths": false, "count": false},
 //	  "orderBy":  [{"field": "name", "desc": false}],
@@ -32,7 +32,9 @@ import (
 // A filter is {field: value} (equals) or {field: {op: value}} with op one of
 // eq, ne, lt, lte, gt, gte, in, contains, prefix, exists; conditions in one
 // object must all hold, and "and", "or" and "not" combine filters. Fields
-// are id, type, createdAt, updatedAt, revision and property names.
+// are id, type, createdAt, updatedAt, revision and property names; in a
+// step's edgeWhere, which filters the edges the step follows, they are the
+// names of the edges' properties.
 //
 // A traversal step reaches the nodes whose shortest distance from some of
 // its start nodes lies within its hops (step.go says it exactly); Run and
@@ -67,8 +69,12 @@ type Step struct {
 	Hops      Hops            `json:"hops,omitzero"`
 	Type      string          `json:"type,omitempty"`
 	Where     json.RawMessage `json:"where,omitempty"`
+	// EdgeWhere filters the edges the step follows by their properties:
+	// on every hop, an edge that fails it is not followed. Empty: every
+	// edge with the step's labels.
+	EdgeWhere json.RawMessage `json:"edgeWhere,omitempty"`
 
-	where *filter
+	where, edgeWhere *filter
 }
 
 // Labels is one edge label or several.
@@ -208,7 +214,7 @@ func (q *Query) check(m *schema.Model) error {
 		if v.nodeType("/from/type", q.From.Type) {
 			scope = []string{q.From.Type}
 		}
-		q.From.where = v.filter("/from/where", q.From.Where, scope)
+		q.From.where = v.filter("/from/where", q.From.Where, fields{nodes: scope})
 	case q.From.Search != "":
 		if q.From.Type != "" && v.nodeType("/from/type", q.From.Type) {
 			scope = []string{q.From.Type}
@@ -244,9 +250,14 @@ func (q *Query) check(m *schema.Model) error {
 		if st.Type != "" && v.nodeType(ptr+"/type", st.Type) {
 			scope = []string{st.Type}
 		}
-		st.where = v.filter(ptr+"/where", st.Where, scope)
+		st.where = v.filter(ptr+"/where", st.Where, fields{nodes: scope})
+		labels := st.Edge
+		if len(labels) == 0 {
+			labels = m.EdgeLabels()
+		}
+		st.edgeWhere = v.filter(ptr+"/edgeWhere", st.EdgeWhere, fields{edge: true, edges: labels})
 	}
-	q.where = v.filter("/where", q.Where, scope)
+	q.where = v.filter("/where", q.Where, fields{nodes: scope})
 	for i, f := range q.Return.Fields {
 		v.field(fmt.Sprintf("/return/fields/%d", i), f, scope, true)
 	}
@@ -285,12 +296,19 @@ func explain(vs []schema.Violation) []schema.Violation {
 		}) {
 			continue // an operator object with a bad operator: its own violation says which
 		}
-		if v.Rule == "additionalProperties" && strings.Contains(v.Pointer, "where/") && strings.Count(v.Pointer[strings.LastIndex(v.Pointer, "where/"):], "/") >= 2 {
+		if v.Rule == "additionalProperties" && inFilter(v.Pointer) {
 			v.Message = "is not an operator; operators are " + operators
 		}
 		out = append(out, v)
 	}
 	return out
+}
+
+// inFilter reports whether ptr points below a field of a filter (a where
+// or an edgeWhere), at an operator or deeper.
+func inFilter(ptr string) bool {
+	i := max(strings.LastIndex(ptr, "/where/"), strings.LastIndex(ptr, "/edgeWhere/"))
+	return i >= 0 && strings.Count(ptr[i+1:], "/") >= 2
 }
 
 func edgeIndex(n, j int) string {
@@ -376,8 +394,46 @@ func (v *checker) field(ptr, f string, scope []string, allowProperties bool) {
 	v.add(ptr, fmt.Sprintf("unknown field %q for %s; fields are %s, %s", f, list(types), strings.Join(metaFields, ", "), strings.Join(known, ", ")))
 }
 
-// filter compiles a filter, checking its fields against the types in scope.
-func (v *checker) filter(ptr string, raw json.RawMessage, scope []string) *filter {
+// fields is what a filter's fields name: the fields of nodes of the types
+// in nodes (nil: any type), or, for an edge filter, the properties of
+// edges with the labels in edges.
+type fields struct {
+	nodes []string
+	edge  bool
+	edges []string
+}
+
+// edgeField checks that f names a property of an edge with one of labels.
+func (v *checker) edgeField(ptr, f string, labels []string) {
+	var known []string
+	for _, l := range labels {
+		et, ok := v.m.Edge(l)
+		if !ok {
+			continue // reported at the step's edge
+		}
+		if slices.Contains(et.Properties, f) {
+			return
+		}
+		known = append(known, et.Properties...)
+	}
+	slices.Sort(known)
+	known = slices.Compact(known)
+	has := "its properties are " + strings.Join(known, ", ")
+	switch {
+	case len(labels) == 0:
+		has = "the model has no edge labels"
+	case len(known) == 0 && len(labels) == 1:
+		has = labels[0] + " has no properties"
+	case len(known) == 0:
+		has = "they have no properties"
+	case len(labels) > 1:
+		has = "their properties are " + strings.Join(known, ", ")
+	}
+	v.add(ptr, fmt.Sprintf("unknown edge property %q for %s (an edgeWhere filters edges by their properties); %s", f, list(labels), has))
+}
+
+// filter compiles a filter, checking its fields against fs.
+func (v *checker) filter(ptr string, raw json.RawMessage, fs fields) *filter {
 	if len(raw) == 0 {
 		return nil
 	}
@@ -402,7 +458,7 @@ func (v *checker) filter(ptr string, raw json.RawMessage, scope []string) *filte
 			var subs []json.RawMessage
 			json.Unmarshal(val, &subs)
 			for i, sub := range subs {
-				c := v.filter(fmt.Sprintf("%s/%d", kptr, i), sub, scope)
+				c := v.filter(fmt.Sprintf("%s/%d", kptr, i), sub, fs)
 				if k == "and" {
 					f.and = append(f.and, c)
 				} else {
@@ -410,16 +466,23 @@ func (v *checker) filter(ptr string, raw json.RawMessage, scope []string) *filte
 				}
 			}
 		case "not":
-			f.not = v.filter(kptr, val, scope)
+			f.not = v.filter(kptr, val, fs)
 		default:
-			v.field(kptr, k, scope, false)
-			f.conds = append(f.conds, v.condition(kptr, k, val)...)
+			if fs.edge {
+				v.edgeField(kptr, k, fs.edges)
+				f.conds = append(f.conds, v.condition(kptr, k, val, false)...)
+				continue
+			}
+			v.field(kptr, k, fs.nodes, false)
+			f.conds = append(f.conds, v.condition(kptr, k, val, true)...)
 		}
 	}
 	return f
 }
 
-func (v *checker) condition(ptr, field string, raw json.RawMessage) []cond {
+// condition compiles the conditions on one field; meta says that field
+// names a node's field, so createdAt and updatedAt are its times.
+func (v *checker) condition(ptr, field string, raw json.RawMessage, meta bool) []cond {
 	var val any
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
@@ -439,7 +502,7 @@ func (v *checker) condition(ptr, field string, raw json.RawMessage) []cond {
 		if op == "in" {
 			c.vals, _ = ops[op].([]any)
 		}
-		if slices.Contains([]string{"createdAt", "updatedAt"}, field) && slices.Contains([]string{"lt", "lte", "gt", "gte", "eq", "ne"}, op) {
+		if meta && slices.Contains([]string{"createdAt", "updatedAt"}, field) && slices.Contains([]string{"lt", "lte", "gt", "gte", "eq", "ne"}, op) {
 			if s, ok := c.val.(string); !ok || parseTime(s).IsZero() {
 				v.add(ptr+"/"+op, "compare "+field+" with an RFC 3339 time, such as 2026-01-31T12:00:00Z")
 			}

@@ -10,6 +10,7 @@ import (
 // What a traversal step means.
 //
 // A step follows the edges with its labels (every label when it names
+// none) whose properties pass its edgeWhere (every such edge when it has
 // none) in its direction: out from source to target, in from target to
 // source, both either way. For a start node s, dist_s(v) is the length of a
 // shortest walk from s to v along such edges, and dist_s(s) = 0. From a set
@@ -164,7 +165,7 @@ func (ex *executor) pass(src []ID, st *Step, withWalks bool, found func(v ID, wk
 		got := make(map[ID]uint64, len(frontier))
 		var self0 ID // the frontier node whose edges are being read, and its fresh bits
 		var bits0 uint64
-		err := expandLevel(ex.s, b, frontier, st.Edge, st.Direction, func(self, other ID, k EdgeKey) {
+		err := expandLevel(ex.s, b, frontier, st.Edge, st.Direction, st.edgeWhere, func(self, other ID, k EdgeKey) {
 			if self != self0 {
 				self0, bits0 = self, fresh[self]
 			}

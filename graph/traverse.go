@@ -11,14 +11,17 @@ import (
 // calls reach for each edge leaving it in the given direction, with the
 // frontier node, the node at the other end and the edge's key (whose ID,
 // k.String(), a caller makes only when it needs it). Each edge read costs
-// one unit of work. It stops when the budget does.
+// one unit of work. It stops when the budget does. With a filter
+// (a step's edgeWhere) it reads the edges' properties and skips the edges
+// that fail it, which still cost their unit.
 //
-// With a store's Adjacency it reads each chunk's edges in one call, with
-// no Edge built per edge; without it, it pages through Store.Edges. A
-// frontier node's edges are listed for it alone: an edge between two
-// frontier nodes is reached once from each end (for Both).
-func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Direction, reach func(self, other ID, k EdgeKey)) error {
-	if adj, ok := s.(Adjacency); ok {
+// With a store's Adjacency and no filter, it reads each chunk's edges in
+// one call, with no Edge built per edge; otherwise it pages through
+// Store.Edges, which also returns the properties. A frontier node's edges
+// are listed for it alone: an edge between two frontier nodes is reached
+// once from each end (for Both).
+func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Direction, keep *filter, reach func(self, other ID, k EdgeKey)) error {
+	if adj, ok := s.(Adjacency); ok && keep == nil {
 		return expandAdjacent(adj, b, frontier, labels, dir, reach)
 	}
 	for i := 0; i < len(frontier) && b.ok(); i += frontierChunk {
@@ -27,7 +30,7 @@ func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Directi
 		for _, id := range part {
 			inPart[id] = true
 		}
-		eq := EdgeQuery{Nodes: part, Labels: labels, Direction: dir, KeysOnly: true}
+		eq := EdgeQuery{Nodes: part, Labels: labels, Direction: dir, KeysOnly: keep == nil}
 		for b.ok() {
 			eq.Limit = min(2000, b.remaining())
 			if eq.Limit <= 0 {
@@ -44,6 +47,9 @@ func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Directi
 			}
 			b.spend(len(page.Edges))
 			for _, e := range page.Edges {
+				if keep != nil && !keep.match(edgeRecord{e}) {
+					continue
+				}
 				if dir != In && inPart[e.From] {
 					reach(e.From, e.To, e.EdgeKey)
 				}
@@ -195,7 +201,7 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 	frontier := []ID{q.ID}
 	for d := 1; d <= depth && len(frontier) > 0 && b.ok(); d++ {
 		var next []ID
-		err := expandLevel(s, b, frontier, q.Labels, dir, func(_, other ID, k EdgeKey) {
+		err := expandLevel(s, b, frontier, q.Labels, dir, nil, func(_, other ID, k EdgeKey) {
 			if seen[other] || !b.spend(1) {
 				return
 			}

@@ -177,6 +177,8 @@ var toolCases = []toolCase{
 	{name: "query count", tool: "query_graph", args: `{"from":{"ids":["service/billing"]},"traverse":[{"edge":"dependsOn","hops":[1,3]}],"return":{"count":true}}`, want: `"count":`},
 	{name: "query more", tool: "query_graph", args: `{"from":{"type":"Service"},"limit":1}`, want: `"more":true`},
 	{name: "query invalid", tool: "query_graph", args: `{"from":{"type":"Spaceship"},"traverse":[{"edge":"flies"}]}`, wantErr: "/traverse/0/edge"},
+	{name: "query edgeWhere", tool: "query_graph", args: `{"from":{"type":"Team"},"traverse":[{"edge":"memberOf","direction":"in","edgeWhere":{"role":"lead"}}],"return":{"count":true}}`, want: `"count":6`},
+	{name: "query edgeWhere unknown", tool: "query_graph", args: `{"from":{"type":"Team"},"traverse":[{"edge":"memberOf","direction":"in","edgeWhere":{"rank":1}}]}`, wantErr: "/traverse/0/edgeWhere/rank"},
 	{name: "changes", tool: "changes_since", args: `{"cursor":0,"limit":1}`, want: `"seq":1`},
 	{name: "changes bad cursor", tool: "changes_since", args: `{"cursor":-1}`, wantErr: "/cursor"},
 	{name: "upsert node", tool: "upsert_nodes", args: `{"nodes":[{"id":"topic/graphs","type":"Topic","properties":{"name":"Graphs"}}]}`, want: `"status":"created"`},

@@ -50,7 +50,7 @@ var limitConsts = map[string]int64{
 // graphFieldTags are the schema and desc tags of graph's types' fields,
 // by "Type.jsonName".
 var graphFieldTags = map[string]reflect.StructTag{
-	"Query.from":         `desc:"Start: ids; or type (+where); or search (+type)"`,
+	"Query.from":         `desc:"ids | type (+where) | search (+type)"`,
 	"Query.where":        `desc:"{field: v | {eq|ne|lt|lte|gt|gte|in|contains|prefix|exists: v}}; and/or/not"`,
 	"Query.limits":       `schema:"opaque" desc:"Lower the ceilings"`,
 	"Step.hops":          `desc:"n or [min,max]"`,

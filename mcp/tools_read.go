@@ -455,7 +455,7 @@ func queryGraph() *Tool {
 	// language's full schema (graph.QuerySchema) and the model, reporting
 	// every problem by pointer.
 	t := readTool("query_graph", "Query the graph",
-		"Read-only, bounded graph query: a start set, traversal steps, filters, fields, order. For multi-hop questions.")
+		"Bounded graph query: start set, traversal steps, filters, fields, order. For multi-hop questions.")
 	t.schemaIn = reflect.TypeFor[graph.Query]()
 	return define(t,
 		func(ctx context.Context, c *Catalog, in *json.RawMessage) (*queryOut, error) {

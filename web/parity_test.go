@@ -61,6 +61,8 @@ var scenarios = []scenario{
 		gql: `{ queryGraph(from: {type: "Service"}, return: {count: true}) { nodes paths { nodes edges } count more note partial cursor ` + readFields + ` } }`},
 	{name: "query paths", tool: "query_graph", args: `{"from":{"ids":["service/billing"]},"traverse":[{"edge":"dependsOn","direction":"out"}],"return":{"fields":["id"],"paths":true}}`,
 		gql: `{ queryGraph(from: {ids: ["service/billing"]}, traverse: [{edge: "dependsOn", direction: out}], return: {fields: ["id"], paths: true}) { nodes paths { nodes edges } count more note partial cursor ` + readFields + ` } }`},
+	{name: "query edgeWhere", tool: "query_graph", args: `{"from":{"ids":["team/payments"]},"traverse":[{"edge":"memberOf","direction":"in","edgeWhere":{"role":{"in":["lead","tech lead"]}}}],"return":{"fields":["id"],"paths":true,"edgeProperties":true}}`,
+		gql: `{ queryGraph(from: {ids: ["team/payments"]}, traverse: [{edge: "memberOf", direction: in, edgeWhere: {role: {in: ["lead", "tech lead"]}}}], return: {fields: ["id"], paths: true, edgeProperties: true}) { nodes paths { nodes edges } count more note partial cursor edgeProperties ` + readFields + ` } }`},
 	{name: "query capped", tool: "query_graph", args: `{"from":{"type":"Service"},"limit":2,"limits":{"maxResults":1000000}}`,
 		gql: `{ queryGraph(from: {type: "Service"}, limit: 2, limits: {maxResults: 1000000}) { nodes paths { nodes edges } count more note partial cursor ` + readFields + ` } }`},
 	{name: "changes", tool: "changes_since", args: `{"cursor":0,"limit":2}`,

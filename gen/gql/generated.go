@@ -9570,7 +9570,7 @@ func (ec *executionContext) unmarshalInputQueryGraphTraverseInput(ctx context.Co
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"edge", "direction", "hops", "type", "where"}
+	fieldsInOrder := [...]string{"edge", "direction", "hops", "type", "where", "edgeWhere"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9612,6 +9612,13 @@ func (ec *executionContext) unmarshalInputQueryGraphTraverseInput(ctx context.Co
 				return it, err
 			}
 			it.Where = data
+		case "edgeWhere":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("edgeWhere"))
+			data, err := ec.unmarshalOJSON2interface(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EdgeWhere = data
 		}
 	}
 	return it, nil

@@ -197,6 +197,8 @@ func TestTools(t *testing.T) {
 		{"paths missing", "find_paths", `{"from":"person/ada-okafor","to":"service/nope"}`, 404, mcp.CodeNotFound, "service/nope"},
 		{"query", "query_graph", `{"from":{"type":"Service","where":{"tier":0}},"return":{"fields":["id","name"]}}`, 200, "", `"id":"service/billing"`},
 		{"query invalid", "query_graph", `{"from":{"type":"Spaceship"},"traverse":[{"edge":"flies"}]}`, 400, mcp.CodeInvalid, `"pointer":"/traverse/0/edge"`},
+		{"query edgeWhere", "query_graph", `{"from":{"type":"Team"},"traverse":[{"edge":"memberOf","direction":"in","edgeWhere":{"role":"lead"}}],"return":{"count":true}}`, 200, "", `"count":6`},
+		{"query edgeWhere unknown", "query_graph", `{"from":{"type":"Team"},"traverse":[{"edge":"memberOf","direction":"in","edgeWhere":{"rank":1}}]}`, 400, mcp.CodeInvalid, `"pointer":"/traverse/0/edgeWhere/rank"`},
 		{"changes", "changes_since", `{"cursor":0,"limit":1}`, 200, "", `"seq":1`},
 		{"changes bad cursor", "changes_since", `{"cursor":-1}`, 400, mcp.CodeInvalid, `"pointer":"/cursor"`},
 		{"upsert node", "upsert_nodes", `{"nodes":[{"id":"topic/graphs","type":"Topic","properties":{"name":"Graphs"}}]}`, 200, "", `"status":"created"`},

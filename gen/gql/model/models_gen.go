@@ -212,7 +212,7 @@ type Path struct {
 type Query struct {
 }
 
-// Start: ids; or type (+where); or search (+type)
+// ids | type (+where) | search (+type)
 type QueryGraphFromInput struct {
 	Ids    []string `json:"ids,omitempty"`
 	Type   *string  `json:"type,omitempty"`
@@ -252,9 +252,10 @@ type QueryGraphTraverseInput struct {
 	Edge      []string   `json:"edge,omitempty"`
 	Direction *Direction `json:"direction,omitempty"`
 	// n or [min,max]
-	Hops  []int   `json:"hops,omitempty"`
-	Type  *string `json:"type,omitempty"`
-	Where any     `json:"where,omitempty"`
+	Hops      []int   `json:"hops,omitempty"`
+	Type      *string `json:"type,omitempty"`
+	Where     any     `json:"where,omitempty"`
+	EdgeWhere any     `json:"edgeWhere,omitempty"`
 }
 
 // The work a read did.
