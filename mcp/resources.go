@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -174,8 +175,15 @@ func contents(v any) (string, error) {
 	return string(data), err
 }
 
+// readModel returns the model document with its version as the keyword
+// x-lore-version (which JSON Schema ignores), first among its keys.
 func (c *Catalog) readModel(_ context.Context, uri string) (string, error) {
-	data := c.model.JSON()
+	rest := bytes.TrimLeft(bytes.TrimSpace(c.model.JSON())[1:], " \t\r\n") // a model is a JSON object
+	data := []byte(`{"x-lore-version":"` + c.model.Version() + `"`)
+	if rest[0] != '}' {
+		data = append(data, ',')
+	}
+	data = append(data, rest...)
 	if len(data) > c.ceilings.MaxBytes {
 		return "", tooLarge(uri, len(data), c.ceilings.MaxBytes, "describe_model lists the types, and describe_model {type} gives one type's schema")
 	}

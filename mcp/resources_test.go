@@ -14,6 +14,7 @@ import (
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/graph/graphtest"
 	"github.com/lore-dev/lore/mcp"
+	"github.com/lore-dev/lore/schema"
 )
 
 // TestResources reads every resource and template in both eras; node IDs
@@ -250,5 +251,43 @@ func TestChangesResourceMemory(t *testing.T) {
 	t.Logf("lore://changes: %d bytes read with %d bytes allocated", len(res.Text), alloc)
 	if alloc > 1<<20 {
 		t.Errorf("reading lore://changes allocated %d bytes; the 6 entries of 3,001 elements should not be decoded whole", alloc)
+	}
+}
+
+// TestModelVersion: describe_model and lore://model name the model's
+// version, the same on both, and lore://model is still the model's JSON
+// Schema document (the version is one more keyword, first).
+func TestModelVersion(t *testing.T) {
+	f := newFixture(t, nil)
+	cs := f.connect(t, legacy, nil)
+	want := schema.Default().Version()
+	if len(want) != 16 {
+		t.Fatalf("version %q, want 16 hexadecimal digits", want)
+	}
+	var out struct {
+		Version string `json:"version"`
+	}
+	res := f.call(t, cs, "describe_model", `{}`)
+	data, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(data, &out); err != nil || out.Version != want {
+		t.Errorf("describe_model version %q (%v), want %q", out.Version, err, want)
+	}
+	rr, err := cs.ReadResource(t.Context(), &mcpsdk.ReadResourceParams{URI: mcp.ModelURI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := rr.Contents[0].Text
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &doc); err != nil {
+		t.Fatalf("lore://model is not JSON: %v", err)
+	}
+	if !strings.HasPrefix(text, `{"x-lore-version":"`+want+`",`) || string(doc["$defs"]) == "" {
+		t.Errorf("lore://model: %.120s", text)
+	}
+	if _, err := schema.Load([]byte(text)); err != nil {
+		t.Errorf("lore://model does not load as a model: %v", err)
+	}
+	if other, err := schema.Load(append(schema.DefaultJSON(), ' ')); err != nil || other.Version() == want {
+		t.Errorf("an edited model keeps the version %q (%v)", want, err)
 	}
 }

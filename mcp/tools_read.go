@@ -71,7 +71,10 @@ type labelSummary struct {
 }
 
 type describeOut struct {
-	Title      string          `json:"title,omitempty"`
+	Title string `json:"title,omitempty"`
+	// Version identifies the model in use (schema.Model.Version); it
+	// changes with any edit of the model.
+	Version    string          `json:"version"`
 	NodeTypes  []typeSummary   `json:"nodeTypes,omitempty"`
 	EdgeLabels []labelSummary  `json:"edgeLabels,omitempty"`
 	Schema     json.RawMessage `json:"schema,omitempty"`
@@ -84,7 +87,7 @@ func (o *describeOut) text() string {
 	if o.Schema != nil {
 		return fence(string(o.Schema))
 	}
-	fmt.Fprintf(&b, "%s: %d nodes, %d edges\n", o.Title, o.Nodes, o.Edges)
+	fmt.Fprintf(&b, "%s (model version %s): %d nodes, %d edges\n", o.Title, o.Version, o.Nodes, o.Edges)
 	for _, t := range o.NodeTypes {
 		fmt.Fprintf(&b, "node %s (%d): %s [%s]\n", t.Name, t.Count, t.Description, strings.Join(t.Properties, ", "))
 	}
@@ -102,7 +105,7 @@ func describeModel(m *schema.Model) *Tool {
 			if err != nil {
 				return nil, err
 			}
-			out := &describeOut{Title: m.Title(), Nodes: st.Nodes, Edges: st.Edges}
+			out := &describeOut{Title: m.Title(), Version: m.Version(), Nodes: st.Nodes, Edges: st.Edges}
 			if in.Type != "" {
 				if t, ok := m.Node(in.Type); ok {
 					out.Schema = t.Schema

@@ -26,7 +26,9 @@ package schema
 
 import (
 	"bytes"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -142,6 +144,14 @@ func (m *Model) Title() string { return m.title }
 
 // JSON returns the model document exactly as it was loaded.
 func (m *Model) JSON() []byte { return bytes.Clone(m.raw) }
+
+// Version identifies the model document: the first 16 hexadecimal digits
+// of the SHA-256 of its bytes, so two stores, replicas or releases that
+// report the same version use the same model, and any edit gives a new one.
+func (m *Model) Version() string {
+	h := sha256.Sum256(m.raw)
+	return hex.EncodeToString(h[:8])
+}
 
 // Node returns the node type called name.
 func (m *Model) Node(name string) (*NodeType, bool) { t, ok := m.nodes[name]; return t, ok }

@@ -117,6 +117,7 @@ type ComplexityRoot struct {
 		Nodes      func(childComplexity int) int
 		Schema     func(childComplexity int) int
 		Title      func(childComplexity int) int
+		Version    func(childComplexity int) int
 	}
 
 	Edge struct {
@@ -720,6 +721,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DescribeModelResult.Title(childComplexity), true
+	case "DescribeModelResult.version":
+		if e.ComplexityRoot.DescribeModelResult.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.DescribeModelResult.Version(childComplexity), true
 
 	case "Edge.createdAt":
 		if e.ComplexityRoot.Edge.CreatedAt == nil {
@@ -1912,6 +1919,8 @@ func (ec *executionContext) childFields_DescribeModelResult(ctx context.Context,
 	switch field.Name {
 	case "title":
 		return ec.fieldContext_DescribeModelResult_title(ctx, field)
+	case "version":
+		return ec.fieldContext_DescribeModelResult_version(ctx, field)
 	case "nodeTypes":
 		return ec.fieldContext_DescribeModelResult_nodeTypes(ctx, field)
 	case "edgeLabels":
@@ -4285,6 +4294,29 @@ func (ec *executionContext) _DescribeModelResult_title(ctx context.Context, fiel
 	)
 }
 func (ec *executionContext) fieldContext_DescribeModelResult_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("DescribeModelResult", field, false, false, "String")
+}
+
+func (ec *executionContext) _DescribeModelResult_version(ctx context.Context, field graphql.CollectedField, obj *model.DescribeModelResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_DescribeModelResult_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_DescribeModelResult_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DescribeModelResult", field, false, false, "String")
 }
 
@@ -10246,6 +10278,11 @@ func (ec *executionContext) _DescribeModelResult(ctx context.Context, sel ast.Se
 		case "title":
 			out.Values[i] = ec._DescribeModelResult_title(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "version":
+			out.Values[i] = ec._DescribeModelResult_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		case "nodeTypes":

@@ -103,6 +103,7 @@ type DescribeModelNodeType struct {
 
 type DescribeModelResult struct {
 	Title      *string                   `json:"title,omitempty"`
+	Version    string                    `json:"version"`
 	NodeTypes  []*DescribeModelNodeType  `json:"nodeTypes,omitempty"`
 	EdgeLabels []*DescribeModelEdgeLabel `json:"edgeLabels,omitempty"`
 	Schema     any                       `json:"schema,omitempty"`
