@@ -237,9 +237,16 @@ func TestStreamsOutliveTimeouts(t *testing.T) {
 	base := "http://" + s.addr
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	// The streams start after the change log's last entry (since=), so a
+	// change made before one of them took hold is replayed, not missed.
+	st, err := s.cat.Store().Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := fmt.Sprint(st.LastSeq)
 
 	// REST: the change log's event stream.
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/subscribe?uri=lore%3A%2F%2Fchanges", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/subscribe?uri=lore%3A%2F%2Fchanges&since="+since, nil)
 	rest, err := http.DefaultClient.Do(req)
 	if err != nil || rest.StatusCode != 200 {
 		t.Fatalf("REST subscribe: %v %v", rest, err)
@@ -247,7 +254,7 @@ func TestStreamsOutliveTimeouts(t *testing.T) {
 	defer rest.Body.Close()
 	restEvents := sseData(rest.Body, "updated")
 	// GraphQL over server-sent events.
-	req, _ = http.NewRequestWithContext(ctx, http.MethodPost, base+"/graphql", strings.NewReader(`{"query":"subscription { changes { seq } }"}`))
+	req, _ = http.NewRequestWithContext(ctx, http.MethodPost, base+"/graphql", strings.NewReader(`{"query":"subscription { changes(since: `+since+`) { seq } }"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	gsse, err := http.DefaultClient.Do(req)
@@ -263,7 +270,7 @@ func TestStreamsOutliveTimeouts(t *testing.T) {
 	}
 	defer ws.CloseNow()
 	wsjson.Write(ctx, ws, map[string]any{"type": "connection_init"})
-	wsjson.Write(ctx, ws, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": "subscription { changes { seq } }"}})
+	wsjson.Write(ctx, ws, map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{"query": "subscription { changes(since: " + since + ") { seq } }"}})
 	wsEvents := make(chan string, 100)
 	go func() {
 		defer close(wsEvents)
@@ -295,8 +302,7 @@ func TestStreamsOutliveTimeouts(t *testing.T) {
 	if err := cs.Subscribe(ctx, &mcpsdk.SubscribeParams{URI: mcp.ChangesURI}); err != nil {
 		t.Fatal(err)
 	}
-	// The GraphQL subscriptions are live once their first event arrives:
-	// write until each stream has heard a change, then for 8 timeouts more.
+	// Write, each stream hearing of each change, for 8 timeouts and more.
 	streams := map[string]<-chan string{"REST": restEvents, "GraphQL SSE": gsseEvents, "GraphQL WebSocket": wsEvents, "MCP": mcpEvents}
 	start := time.Now()
 	for i := 0; ; i++ {
