@@ -29,7 +29,5 @@ func TestLinearizable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("recorded %s, from %d clients, in %v", h, len(clients), time.Since(start).Round(time.Millisecond))
-	if res := graphtest.Linearizable(t, h, 20*time.Second); res != porcupine.Ok {
-		t.Fatalf("the history is not linearizable: %s", res)
-	}
+	graphtest.Linearizable(t, h, porcupine.Ok)
 }

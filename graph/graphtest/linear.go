@@ -357,28 +357,34 @@ func describe(c Call, r Reply) string {
 	return "?"
 }
 
-// Linearizable checks h against Model within timeout and returns porcupine's
-// verdict: Ok, Illegal, or Unknown if the time ran out. Unless the verdict
-// is Ok, it writes porcupine's visualization of the history to a file
-// (kept after the test) and logs its path.
-func Linearizable(t testing.TB, h History, timeout time.Duration) porcupine.CheckResult {
+// CheckTimeout bounds the time porcupine takes to check a history.
+const CheckTimeout = 20 * time.Second
+
+// Linearizable checks h against Model and fails the test unless
+// porcupine's verdict is want: Ok for a history of the real stores,
+// Illegal for one with a planted bug. A verdict of Unknown (the check
+// ran past CheckTimeout) fails either. When the verdict is not want, it
+// writes porcupine's visualization of the history to a file kept after
+// the test and logs its path.
+func Linearizable(t testing.TB, h History, want porcupine.CheckResult) {
 	t.Helper()
 	start := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(Model, h, timeout)
+	res, info := porcupine.CheckOperationsVerbose(Model, h, CheckTimeout)
 	t.Logf("porcupine: %s over %d operations in %v", res, len(h), time.Since(start).Round(time.Millisecond))
-	if res != porcupine.Ok {
-		f, err := os.CreateTemp("", "lore-linearizability-*.html")
-		if err != nil {
-			t.Error(err)
-			return res
-		}
-		defer f.Close()
-		if err := porcupine.Visualize(Model, info, f); err != nil {
-			t.Error(err)
-		}
-		t.Logf("visualization of the history: %s", f.Name())
+	if res == want {
+		return
 	}
-	return res
+	t.Errorf("porcupine's verdict: %s, want %s", res, want)
+	f, err := os.CreateTemp("", "lore-linearizability-*.html")
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	if err := porcupine.Visualize(Model, info, f); err != nil {
+		t.Error(err)
+	}
+	t.Logf("visualization of the history: %s", f.Name())
 }
 
 // String sums h up: how many operations of each kind ended how.
