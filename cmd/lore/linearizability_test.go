@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,7 +42,7 @@ func TestLinearizableThroughHolder(t *testing.T) {
 		}
 		procs = append(procs, mcpClient{c})
 	}
-	checkLinearizable(t, "4 lore mcp processes sharing a holder", append(procs, procs...))
+	graphtest.Linearizable(t, graphtest.Record(t, append(procs, procs...), linKeys, linOps()), porcupine.Ok)
 }
 
 // TestLinearizableAcrossServeReplicas: the same through two lore serve
@@ -56,7 +55,7 @@ func TestLinearizableAcrossServeReplicas(t *testing.T) {
 	for i := range 8 {
 		clients = append(clients, mcpClient{httpClient(t, fmt.Sprint("http", i), []string{urlA, urlB}[i%2])})
 	}
-	checkLinearizable(t, "2 lore serve replicas", clients)
+	graphtest.Linearizable(t, graphtest.Record(t, clients, linKeys, linOps()), porcupine.Ok)
 }
 
 // TestLinearizabilityThroughProcessesCatchesStaleReads: a history through
@@ -66,22 +65,8 @@ func TestLinearizabilityThroughProcessesCatchesStaleReads(t *testing.T) {
 	store := newStore(t)
 	a, b := mcpClient{stdioClient(t, "a", store)}, mcpClient{stdioClient(t, "b", store)}
 	clients := []graphtest.Client{a, b, a, graphtest.StaleReads(b, 0.2, 1)}
-	h, err := graphtest.Record(t.Context(), clients, linKeys, 1000, uint64(time.Now().UnixNano()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := graphtest.Record(t, clients, linKeys, 1000)
 	graphtest.Linearizable(t, h, porcupine.Illegal)
-}
-
-func checkLinearizable(t *testing.T, where string, clients []graphtest.Client) {
-	t.Helper()
-	start := time.Now()
-	h, err := graphtest.Record(t.Context(), clients, linKeys, linOps(), uint64(time.Now().UnixNano()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("recorded %s, from %d clients over %s, in %v", h, len(clients), where, time.Since(start).Round(time.Millisecond))
-	graphtest.Linearizable(t, h, porcupine.Ok)
 }
 
 // An mcpClient runs a history's calls as tool calls: get_node,

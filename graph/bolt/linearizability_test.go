@@ -2,7 +2,6 @@ package bolt_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -23,11 +22,6 @@ func TestLinearizable(t *testing.T) {
 	s := graphtest.StoreClient(graphtest.New(t))
 	clients := []graphtest.Client{s, s, s, s, s, s, s, s}
 	keys := []graph.ID{"topic/k0", "topic/k1", "topic/k2", "topic/k3", "topic/k4"}
-	start := time.Now()
-	h, err := graphtest.Record(t.Context(), clients, keys, ops, uint64(time.Now().UnixNano()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("recorded %s, from %d clients, in %v", h, len(clients), time.Since(start).Round(time.Millisecond))
+	h := graphtest.Record(t, clients, keys, ops)
 	graphtest.Linearizable(t, h, porcupine.Ok)
 }

@@ -180,12 +180,15 @@ type History []porcupine.Operation
 
 // Record runs ops operations in all, spread evenly over the clients, each
 // client one at a time and the clients at once, on keys (Topic node IDs),
-// and returns the history. Each client draws from a generator seeded with
-// seed and its index: half reads, a third upserts, the rest deletes; a
+// and returns the history; it logs what the history holds and the seed,
+// and fails the test if a client fails. Each client draws from a generator
+// seeded with the seed and its index (the interleaving is the machine's): half reads, a third upserts, the rest deletes; a
 // write expects any revision (1 in 5), no node (1 in 10), or else the
 // revision the client last saw of the key. Upserts write a name of their
 // own, or (1 in 5) the name the client last saw, so some are unchanged.
-func Record(ctx context.Context, clients []Client, keys []graph.ID, ops int, seed uint64) (History, error) {
+func Record(t testing.TB, clients []Client, keys []graph.ID, ops int) History {
+	t.Helper()
+	ctx, seed := t.Context(), rand.Uint64()
 	start := time.Now()
 	now := func() int64 { return time.Since(start).Nanoseconds() }
 	per := (ops + len(clients) - 1) / len(clients)
@@ -246,7 +249,11 @@ func Record(ctx context.Context, clients []Client, keys []graph.ID, ops int, see
 	for _, ch := range hs {
 		h = append(h, ch...)
 	}
-	return h, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	t.Logf("recorded %s, from %d clients, in %v (seed %d)", h, len(clients), time.Since(start).Round(time.Millisecond), seed)
+	return h
 }
 
 // node is the model's state of one key: absent, or a name at a revision.

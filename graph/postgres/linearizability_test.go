@@ -39,12 +39,7 @@ func TestLinearizableAcrossReplicas(t *testing.T) {
 		ops = 2000
 	}
 	clients := replicaClients(t, 8)
-	start := time.Now()
-	h, err := graphtest.Record(t.Context(), clients, linKeys, ops, uint64(time.Now().UnixNano()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("recorded %s, from %d clients over 2 replicas, in %v", h, len(clients), time.Since(start).Round(time.Millisecond))
+	h := graphtest.Record(t, clients, linKeys, ops)
 	graphtest.Linearizable(t, h, porcupine.Ok)
 }
 
@@ -54,10 +49,7 @@ func TestLinearizableAcrossReplicas(t *testing.T) {
 func TestLinearizabilityCatchesStaleReads(t *testing.T) {
 	clients := replicaClients(t, 8)
 	clients[3] = graphtest.StaleReads(clients[3], 0.2, 1)
-	h, err := graphtest.Record(t.Context(), clients, linKeys, 2000, uint64(time.Now().UnixNano()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := graphtest.Record(t, clients, linKeys, 2000)
 	graphtest.Linearizable(t, h, porcupine.Illegal)
 }
 
@@ -91,12 +83,7 @@ func TestLinearizableReadsFromStandby(t *testing.T) {
 	for i := range 8 {
 		clients = append(clients, readIndex{primary, graphtest.StoreClient(replicas[i%2])})
 	}
-	start := time.Now()
-	h, err := graphtest.Record(t.Context(), clients, linKeys, ops, uint64(time.Now().UnixNano()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("recorded %s, from %d clients over 2 replicas reading from a standby, in %v", h, len(clients), time.Since(start).Round(time.Millisecond))
+	h := graphtest.Record(t, clients, linKeys, ops)
 	for i, r := range replicas {
 		c := r.ReadCounts()
 		t.Logf("replica %d: %+v", i, c)
