@@ -3,6 +3,7 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -38,7 +39,14 @@ func TestBrowserSignIn(t *testing.T) {
 			new URLSearchParams(location.search).get('next') === '/console/' && !!document.getElementById('token') &&
 			document.querySelector('input[name=next]').value === '/console/'`)
 		b.shot(t, "signin")
-		b.do(t, chromedp.SendKeys(chromedp.ID("token"), read), chromedp.Click(chromedp.CSS(`#signin button[type=submit]`)))
+		b.do(t, chromedp.SendKeys(chromedp.ID("token"), read))
+		ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+		defer cancel()
+		resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`#signin button[type=submit]`)))
+		if err != nil || resp.Status != http.StatusOK || !strings.HasSuffix(resp.URL, "/console/") {
+			b.shot(t, "failed")
+			t.Fatalf("signing in: %v %+v", err, resp)
+		}
 		b.wait(t, "the console, signed in", `location.pathname === '/console/' && document.querySelectorAll('.graphiql-tab').length === 7 &&
 			!document.cookie.includes('lore_token')`)
 	})

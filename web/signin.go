@@ -134,7 +134,9 @@ func signInPage(w http.ResponseWriter, r *http.Request, a *mcp.Auth, status int,
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", cspSignIn)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// Not no-referrer, under which browsers send the form's POST with
+	// "Origin: null", which the Origin check refuses.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write([]byte(b.String()))
