@@ -401,3 +401,26 @@ func TestSignInWebSocket(t *testing.T) {
 		t.Errorf("cookie from another origin: %v %v", resp, err)
 	}
 }
+
+// TestSignInWrongTokens: wrong tokens typed into the sign-in form spend
+// the client address's allowance (--auth-failures) like wrong bearer
+// tokens: past it the form answers 429 with Retry-After, even to a right
+// token, and so does the API.
+func TestSignInWrongTokens(t *testing.T) {
+	f, _, _ := newSecureFixture(t, &web.Options{HTTP: mcp.HTTPOptions{AuthFailures: 2,
+		Tokens: []mcp.Token{{Name: "reader", Scope: mcp.ScopeRead, Secret: readSecret}}}})
+	for i := range 2 {
+		if resp, _ := signIn(t, f, fmt.Sprintf("wrong-token-%d-0123456789", i), "/console/", f.url); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d, want 401", i, resp.StatusCode)
+		}
+	}
+	resp, body := signIn(t, f, readSecret, "/console/", f.url)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || len(resp.Cookies()) > 0 || !strings.Contains(body, "too many wrong tokens") {
+		t.Errorf("sign-in past the allowance: %d Retry-After %q cookies %v", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Cookies())
+	}
+	resp, _ = f.do(t, call{method: "POST", path: "/graphql", body: `{"query":"{ describeModel { nodes } }"}`,
+		header: map[string]string{"Authorization": "Bearer " + readSecret}})
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("the API past the allowance spent at the form: %d, want 429", resp.StatusCode)
+	}
+}

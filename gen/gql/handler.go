@@ -134,6 +134,9 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 		PingPongInterval:      keepAlive, // a graphql-transport-ws client that stops answering pings is dropped
 		PayloadReadLimit:      &o.MaxMessageBytes,
 		InitFunc:              socketInit,
+		// A socket that sends no connection_init is closed: on a server
+		// with tokens it has not authenticated yet (mcp.Auth.GuardSocket).
+		InitTimeout: keepAlive,
 	})
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: keepAlive}) // before POST, which would take its requests
 	srv.AddTransport(transport.POST{})
