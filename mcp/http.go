@@ -25,7 +25,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/time/rate"
 
 	"github.com/lore-dev/lore/schema"
@@ -399,43 +398,16 @@ func InternalError(w http.ResponseWriter, _ *http.Request) {
 // Guard protects every API route the same way: a Host other than a
 // loopback name or one of AllowedHosts gets 403 (DNS rebinding); a browser
 // Origin other than a loopback one or the allow-list gets 403; with tokens
-// configured a request without a valid bearer token gets 401 (the OAuth
-// protected-resource metadata is served, unguarded, at its well-known
-// address), and a client address sending more than AuthFailures wrong
-// tokens a minute gets 429; each caller gets a rate (429 with Retry-After
-// above it); bodies are capped (413).
+// configured a request without a valid bearer token (in the Authorization
+// header, or a browser's session cookie from the sign-in page: see Auth)
+// gets 401 (the OAuth protected-resource metadata is served, unguarded, at
+// its well-known address), and a client address sending more than
+// AuthFailures wrong tokens a minute gets 429; each caller gets a rate (429
+// with Retry-After above it); bodies are capped (413). Guard is
+// NewAuth(opts).Guard(h); routes that must share one allowance of wrong
+// tokens and one rate (the sign-in page, WebSockets) use one Auth.
 func Guard(h http.Handler, opts *HTTPOptions) http.Handler {
-	o := opts.withDefaults()
-	h = maxBody(h, o.MaxBodyBytes)
-	if o.RateLimit > 0 {
-		l := newLimiters(o.RateLimit, o.RateBurst)
-		next := h
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if l.allow(w, limitKey(r)) {
-				next.ServeHTTP(w, r)
-			}
-		})
-	}
-	mux := http.NewServeMux()
-	if len(o.Tokens) > 0 {
-		ropts := &auth.RequireBearerTokenOptions{AllowMissingExpiration: true}
-		if o.ResourceURL != "" {
-			meta := metadataURL(o.ResourceURL)
-			ropts.ResourceMetadataURL = meta
-			prm := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-				Resource: o.ResourceURL, ResourceName: "Lore", BearerMethodsSupported: []string{"header"},
-				ScopesSupported: []string{ScopeRead, ScopeWrite}})
-			if u, err := url.Parse(meta); err == nil {
-				mux.Handle(u.Path, prm)
-			}
-		}
-		h = auth.RequireBearerToken(verifier(o.Tokens), ropts)(h)
-		if o.AuthFailures > 0 {
-			h = authFailureLimit(h, o.AuthFailures)
-		}
-	}
-	mux.Handle("/", h)
-	return hostGuard(originGuard(mux, o.AllowedOrigins), o.AllowedHosts)
+	return NewAuth(opts).Guard(h)
 }
 
 // Public returns the guard of the public routes (documents, pages, health):
@@ -517,20 +489,16 @@ func verifier(tokens []Token) auth.TokenVerifier {
 // requests that carries a token gets 429 before the token is looked at,
 // so guessing goes no faster whatever the guesses. Requests without a
 // token are not counted: they cannot guess.
-func authFailureLimit(next http.Handler, perMinute int) http.Handler {
-	l := newLimiters(float64(perMinute)/60, perMinute)
+//
+// A session cookie (Auth) counts as a token: it carries one's proof.
+func authFailureLimit(next http.Handler, l *failures) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "" {
+		if r.Header.Get("Authorization") == "" && !hasSession(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		key := clientAddr(r)
-		lim := l.get(key)
-		if lim.Tokens() < 1 {
-			wait := time.Duration((1 - lim.Tokens()) / float64(lim.Limit()) * float64(time.Second))
-			w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(wait.Seconds()))))
-			http.Error(w, fmt.Sprintf("Too Many Requests: more than %d wrong bearer tokens a minute from this address; retry after %s with a valid token",
-				perMinute, wait.Round(time.Second)), http.StatusTooManyRequests)
+		lim, ok := l.refuse(w, r)
+		if !ok {
 			return
 		}
 		tw := &trackingWriter{ResponseWriter: w}
@@ -539,6 +507,38 @@ func authFailureLimit(next http.Handler, perMinute int) http.Handler {
 			lim.Allow() // spend one
 		}
 	})
+}
+
+// failures is the allowance of wrong tokens of each client address.
+type failures struct {
+	perMinute int
+	l         *limiters
+}
+
+func newFailures(perMinute int) *failures {
+	return &failures{perMinute: perMinute, l: newLimiters(float64(perMinute)/60, perMinute)}
+}
+
+// refuse returns the allowance of r's client address and true; when it
+// has none left, it answers 429 with Retry-After and returns false.
+func (f *failures) refuse(w http.ResponseWriter, r *http.Request) (*rate.Limiter, bool) {
+	lim, wait, ok := f.over(r)
+	if !ok {
+		w.Header().Set("Retry-After", fmt.Sprint(int(math.Ceil(wait.Seconds()))))
+		http.Error(w, fmt.Sprintf("Too Many Requests: more than %d wrong bearer tokens a minute from this address; retry after %s with a valid token",
+			f.perMinute, wait.Round(time.Second)), http.StatusTooManyRequests)
+	}
+	return lim, ok
+}
+
+// over returns the allowance of r's client address and true, or, when it
+// has none left, how long until it has one and false.
+func (f *failures) over(r *http.Request) (*rate.Limiter, time.Duration, bool) {
+	lim := f.l.get(clientAddr(r))
+	if lim.Tokens() >= 1 {
+		return lim, 0, true
+	}
+	return lim, time.Duration((1 - lim.Tokens()) / float64(lim.Limit()) * float64(time.Second)), false
 }
 
 // originGuard refuses browser requests from origins other than loopback

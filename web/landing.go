@@ -67,7 +67,8 @@ func landing(cat *mcp.Catalog, o *Options) http.Handler {
 	tokens := ""
 	if len(o.HTTP.Tokens) > 0 {
 		tokens = `  <p class="note">This server asks for a bearer token on /mcp, /api and /graphql (<code>Authorization: Bearer …</code>).
-    The public documents and these pages need none.</p>
+    The public documents and this page need none. In a browser, <a href="/signin" id="signin-link">sign in</a> with a token
+    once to use the console and the explorer.</p>
 `
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

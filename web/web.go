@@ -68,15 +68,20 @@ func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	api.Handle("/mcp", srv.Handler(&o.HTTP))
 	restH := rest.NewHandler(cat, &rest.Options{Logger: o.Logger, MaxJSONDepth: o.HTTP.MaxJSONDepth, Version: o.Version})
 	api.Handle("/api/", withSeqFloor(restH))
-	api.Handle("/graphql", withSeqFloor(gql.NewHandler(cat, &gql.Options{Logger: o.Logger, AllowedOrigins: o.HTTP.AllowedOrigins,
-		MaxJSONDepth: o.HTTP.MaxJSONDepth, MaxMessageBytes: o.HTTP.MaxBodyBytes})))
+	graphql := withSeqFloor(gql.NewHandler(cat, &gql.Options{Logger: o.Logger, AllowedOrigins: o.HTTP.AllowedOrigins,
+		MaxJSONDepth: o.HTTP.MaxJSONDepth, MaxMessageBytes: o.HTTP.MaxBodyBytes}))
 
 	if o.Metrics != nil {
 		api.Handle("GET /metrics", o.Metrics.Handler())
 	}
 
+	// One Auth guards every API route, so they share each caller's rate
+	// and each address's allowance of wrong tokens with the sign-in page.
+	auth := mcp.NewAuth(&o.HTTP)
 	mux := http.NewServeMux()
-	mux.Handle("/", mcp.Guard(api, &o.HTTP))
+	mux.Handle("/", auth.Guard(api))
+	// GraphQL's WebSockets may also authenticate in their first message.
+	mux.Handle("/graphql", auth.GuardSocket(graphql))
 	// Public documents describe the server, not its data: no token, any
 	// origin; the Host check and a rate per client address.
 	public := mcp.Public(&o.HTTP)
@@ -94,11 +99,17 @@ func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	mux.Handle("GET /.well-known/mcp.json", public(static(card, "application/json")))
 	// Pages for people: public like the documents; the data they show
 	// comes through /graphql, behind the guard.
+	// With tokens, a browser signs in once (/signin) and the console and
+	// the explorer send it there until it has.
 	pages := public(newAssets())
 	mux.Handle("GET /{$}", public(landing(cat, &o)))
-	mux.Handle("GET /console/", pages)
-	mux.Handle("GET /explore/", pages)
+	mux.Handle("GET /console/", needSignIn(auth, pages))
+	mux.Handle("GET /explore/", needSignIn(auth, pages))
 	mux.Handle("GET /assets/", pages)
+	signin := public(signIn(auth))
+	mux.Handle("GET /signin", signin)
+	mux.Handle("POST /signin", signin)
+	mux.Handle("POST /signout", signin)
 	// Health for load balancers and orchestrators: GETs without side
 	// effects or data, so public (no token, any Origin) like the documents.
 	mux.Handle("GET /healthz", public(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

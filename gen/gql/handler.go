@@ -74,6 +74,8 @@ const (
 	// closeInvalidMessage is graphql-transport-ws's close code for a
 	// message it cannot take.
 	closeInvalidMessage = 4400
+	// closeForbidden is its close code for a connection_init refused.
+	closeForbidden = 4403
 )
 
 //go:embed schema.graphqls
@@ -131,6 +133,10 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 		KeepAlivePingInterval: keepAlive,
 		PingPongInterval:      keepAlive, // a graphql-transport-ws client that stops answering pings is dropped
 		PayloadReadLimit:      &o.MaxMessageBytes,
+		InitFunc:              socketInit,
+		// A socket that sends no connection_init is closed: on a server
+		// with tokens it has not authenticated yet (mcp.Auth.GuardSocket).
+		InitTimeout: keepAlive,
 	})
 	srv.AddTransport(transport.SSE{KeepAlivePingInterval: keepAlive}) // before POST, which would take its requests
 	srv.AddTransport(transport.POST{})
@@ -252,6 +258,25 @@ func NewHandler(cat *mcp.Catalog, opts *Options) http.Handler {
 		}
 		srv.ServeHTTP(&scopeWriter{ResponseWriter: w, st: st}, r)
 	})
+}
+
+// socketInit authenticates a WebSocket that mcp.Auth.GuardSocket let
+// open without credentials by the token in its connection_init payload
+// ({"authorization": "Bearer TOKEN"}); a missing or wrong one closes the
+// socket with graphql-transport-ws's 4403 Forbidden before any operation
+// runs. A socket whose upgrade carried a token or a session cookie was
+// authenticated by the guard and keeps that caller.
+func socketInit(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+	check := mcp.SocketAuth(ctx)
+	if check == nil {
+		return ctx, nil, nil
+	}
+	authed, err := check(ctx, p.Authorization())
+	if err != nil {
+		ctx = transport.AppendCloseReason(transport.WithWebsocketCloseCode(ctx, closeForbidden), "Forbidden")
+		return ctx, nil, err
+	}
+	return authed, nil, nil
 }
 
 // recoverGoroutine, deferred in each goroutine a resolver starts (so that
