@@ -41,6 +41,12 @@ type Batch struct {
 	// Assume treats these nodes (ID to type) as existing, for a dry run of
 	// an import whose earlier batches were not written.
 	Assume map[ID]string `json:"-"`
+	// Retype lets the batch change the type of existing nodes, keeping
+	// their IDs, creation times and edges: each re-typed node must fit its
+	// new type, and every edge it has must still join types its label
+	// allows. Only a migration sets it (see Migrate); false refuses a
+	// type change.
+	Retype bool `json:"-"`
 
 	max int // the size limit if not MaxBatch (imports: MaxImportBatch)
 	// rank, if set, orders the batch's problems (an import's: by input

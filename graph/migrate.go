@@ -7,15 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/lore-dev/lore/schema"
 )
 
 // A Migration is a declarative change of stored nodes, the common cases of
 // a model change that the data must follow: rename a property, give one a
-// default, change the JSON type of its values. Migrate runs it as ordinary
+// default, change the JSON type of its values, change the type of nodes
+// (keeping their IDs, creation times and edges). Migrate runs it as ordinary
 // atomic batches, each recorded in the change log. Every step is
 // idempotent, so a migration stopped part way (a crash, a cancel) is
 // finished by running it again.
@@ -24,7 +29,9 @@ type Migration struct {
 }
 
 // A MigrationStep is one change; exactly one of its fields is set. A step
-// applies to the nodes of one type, in the order the steps are listed.
+// applies to the nodes of one type, in the order the steps are listed: a
+// node that RetypeNodes re-types goes through the later steps of its new
+// type.
 type MigrationStep struct {
 	// RenameProperty moves a property's value to a new name; a node that
 	// has both names keeps the new one's value and loses the old.
@@ -33,6 +40,8 @@ type MigrationStep struct {
 	SetDefault *SetDefault `json:"setDefault,omitempty"`
 	// ConvertProperty changes the JSON type of a property's values.
 	ConvertProperty *ConvertProperty `json:"convertProperty,omitempty"`
+	// RetypeNodes changes the type of nodes.
+	RetypeNodes *RetypeNodes `json:"retypeNodes,omitempty"`
 }
 
 // RenameProperty renames property From of the nodes of Type to To.
@@ -62,6 +71,65 @@ type ConvertProperty struct {
 	To       string `json:"to"`
 }
 
+// RetypeNodes makes nodes of type From nodes of type To: all of them, or
+// those IDs lists, or those Where matches (a filter of the query
+// language, over the node as the earlier steps leave it), or, with both,
+// those listed that match. A re-typed node keeps its ID, properties,
+// creation time and edges; it must fit To, and each of its edges must
+// still join types its label allows, or the batch that writes it is
+// refused.
+type RetypeNodes struct {
+	From  string          `json:"from"`
+	To    string          `json:"to"`
+	IDs   []ID            `json:"ids,omitempty"`
+	Where json.RawMessage `json:"where,omitempty"`
+
+	ids   map[ID]bool
+	where *filter
+}
+
+// matches reports whether r re-types n.
+func (r *RetypeNodes) matches(n *Node) bool {
+	return (r.ids == nil || r.ids[n.ID]) && r.where.match(n)
+}
+
+// compiledFilterSchema checks a filter as the query language does.
+var compiledFilterSchema = sync.OnceValue(func() *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(querySchema))
+	if err != nil {
+		panic(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("lore:query.json", doc); err != nil {
+		panic(err)
+	}
+	return c.MustCompile("lore:query.json#/$defs/filter")
+})
+
+// compileWhere checks and compiles a retypeNodes filter. Its fields are
+// not checked against a model: a migration is read before the model it
+// runs under is known, and a field no node has matches nothing.
+func compileWhere(raw json.RawMessage) (*filter, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	if err := compiledFilterSchema().Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return nil, &QueryError{explain(schema.Flatten(ve))}
+		}
+		return nil, err
+	}
+	v := &checker{}
+	f := v.filter("", raw, fields{})
+	if len(v.problems) > 0 {
+		return nil, &QueryError{v.problems}
+	}
+	return f, nil
+}
+
 // ParseMigration decodes a migration document strictly: an unknown field,
 // a step with no change or with two, or a missing name is an error that
 // says where.
@@ -82,19 +150,28 @@ func ParseMigration(data []byte) (*Migration, error) {
 		if err := m.Steps[i].check(); err != nil {
 			return nil, fmt.Errorf("migration: /steps/%d: %w", i, err)
 		}
+		// A node re-typed into T goes through T's later steps only; a
+		// second run would put it through T's earlier ones too.
+		if r := m.Steps[i].RetypeNodes; r != nil {
+			for j := range i {
+				if m.Steps[j].typ() == r.To {
+					return nil, fmt.Errorf("migration: /steps/%d: retypeNodes: /steps/%d changes %s nodes before this step makes more of them, so running the migration again would change those too; put it after this step", i, j, r.To)
+				}
+			}
+		}
 	}
 	return &m, nil
 }
 
 func (st *MigrationStep) check() error {
 	set := 0
-	for _, ok := range []bool{st.RenameProperty != nil, st.SetDefault != nil, st.ConvertProperty != nil} {
+	for _, ok := range []bool{st.RenameProperty != nil, st.SetDefault != nil, st.ConvertProperty != nil, st.RetypeNodes != nil} {
 		if ok {
 			set++
 		}
 	}
 	if set != 1 {
-		return errors.New("want exactly one of renameProperty, setDefault, convertProperty")
+		return errors.New("want exactly one of renameProperty, setDefault, convertProperty, retypeNodes")
 	}
 	need := func(name, v string) error {
 		if v == "" {
@@ -124,6 +201,33 @@ func (st *MigrationStep) check() error {
 		if err := d.Decode(&s.value); err != nil {
 			return fmt.Errorf("setDefault/value: %w", err)
 		}
+	case st.RetypeNodes != nil:
+		r := st.RetypeNodes
+		if err := errors.Join(need("retypeNodes/from", r.From), need("retypeNodes/to", r.To)); err != nil {
+			return err
+		}
+		if r.From == r.To {
+			return errors.New("retypeNodes: from and to are the same")
+		}
+		if r.IDs != nil {
+			if len(r.IDs) == 0 {
+				return errors.New("retypeNodes/ids is empty: leave it out to re-type every node of the type")
+			}
+			r.ids = make(map[ID]bool, len(r.IDs))
+			for i, id := range r.IDs {
+				if err := id.Check(); err != nil {
+					return fmt.Errorf("retypeNodes/ids/%d: %s", i, unwrapMsg(err))
+				}
+				r.ids[id] = true
+			}
+		}
+		if len(r.Where) > 0 {
+			f, err := compileWhere(r.Where)
+			if err != nil {
+				return fmt.Errorf("retypeNodes/where: %w", err)
+			}
+			r.where = f
+		}
 	default:
 		c := st.ConvertProperty
 		if err := errors.Join(need("convertProperty/type", c.Type), need("convertProperty/property", c.Property)); err != nil {
@@ -145,15 +249,19 @@ func (st *MigrationStep) typ() string {
 		return st.RenameProperty.Type
 	case st.SetDefault != nil:
 		return st.SetDefault.Type
+	case st.RetypeNodes != nil:
+		return st.RetypeNodes.From
 	default:
 		return st.ConvertProperty.Type
 	}
 }
 
-// apply changes n's properties in place (a copy of them: the caller's map
-// is not written) and reports whether anything changed.
+// apply changes n's type and properties in place (a copy of them: the
+// caller's map is not written) and reports whether anything changed; on
+// an error, n is left as it was.
 func (m *Migration) apply(n *Node) (changed bool, err error) {
 	props := n.Properties
+	typ := n.Type
 	own := false
 	write := func() {
 		if !own {
@@ -166,10 +274,17 @@ func (m *Migration) apply(n *Node) (changed bool, err error) {
 	}
 	for i := range m.Steps {
 		st := &m.Steps[i]
-		if st.typ() != n.Type {
+		if st.typ() != typ {
 			continue
 		}
 		switch {
+		case st.RetypeNodes != nil:
+			cur := *n
+			cur.Type, cur.Properties = typ, props
+			if st.RetypeNodes.matches(&cur) {
+				typ = st.RetypeNodes.To
+				changed = true
+			}
 		case st.RenameProperty != nil:
 			r := st.RenameProperty
 			v, ok := props[r.From]
@@ -209,7 +324,7 @@ func (m *Migration) apply(n *Node) (changed bool, err error) {
 		}
 	}
 	if changed {
-		n.Properties = props
+		n.Type, n.Properties = typ, props
 	}
 	return changed, nil
 }
@@ -356,7 +471,7 @@ func Migrate(ctx context.Context, s Store, m *Migration, opt MigrationOptions) (
 		size = 1000
 	}
 	var examined, changed int64
-	b := &Batch{Op: "migrate"}
+	b := &Batch{Op: "migrate", Retype: true}
 	flush := func() error {
 		if len(b.Nodes) == 0 {
 			return nil
@@ -369,7 +484,7 @@ func Migrate(ctx context.Context, s Store, m *Migration, opt MigrationOptions) (
 		if opt.Progress != nil {
 			opt.Progress(examined, changed)
 		}
-		b = &Batch{Op: "migrate"}
+		b = &Batch{Op: "migrate", Retype: true}
 		return nil
 	}
 	err := eachMigrated(ctx, s, m, func(n *Node, ok bool, err error) error {
@@ -394,7 +509,9 @@ func Migrate(ctx context.Context, s Store, m *Migration, opt MigrationOptions) (
 }
 
 // eachMigrated calls f with every node of the types m changes, migrated
-// (when changed is set), in pages of one committed state each.
+// (when changed is set), in pages of one committed state each. A node
+// re-typed into a type whose nodes are listed after its own (by an
+// earlier batch of Migrate) is seen again there, unchanged.
 func eachMigrated(ctx context.Context, s Store, m *Migration, f func(n *Node, changed bool, err error) error) error {
 	seen := map[string]bool{}
 	for i := range m.Steps {
@@ -454,12 +571,76 @@ func (v *migratedView) ScanNodes(ctx context.Context, p Page) (*NodePage, error)
 	return page, err
 }
 
+// NodesByType lists the nodes that have typ once migrated, in ID order:
+// those of typ that no step re-types, and those of the types that
+// retypeNodes steps re-type, merged.
 func (v *migratedView) NodesByType(ctx context.Context, typ string, p Page) (*NodePage, error) {
-	page, err := v.Store.NodesByType(ctx, typ, p)
-	if err == nil {
-		v.fix(page.Nodes)
+	sources := []string{typ}
+	for _, st := range v.m.Steps {
+		if r := st.RetypeNodes; r != nil && !slices.Contains(sources, r.From) {
+			sources = append(sources, r.From)
+		}
 	}
-	return page, err
+	if len(sources) == 1 {
+		page, err := v.Store.NodesByType(ctx, typ, p)
+		if err == nil {
+			v.fix(page.Nodes)
+		}
+		return page, err
+	}
+	limit := p.Size()
+	var nodes []*Node
+	more := false // some source has nodes past those taken
+	for i, src := range sources {
+		if _, ok := v.Store.Model().Node(src); !ok && i > 0 {
+			continue // no stored node has a type the model lacks
+		}
+		// Up to limit nodes of src that become typ, in ID order.
+		var got []*Node
+		for q := (Page{After: p.After, Limit: limit}); ; {
+			page, err := v.Store.NodesByType(ctx, src, q)
+			if err != nil {
+				if !errors.Is(err, ErrInvalid) || !v.becomes(typ) {
+					return nil, err
+				}
+				break // typ is new: only re-typed nodes have it
+			}
+			v.fix(page.Nodes)
+			for _, n := range page.Nodes {
+				if n.Type == typ {
+					got = append(got, n)
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			if len(got) >= limit {
+				more = true
+				break
+			}
+			q.After = page.Next
+		}
+		nodes = append(nodes, got...)
+	}
+	slices.SortFunc(nodes, func(a, b *Node) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	if len(nodes) > limit {
+		nodes, more = nodes[:limit], true
+	}
+	page := &NodePage{Nodes: nodes}
+	if more {
+		page.Next = string(nodes[len(nodes)-1].ID)
+	}
+	return page, nil
+}
+
+// becomes reports whether a retypeNodes step makes nodes of typ.
+func (v *migratedView) becomes(typ string) bool {
+	for _, st := range v.m.Steps {
+		if st.RetypeNodes != nil && st.RetypeNodes.To == typ {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *migratedView) Node(ctx context.Context, id ID) (*Node, error) {

@@ -275,6 +275,9 @@ func PlanBatch(ctx context.Context, m *schema.Model, snap Snapshot, b *Batch, t 
 	}
 	pl.planEdges()
 	pl.planEdgeDeletes()
+	if err := pl.planRetypes(ctx); err != nil {
+		return nil, err
+	}
 	if len(pl.ps.list) > 0 {
 		return nil, pl.ps.err()
 	}
@@ -315,6 +318,13 @@ type planner struct {
 	deletedEdge  map[EdgeKey]bool
 	cascade      map[EdgeKey]bool // edges of deleted nodes
 	cascadeOrder []EdgeKey
+	retyped      []elemID // nodes whose type the batch changes (Batch.Retype)
+}
+
+// An elemID is a node of the batch and its place in it.
+type elemID struct {
+	here elemRef
+	id   ID
 }
 
 // checkSize refuses an empty batch and one over its size limit.
@@ -514,7 +524,8 @@ func (pl *planner) planNodes() error {
 		}
 		nt, _ := pl.m.Node(n.Type)
 		old := pl.oldNode[n.ID]
-		if old != nil && old.Type != n.Type {
+		retype := old != nil && old.Type != n.Type
+		if retype && !b.Retype {
 			pl.ps.add(ErrInvalid, here.String()+"/type", name(), "type-change", "the node is a %s; a node's type cannot change (delete it and create it again)", old.Type)
 			continue
 		}
@@ -548,7 +559,7 @@ func (pl *planner) planNodes() error {
 			if b.Restore {
 				restoreMeta(&rec.Created, &rec.Updated, &rec.Rev, n.CreatedAt, n.UpdatedAt, n.Revision)
 			}
-		case bytes.Equal(old.Props, canon):
+		case !retype && bytes.Equal(old.Props, canon):
 			p.Result.Nodes = append(p.Result.Nodes, ElementResult{ID: string(n.ID), Status: Unchanged, Revision: old.Rev})
 			continue
 		default:
@@ -557,6 +568,9 @@ func (pl *planner) planNodes() error {
 			}
 			st = Updated
 			rec.Created, rec.Updated, rec.Rev = old.Created, pl.us, old.Rev+1
+			if retype {
+				pl.retyped = append(pl.retyped, elemID{here, n.ID})
+			}
 		}
 		p.Nodes = append(p.Nodes, NodeOp{ID: n.ID, Old: old, New: rec, Props: prep.props})
 		p.Result.Nodes = append(p.Result.Nodes, ElementResult{ID: string(n.ID), Status: st, Revision: rec.Rev})
@@ -724,6 +738,64 @@ func (pl *planner) planEdgeDeletes() {
 		pl.deletedEdge[d.EdgeKey] = true
 		pl.p.Edges = append(pl.p.Edges, EdgeOp{Key: d.EdgeKey, Old: old})
 	}
+}
+
+// planRetypes checks the stored edges of the nodes whose type the batch
+// changes against their labels' endpoint types, with every node's type
+// as the batch leaves it. Edges the batch writes or deletes are checked
+// (or need none) where they are planned.
+func (pl *planner) planRetypes(ctx context.Context) error {
+	if len(pl.retyped) == 0 {
+		return nil
+	}
+	type incident struct {
+		at elemID
+		k  EdgeKey
+	}
+	var edges []incident
+	var others []ID
+	for _, r := range pl.retyped {
+		inc, err := pl.snap.Incident(ctx, r.id)
+		if err != nil {
+			return fmt.Errorf("re-typing node %q: %w", r.id, err)
+		}
+		for _, k := range inc {
+			if _, ok := pl.seenEdge[k]; ok || pl.cascade[k] {
+				continue
+			}
+			edges = append(edges, incident{r, k})
+			for _, id := range []ID{k.From, k.To} {
+				if _, known := pl.typeOf(id); !known {
+					others = append(others, id)
+				}
+			}
+		}
+	}
+	others = uniq(others)
+	slices.Sort(others)
+	types, err := pl.snap.NodeTypes(ctx, others)
+	if err != nil {
+		return err
+	}
+	for i, id := range others {
+		if types[i] != "" {
+			pl.endpointType[id] = types[i]
+		}
+	}
+	for _, e := range edges {
+		et, ok := pl.m.Edge(e.k.Label)
+		if !ok {
+			pl.ps.add(ErrInvalid, e.at.here.String()+"/type", nodeElem(e.at.id), "endpoint-type", "its edge %s has label %q, which the model does not have", e.k, e.k.Label)
+			continue
+		}
+		ft, _ := pl.typeOf(e.k.From)
+		tt, _ := pl.typeOf(e.k.To)
+		if !et.Allows(ft, tt) {
+			pl.ps.add(ErrInvalid, e.at.here.String()+"/type", nodeElem(e.at.id), "endpoint-type", "re-typed, its edge %s would join %s to %s; %s edges join %s to %s (delete the edge first, or re-type the other node too)",
+				e.k, ft, tt, e.k.Label, list(et.From), list(et.To))
+		}
+	}
+	return nil
 }
 
 // planCascade deletes the edges of deleted nodes that the batch does not

@@ -371,8 +371,8 @@ var metaFields = []string{"id", "type", "createdAt", "updatedAt", "revision"}
 
 // field checks that f names a field of some type in scope.
 func (v *checker) field(ptr, f string, scope []string, allowProperties bool) {
-	if slices.Contains(metaFields, f) || allowProperties && f == "properties" {
-		return
+	if slices.Contains(metaFields, f) || allowProperties && f == "properties" || v.m == nil {
+		return // v.m nil: no model to check against (a migration's filter)
 	}
 	types := scope
 	if types == nil {

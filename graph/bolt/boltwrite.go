@@ -200,10 +200,10 @@ func (s *Store) applyDeltas(dels, adds []cgraph.Delta) error {
 
 // pipelineable reports whether a batch may be planned while the previous
 // one commits: planning it reads one bbolt transaction and nothing else
-// (node deletes read Cayley's iterators, which must not run beside a
-// commit), and it has no idempotency key to look up.
+// (node deletes and re-types read a node's edges, which an overlay of the
+// plan in flight cannot answer), and it has no idempotency key to look up.
 func pipelineable(b *graph.Batch) bool {
-	return len(b.DeleteNodes) == 0 && b.IdempotencyKey == "" && !b.DryRun
+	return len(b.DeleteNodes) == 0 && !b.Retype && b.IdempotencyKey == "" && !b.DryRun
 }
 
 // ApplyStream applies batches in order like Apply, but plans each while
@@ -390,6 +390,9 @@ func deltas(p *graph.Plan) []cgraph.Delta {
 			ds = append(ds, cgraph.Delta{Quad: nodeQuad(op.ID, op.New.Type), Action: cgraph.Add})
 		case op.New == nil:
 			ds = append(ds, cgraph.Delta{Quad: nodeQuad(op.ID, op.Old.Type), Action: cgraph.Delete})
+		case op.Old.Type != op.New.Type: // a migration's re-type
+			ds = append(ds, cgraph.Delta{Quad: nodeQuad(op.ID, op.Old.Type), Action: cgraph.Delete},
+				cgraph.Delta{Quad: nodeQuad(op.ID, op.New.Type), Action: cgraph.Add})
 		}
 	}
 	for _, op := range p.Edges {
@@ -477,24 +480,29 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		} else if op.Old != nil {
 			gone[id] = true
 		}
+		// A re-typed node's postings are keyed by its new type: none of
+		// the old ones stays.
+		retype := op.Old != nil && op.New != nil && op.Old.Type != op.New.Type
 		for tok, w := range newToks {
-			if old, ok := oldToks[tok]; !ok || old != w {
+			if old, ok := oldToks[tok]; !ok || old != w || retype {
 				put(bTok, tokenKey(tok, op.New.Type, id), []byte{w})
 			}
 		}
 		for tok := range oldToks {
-			if _, ok := newToks[tok]; !ok {
+			if _, ok := newToks[tok]; !ok || retype {
 				del(bTok, tokenKey(tok, op.Old.Type, id))
 			}
 		}
-		switch {
-		case op.Old == nil:
-			put(bType, typeKey(op.New.Type, id), nil)
-			count(bMeta, countKey("node", op.New.Type), 1)
-		case op.New == nil:
-			del(bNodes, []byte(id))
+		if op.Old != nil && (op.New == nil || retype) {
 			del(bType, typeKey(op.Old.Type, id))
 			count(bMeta, countKey("node", op.Old.Type), -1)
+		}
+		if op.New != nil && (op.Old == nil || retype) {
+			put(bType, typeKey(op.New.Type, id), nil)
+			count(bMeta, countKey("node", op.New.Type), 1)
+		}
+		if op.New == nil {
+			del(bNodes, []byte(id))
 		}
 		for _, k := range diffKeys(oldKeys, newKeys) {
 			del(bProp, k)

@@ -458,33 +458,36 @@ func (s *Store) planWrites(p *graph.Plan) *writes {
 		default:
 			nodeDel = append(nodeDel, string(id))
 		}
+		// A re-typed node's postings and property rows are keyed by its
+		// new type: none of the old ones stays.
+		retype := op.Old != nil && op.New != nil && op.Old.Type != op.New.Type
 		for tok, wt := range newToks {
-			if old, ok := oldToks[tok]; !ok {
+			if old, ok := oldToks[tok]; !ok || retype {
 				w.postNew.add(postingRow{tok, op.New.Type, string(id), int16(wt)})
 			} else if old != wt {
 				w.postAdd.add(postingRow{tok, op.New.Type, string(id), int16(wt)})
 			}
 		}
 		for tok := range oldToks {
-			if _, ok := newToks[tok]; !ok {
+			if _, ok := newToks[tok]; !ok || retype {
 				w.postDel.add(postingRow{tok: tok, typ: op.Old.Type, id: string(id)})
 			}
 		}
 		for _, r := range oldRows {
-			if !hasProp(newRows, r) {
+			if !hasProp(newRows, r) || retype {
 				w.propDel.add(r)
 			}
 		}
 		for _, r := range newRows {
-			if !hasProp(oldRows, r) {
+			if !hasProp(oldRows, r) || retype {
 				w.propAdd.add(r)
 			}
 		}
-		switch {
-		case op.Old == nil:
-			counts[countKey{"node", op.New.Type}]++
-		case op.New == nil:
+		if op.Old != nil && (op.New == nil || retype) {
 			counts[countKey{"node", op.Old.Type}]--
+		}
+		if op.New != nil && (op.Old == nil || retype) {
+			counts[countKey{"node", op.New.Type}]++
 		}
 	}
 	for i, op := range p.Edges {
