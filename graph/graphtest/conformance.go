@@ -44,6 +44,7 @@ func Run(t *testing.T, b Backend) {
 		{"Idempotency", testIdempotency},
 		{"DryRun", testDryRun},
 		{"CascadeDelete", testCascade},
+		{"Retype", testRetype},
 		{"RandomBatchesAgainstModel", testRandomBatches},
 		{"PagesSeeLaterWrites", testPagesSeeLaterWrites},
 		{"Since", testSince},
