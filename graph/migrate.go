@@ -576,12 +576,16 @@ func (v *migratedView) ScanNodes(ctx context.Context, p Page) (*NodePage, error)
 // retypeNodes steps re-type, merged.
 func (v *migratedView) NodesByType(ctx context.Context, typ string, p Page) (*NodePage, error) {
 	sources := []string{typ}
+	retypes := false
 	for _, st := range v.m.Steps {
-		if r := st.RetypeNodes; r != nil && !slices.Contains(sources, r.From) {
-			sources = append(sources, r.From)
+		if r := st.RetypeNodes; r != nil {
+			retypes = true
+			if !slices.Contains(sources, r.From) {
+				sources = append(sources, r.From)
+			}
 		}
 	}
-	if len(sources) == 1 {
+	if !retypes {
 		page, err := v.Store.NodesByType(ctx, typ, p)
 		if err == nil {
 			v.fix(page.Nodes)

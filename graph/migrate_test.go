@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,13 +159,21 @@ func TestParseMigration(t *testing.T) {
 	for doc, want := range map[string]string{
 		`{"steps": []}`:   "no steps",
 		`{"steps": [{}]}`: "/steps/0: want exactly one of",
-		`{"steps": [{"renameProperty": {"type": "A", "from": "x", "to": "x"}}]}`:                   "from and to are the same",
-		`{"steps": [{"renameProperty": {"type": "A", "from": "x"}}]}`:                              "renameProperty/to is required",
-		`{"steps": [{"setDefault": {"type": "A", "property": "x"}}]}`:                              "setDefault/value is required",
-		`{"steps": [{"convertProperty": {"type": "A", "property": "x", "to": "date"}}]}`:           `want string, integer, number or boolean, not "date"`,
-		`{"steps": [{"renameProperty": {"type": "A", "from": "x", "to": "y"}, "setDefault": {}}]}`: "want exactly one of",
-		`{"steps": [{"renameProperty": {"type": "A", "from": "x", "to": "y", "where": 1}}]}`:       `unknown field "where"`,
-		`{"steps": [{"setDefault": {"type": "A", "property": "x", "value": 1}}]} {}`:               "more than one JSON value",
+		`{"steps": [{"renameProperty": {"type": "A", "from": "x", "to": "x"}}]}`:                                             "from and to are the same",
+		`{"steps": [{"renameProperty": {"type": "A", "from": "x"}}]}`:                                                        "renameProperty/to is required",
+		`{"steps": [{"setDefault": {"type": "A", "property": "x"}}]}`:                                                        "setDefault/value is required",
+		`{"steps": [{"convertProperty": {"type": "A", "property": "x", "to": "date"}}]}`:                                     `want string, integer, number or boolean, not "date"`,
+		`{"steps": [{"renameProperty": {"type": "A", "from": "x", "to": "y"}, "setDefault": {}}]}`:                           "want exactly one of",
+		`{"steps": [{"renameProperty": {"type": "A", "from": "x", "to": "y", "where": 1}}]}`:                                 `unknown field "where"`,
+		`{"steps": [{"setDefault": {"type": "A", "property": "x", "value": 1}}]} {}`:                                         "more than one JSON value",
+		`{"steps": [{"retypeNodes": {"from": "A", "to": "A"}}]}`:                                                             "retypeNodes: from and to are the same",
+		`{"steps": [{"retypeNodes": {"from": "A"}}]}`:                                                                        "retypeNodes/to is required",
+		`{"steps": [{"retypeNodes": {"from": "A", "to": "B", "ids": []}}]}`:                                                  "retypeNodes/ids is empty",
+		`{"steps": [{"retypeNodes": {"from": "A", "to": "B", "ids": ["a b"]}}]}`:                                             "retypeNodes/ids/0:",
+		`{"steps": [{"retypeNodes": {"from": "A", "to": "B", "where": {"x": {"near": 1}}}}]}`:                                "retypeNodes/where: invalid query: /x",
+		`{"steps": [{"retypeNodes": {"from": "A", "to": "B", "where": []}}]}`:                                                "retypeNodes/where: invalid query",
+		`{"steps": [{"retypeNodes": {"from": "A", "to": "B", "when": 1}}]}`:                                                  `unknown field "when"`,
+		`{"steps": [{"setDefault": {"type": "B", "property": "x", "value": 1}}, {"retypeNodes": {"from": "A", "to": "B"}}]}`: "/steps/1: retypeNodes: /steps/0 changes B nodes before this step makes more of them",
 	} {
 		if _, err := graph.ParseMigration([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", doc, err, want)
@@ -179,4 +188,162 @@ func lastSeq(t *testing.T, s graph.Store) uint64 {
 		t.Fatal(err)
 	}
 	return st.LastSeq
+}
+
+// topicModel returns a model with Note nodes, the node types types
+// (each with a name and a description, the name searched and indexed),
+// and cites edges from notes to nodes of the types in citable.
+func topicModel(t *testing.T, types []string, citable string) *schema.Model {
+	t.Helper()
+	defs := `"Note": {"x-lore-node": {"display": "title"}, "type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"], "additionalProperties": false},
+	  "cites": {"type": "object", "x-lore-edge": {"from": ["Note"], "to": [` + citable + `]}, "properties": {"page": {"type": "integer"}}, "additionalProperties": false}`
+	for _, typ := range types {
+		defs += `, "` + typ + `": {"x-lore-node": {"display": "name", "indexed": ["name"], "search": ["name"]}, "type": "object",
+		  "properties": {"name": {"type": "string"}, "description": {"type": "string"}}, "required": ["name"], "additionalProperties": false}`
+	}
+	m, err := schema.Load([]byte(`{"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://lore.dev/models/topics.json", "$defs": {` + defs + `}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestMigrateRetype: a model that adds the type Concept and lets notes
+// cite concepts only rejects the edges that cite the stored topics, and
+// fits the data as a migration that re-types the topics would leave it
+// (the view lists the re-typed nodes under their new type only, and the
+// edges' endpoints check with it). The migration, run under the new
+// model, keeps the nodes' IDs, properties, creation times and edges, and
+// the store's check passes; a model without Topic is then accepted. A
+// re-type that leaves an edge joining types its label does not allow is
+// rejected by the model check and refused by Migrate, which then writes
+// nothing.
+func TestMigrateRetype(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "store")
+	v1 := topicModel(t, []string{"Topic"}, `"Topic"`)
+	v2 := topicModel(t, []string{"Topic", "Concept"}, `"Concept"`)
+	s, err := bolt.Open(ctx, bolt.Config{Path: dir, Model: v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const topics = 12
+	b := &graph.Batch{Nodes: []graph.NodeInput{{ID: "note/n", Type: "Note", Properties: graph.Props{"title": "reading list"}}}}
+	for i := range topics {
+		id := graph.ID(fmt.Sprintf("topic/t%02d", i))
+		b.Nodes = append(b.Nodes, graph.NodeInput{ID: id, Type: "Topic", Properties: graph.Props{"name": fmt.Sprintf("graph %d", i)}})
+		b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: "note/n", Label: "cites", To: id}, Properties: graph.Props{"page": i + 1}})
+	}
+	if _, err := s.Apply(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	mig, err := graph.ParseMigration([]byte(`{"steps": [{"retypeNodes": {"from": "Topic", "to": "Concept"}},
+	  {"setDefault": {"type": "Concept", "property": "description", "value": "was a topic"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, err := graph.CheckModel(ctx, s, v2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fit.RejectedNodes != 0 || fit.RejectedEdges != topics {
+		t.Fatalf("v2 against the v1 data: %d nodes and %d edges rejected, want 0 and %d", fit.RejectedNodes, fit.RejectedEdges, topics)
+	}
+	view := graph.Migrated(s, mig)
+	if fit, err = graph.CheckModel(ctx, view, v2, 3); err != nil || !fit.Fits() {
+		t.Fatalf("v2 against the data as migrated: %+v %v", fit, err)
+	}
+	// The view lists the re-typed nodes under Concept, in ID order and in
+	// pages, and no longer under Topic.
+	var listed []graph.ID
+	for p := (graph.Page{Limit: 5}); ; {
+		page, err := view.NodesByType(ctx, "Concept", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range page.Nodes {
+			if n.Type != "Concept" || n.Properties["description"] != "was a topic" {
+				t.Errorf("NodesByType(Concept) in the view: %+v", n)
+			}
+			listed = append(listed, n.ID)
+		}
+		if page.Next == "" {
+			break
+		}
+		p.After = page.Next
+	}
+	if len(listed) != topics || !slices.IsSorted(listed) {
+		t.Errorf("NodesByType(Concept) in the view: %v, want the %d topics in ID order", listed, topics)
+	}
+	if page, err := view.NodesByType(ctx, "Topic", graph.Page{}); err != nil || len(page.Nodes) != 0 {
+		t.Errorf("NodesByType(Topic) in the view: %+v %v, want none", page, err)
+	}
+	before, err := s.Node(ctx, "topic/t03")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	// A model that keeps Topic and lets cites reach topics only: the
+	// re-typed nodes fit, the edges citing them no longer do.
+	v3 := topicModel(t, []string{"Topic", "Concept"}, `"Topic"`)
+	if s, err = bolt.Open(ctx, bolt.Config{Path: dir, Model: v3}); err != nil {
+		t.Fatal(err)
+	}
+	if fit, err = graph.CheckModel(ctx, graph.Migrated(s, mig), v3, 3); err != nil || fit.RejectedNodes != 0 || fit.RejectedEdges != topics ||
+		!strings.Contains(fit.First[0].Violations[0].Message, "cites may not join a Note to a Concept") {
+		t.Fatalf("v3 against the data as migrated: %+v %v", fit, err)
+	}
+	seq := lastSeq(t, s)
+	if _, err := graph.Migrate(ctx, s, mig, graph.MigrationOptions{}); !errors.Is(err, graph.ErrInvalid) ||
+		!strings.Contains(err.Error(), "its edge cites(note/n,topic/t00) would join Note to Concept; cites edges join Note to Topic") {
+		t.Fatalf("a re-type that breaks edges: %v", err)
+	}
+	if lastSeq(t, s) != seq {
+		t.Fatal("a refused re-type wrote")
+	}
+	s.Close()
+
+	if s, err = bolt.Open(ctx, bolt.Config{Path: dir, Model: v2}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := graph.Migrate(ctx, s, mig, graph.MigrationOptions{BatchSize: 5})
+	if err != nil || rep.Changed != topics || rep.Batches != 3 {
+		t.Fatalf("the migration: %+v %v", rep, err)
+	}
+	if fit, err = graph.CheckModel(ctx, s, v2, 3); err != nil || !fit.Fits() {
+		t.Fatalf("v2 against the migrated data: %+v %v", fit, err)
+	}
+	n, err := s.Node(ctx, "topic/t03")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Type != "Concept" || !n.CreatedAt.Equal(before.CreatedAt) || n.Revision != before.Revision+1 || n.Properties["name"] != "graph 3" {
+		t.Errorf("topic/t03 re-typed: %+v, before %+v", n, before)
+	}
+	e, err := s.Edge(ctx, graph.EdgeKey{From: "note/n", Label: "cites", To: "topic/t03"})
+	if err != nil || e.Revision != 1 || e.Properties["page"] != json.Number("4") {
+		t.Errorf("the edge to topic/t03: %+v %v", e, err)
+	}
+	if ids, err := s.Lookup(ctx, graph.IndexQuery{Type: "Concept", Property: "name", Eq: "graph 3"}); err != nil || !slices.Equal(ids.IDs, []graph.ID{"topic/t03"}) {
+		t.Errorf("Lookup(Concept.name) after the migration: %+v %v", ids, err)
+	}
+	r, err := s.Check(ctx)
+	if err != nil || len(r.Problems) > 0 {
+		t.Errorf("Check after the migration: %+v %v", r, err)
+	}
+	again, err := graph.Migrate(ctx, s, mig, graph.MigrationOptions{})
+	if err != nil || again.Changed != 0 {
+		t.Errorf("the migration run again: %+v %v", again, err)
+	}
+	// No topic is left: a model without the type fits.
+	s.Close()
+	v4 := topicModel(t, []string{"Concept"}, `"Concept"`)
+	if s, err = bolt.Open(ctx, bolt.Config{Path: dir, Model: v4}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if fit, err = graph.CheckModel(ctx, s, v4, 3); err != nil || !fit.Fits() {
+		t.Fatalf("a model without Topic against the migrated data: %+v %v", fit, err)
+	}
 }
