@@ -18,7 +18,7 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 	sf.register(fs, e)
 	first := fs.Int("first", 10, "how many rejected elements to list")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	migrateFile := fs.String("migrate", "", "a migration `file` (JSON: steps that rename a property, set a default, convert a type) the data goes through: the new model is checked against the data as migrated, and apply runs it as batches in the change log")
+	migrateFile := fs.String("migrate", "", "a migration `file` (JSON: steps that rename a property, set a default, convert a type, re-type nodes) the data goes through: the new model is checked against the data as migrated, and apply runs it as batches in the change log")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
