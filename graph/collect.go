@@ -136,12 +136,12 @@ func (ex *executor) add(c *collection, found []ID, pathOf func(ID) *Path) error 
 		}
 	}
 	push := func(id ID, n *Node) {
-		if n != nil && !q.where.match(n) {
+		if n != nil && !ex.match(q.where, n) {
 			return
 		}
 		c.ids = append(c.ids, id)
 		if len(q.OrderBy) > 0 {
-			c.keys[id] = sortKey(q.OrderBy, n)
+			c.keys[id] = ex.sortKey(q.OrderBy, n)
 		}
 		if pathOf != nil {
 			c.paths[id] = pathOf(id)
@@ -157,10 +157,13 @@ func (ex *executor) add(c *collection, found []ID, pathOf func(ID) *Path) error 
 	if err != nil {
 		return err
 	}
+	if err := ex.nodeDegrees(nodes, append(q.where.degrees(), orderDegrees(q.OrderBy)...)); err != nil {
+		return err
+	}
 	for _, n := range nodes {
 		push(n.ID, n)
 	}
-	return nil
+	return ex.err
 }
 
 // page returns a page of what collect found: the unit's results after the
@@ -221,6 +224,9 @@ func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp st
 		if err != nil {
 			return err
 		}
+		if err := ex.nodeDegrees(nodes, q.returnDegrees()); err != nil {
+			return err
+		}
 		for j, n := range nodes {
 			if n == nil {
 				continue // deleted since it was found
@@ -229,7 +235,7 @@ func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp st
 				cut = true
 				break
 			}
-			obj := project(n, q.Return.Fields)
+			obj := ex.project(n)
 			size := jsonSize(obj)
 			p := c.paths[n.ID]
 			if q.Return.Paths {

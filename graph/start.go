@@ -232,7 +232,7 @@ func (src *source) keep(n *Node) bool {
 	q := src.ex.q
 	switch src.kind {
 	case srcType, srcLookup:
-		return n.Type == q.From.Type && q.From.where.match(n)
+		return n.Type == q.From.Type && src.ex.match(q.From.where, n)
 	}
 	return true
 }
