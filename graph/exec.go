@@ -344,11 +344,20 @@ func clampHops(steps []Step, maxHops int) []Step {
 }
 
 // fingerprint identifies a query for its cursors: everything but the
-// cursor, the page size and the limits.
+// cursor, the page size and the limits. Its filters are written with
+// their keys sorted, so the same query written with keys in another order
+// (as a surface that rebuilds the arguments writes it) continues the
+// same cursors.
 func (q *Query) fingerprint() string {
 	c := *q
 	c.Cursor, c.Limit, c.Limits = "", 0, Limits{}
 	data, _ := json.Marshal(c)
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) == nil {
+		data, _ = json.Marshal(v)
+	}
 	h := sha256.Sum256(data)
 	return base64.RawURLEncoding.EncodeToString(h[:12])
 }
