@@ -93,7 +93,16 @@ func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collec
 		if err != nil {
 			return nil, err
 		}
-		if err := ex.add(c, found, pathOf); err != nil {
+		var read map[ID]*Node // the start nodes the scan read, when they are the results
+		if len(steps) == 0 {
+			read = make(map[ID]*Node, len(starts))
+			for _, st := range starts {
+				if st.node != nil {
+					read[st.id] = st.node
+				}
+			}
+		}
+		if err := ex.add(c, found, pathOf, read); err != nil {
 			return nil, err
 		}
 		if ex.b.reason != "" || ex.cut {
@@ -125,8 +134,9 @@ func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collec
 }
 
 // add records the nodes a chunk reached that the call had not found yet,
-// keeping those that pass the query's where.
-func (ex *executor) add(c *collection, found []ID, pathOf func(ID) *Path) error {
+// keeping those that pass the query's where. read holds nodes the call
+// has read already (start nodes a scan read), which it does not read again.
+func (ex *executor) add(c *collection, found []ID, pathOf func(ID) *Path, read map[ID]*Node) error {
 	q := ex.q
 	var fresh []ID
 	for _, id := range found { // a start set may hold a node twice (an "in" plan)
@@ -136,12 +146,12 @@ func (ex *executor) add(c *collection, found []ID, pathOf func(ID) *Path) error 
 		}
 	}
 	push := func(id ID, n *Node) {
-		if n != nil && !q.where.match(n) {
+		if n != nil && !ex.match(q.where, n) {
 			return
 		}
 		c.ids = append(c.ids, id)
 		if len(q.OrderBy) > 0 {
-			c.keys[id] = sortKey(q.OrderBy, n)
+			c.keys[id] = ex.sortKey(q.OrderBy, n)
 		}
 		if pathOf != nil {
 			c.paths[id] = pathOf(id)
@@ -153,14 +163,37 @@ func (ex *executor) add(c *collection, found []ID, pathOf func(ID) *Path) error 
 		}
 		return nil
 	}
-	nodes, err := ex.fetchWith(fresh, func(*Node) bool { return true }, -1)
+	var unread []ID
+	for _, id := range fresh {
+		if read[id] == nil {
+			unread = append(unread, id)
+		}
+	}
+	fetched, err := ex.fetchWith(unread, func(*Node) bool { return true }, -1)
 	if err != nil {
+		return err
+	}
+	nodes := fetched
+	if len(unread) < len(fresh) {
+		// In the order found; fetchWith drops nodes deleted since.
+		byID := make(map[ID]*Node, len(fetched))
+		for _, n := range fetched {
+			byID[n.ID] = n
+		}
+		nodes = make([]*Node, 0, len(fresh))
+		for _, id := range fresh {
+			if n := cmp.Or(read[id], byID[id]); n != nil {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	if err := ex.nodeDegrees(nodes, append(q.where.degrees(), orderDegrees(q.OrderBy)...)); err != nil {
 		return err
 	}
 	for _, n := range nodes {
 		push(n.ID, n)
 	}
-	return nil
+	return ex.err
 }
 
 // page returns a page of what collect found: the unit's results after the
@@ -221,6 +254,9 @@ func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp st
 		if err != nil {
 			return err
 		}
+		if err := ex.nodeDegrees(nodes, q.returnDegrees()); err != nil {
+			return err
+		}
 		for j, n := range nodes {
 			if n == nil {
 				continue // deleted since it was found
@@ -229,7 +265,7 @@ func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp st
 				cut = true
 				break
 			}
-			obj := project(n, q.Return.Fields)
+			obj := ex.project(n)
 			size := jsonSize(obj)
 			p := c.paths[n.ID]
 			if q.Return.Paths {

@@ -124,6 +124,8 @@ type executor struct {
 	b        *budget
 	hardStop time.Time // reading results stops here, bound or not
 	cut      bool      // reading results was cut at hardStop
+	degs     map[degreeKey]int64
+	err      error // a store error reading a degree for a filter
 }
 
 // Run executes a parsed query under the ceilings. Every bound is enforced
@@ -342,11 +344,20 @@ func clampHops(steps []Step, maxHops int) []Step {
 }
 
 // fingerprint identifies a query for its cursors: everything but the
-// cursor, the page size and the limits.
+// cursor, the page size and the limits. Its filters are written with
+// their keys sorted, so the same query written with keys in another order
+// (as a surface that rebuilds the arguments writes it) continues the
+// same cursors.
 func (q *Query) fingerprint() string {
 	c := *q
 	c.Cursor, c.Limit, c.Limits = "", 0, Limits{}
 	data, _ := json.Marshal(c)
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) == nil {
+		data, _ = json.Marshal(v)
+	}
 	h := sha256.Sum256(data)
 	return base64.RawURLEncoding.EncodeToString(h[:12])
 }
@@ -376,18 +387,28 @@ func (ex *executor) stream(res *QueryResult, src *source, fp string) error {
 	cursorAt := func(at startPos) { res.Cursor = encodeCursor(ex.s, queryCursor{F: fp, At: at}) }
 	for {
 		batch, err := src.next(min(limit-len(res.Nodes)+1, typePage))
+		if err == nil {
+			err = ex.err
+		}
 		if err != nil {
 			return err
 		}
+		nodes := make([]*Node, len(batch))
+		for i, st := range batch {
+			nodes[i] = st.node
+		}
+		if err := ex.nodeDegrees(nodes, append(q.where.degrees(), q.returnDegrees()...)); err != nil {
+			return err
+		}
 		for _, st := range batch {
-			if !q.where.match(st.node) {
+			if !ex.match(q.where, st.node) {
 				continue
 			}
 			if len(res.Nodes) == limit {
 				cursorAt(st.at)
 				return nil
 			}
-			obj := project(st.node, q.Return.Fields)
+			obj := ex.project(st.node)
 			size := jsonSize(obj)
 			var p *Path
 			if q.Return.Paths {
@@ -451,16 +472,26 @@ func (ex *executor) fetchWith(ids []ID, keep func(*Node) bool, want int) ([]*Nod
 				out = append(out, n)
 			}
 		}
+		if ex.err != nil {
+			return nil, ex.err
+		}
 	}
 	return out, nil
 }
 
-// sortKey returns a node's orderBy values (nil where it has none). Times
-// are written with a fixed number of digits so that they order as strings.
-func sortKey(order []Order, n *Node) []any {
+// sortKey returns a node's orderBy values (nil where it has none), its
+// degrees read before (nodeDegrees). Times are written with a fixed
+// number of digits so that they order as strings.
+func (ex *executor) sortKey(order []Order, n *Node) []any {
 	key := make([]any, len(order))
 	for i, o := range order {
-		v, ok := fieldValue(n, o.Field)
+		var v any
+		var ok bool
+		if o.Degree != nil {
+			v, ok = nodeRecord{n, ex}.degree(o.Degree)
+		} else {
+			v, ok = fieldValue(n, o.Field)
+		}
 		if t, isTime := v.(time.Time); isTime {
 			v = t.UTC().Format("2006-01-02T15:04:05.000000000Z")
 		}

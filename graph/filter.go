@@ -3,6 +3,7 @@ package graph
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,8 @@ type cond struct {
 	field string
 	op    string
 	val   any
-	vals  []any // for "in"
+	vals  []any   // for "in"
+	deg   *Degree // set: the condition is on this degree (field is its key)
 }
 
 // A record is what a filter reads its fields from: a node (see
@@ -32,6 +34,45 @@ type record interface {
 }
 
 func (n *Node) field(name string) (any, bool) { return fieldValue(n, name) }
+
+// A degreeRecord is a record that has degrees: a node the executor reads
+// them for (nodeRecord). A record without them has none, so a degree
+// condition fails on it.
+type degreeRecord interface {
+	degree(d *Degree) (any, bool)
+}
+
+// needsDegrees reports whether f has a condition on a degree.
+func (f *filter) needsDegrees() bool {
+	return len(f.degrees()) > 0
+}
+
+// degrees returns the degrees f's conditions read, each once (by key).
+func (f *filter) degrees() []*Degree {
+	if f == nil {
+		return nil
+	}
+	var out []*Degree
+	add := func(d *Degree) {
+		for _, e := range out {
+			if e.Key() == d.Key() {
+				return
+			}
+		}
+		out = append(out, d)
+	}
+	for _, c := range f.conds {
+		if c.deg != nil {
+			add(c.deg)
+		}
+	}
+	for _, g := range append(append(slices.Clone(f.and), f.or...), f.not) {
+		for _, d := range g.degrees() {
+			add(d)
+		}
+	}
+	return out
+}
 
 // An edgeRecord is an edge as an edge filter reads it: its fields are its
 // properties.
@@ -91,13 +132,19 @@ func fieldValue(n *Node, field string) (any, bool) {
 }
 
 func (c cond) match(n record) bool {
-	v, present := n.field(c.field)
+	var v any
+	var present bool
+	if c.deg == nil {
+		v, present = n.field(c.field)
+	} else if dr, ok := n.(degreeRecord); ok {
+		v, present = dr.degree(c.deg)
+	}
 	switch c.op {
 	case "exists":
 		want, _ := c.val.(bool)
 		return present == want
 	case "ne": // the negation of eq, which on an array looks for an element
-		return !present || !(cond{field: c.field, op: "eq", val: c.val}).match(n)
+		return !present || !(cond{field: c.field, op: "eq", val: c.val, deg: c.deg}).match(n)
 	}
 	if !present {
 		return false
@@ -115,7 +162,7 @@ func (c cond) match(n record) bool {
 		return equalValues(v, c.val)
 	case "in":
 		for _, want := range c.vals {
-			if (cond{field: c.field, op: "eq", val: want}).match(n) {
+			if (cond{field: c.field, op: "eq", val: want, deg: c.deg}).match(n) {
 				return true
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -79,6 +80,15 @@ func (r *oracleRun) pageIDs(res *graph.QueryResult, doc string) []string {
 		id, _ := n["id"].(string)
 		if !slices.Contains(r.want, id) {
 			r.fail("%s: %s is not a result (want %v)", doc, id, r.want)
+		}
+		if len(r.q.degrees) > 0 {
+			want := map[string]int64{}
+			for _, d := range r.q.degrees {
+				want[degreeKey(d)] = int64(r.g.degree(id, &d))
+			}
+			if got, _ := n["degrees"].(map[string]int64); !maps.Equal(got, want) {
+				r.fail("%s: %s has degrees %v, want %v", doc, id, n["degrees"], want)
+			}
 		}
 		if r.q.paths {
 			if why := r.g.checkPath(r.q, r.start, res.Paths[i], id); why != "" {

@@ -121,7 +121,45 @@ func (g *oGraph) match(nd *oNode, f *oFilter) bool {
 	if len(f.or) > 0 && !slices.ContainsFunc(f.or, func(h *oFilter) bool { return g.match(nd, h) }) {
 		return false
 	}
+	if f.deg != nil {
+		n := g.degree(nd.id, f.deg)
+		for _, c := range f.degOps {
+			v := c.val.(int)
+			if !map[string]bool{"eq": n == v, "ne": n != v, "lt": n < v, "lte": n <= v, "gt": n > v, "gte": n >= v}[c.op] {
+				return false
+			}
+		}
+	}
 	return f.not == nil || !g.match(nd, f.not)
+}
+
+// degree counts id's edges with one of d's labels (none: any) in d's
+// direction (default out): for both, its out-edges plus its in-edges, so
+// a self-loop twice.
+func (g *oGraph) degree(id string, d *graph.Degree) int {
+	n := 0
+	for _, e := range g.edges {
+		if len(d.Edge) > 0 && !slices.Contains(d.Edge, e.label) {
+			continue
+		}
+		if e.from == id && d.Direction != "in" {
+			n++
+		}
+		if e.to == id && (d.Direction == "in" || d.Direction == "both") {
+			n++
+		}
+	}
+	return n
+}
+
+// degreeKey is the key of d in a result's degrees: labels, colon,
+// direction.
+func degreeKey(d graph.Degree) string {
+	l := strings.Join(d.Edge, ",")
+	if l == "" {
+		l = "*"
+	}
+	return l + ":" + cmp.Or(string(d.Direction), "out")
 }
 
 func words(s string) []string {
@@ -258,8 +296,11 @@ func (g *oGraph) evaluate(q *oQuery, start []string) (levels [][]string, result 
 
 // oSortValue is a node's orderBy value as the engine documents it; nil
 // when missing.
-func (g *oGraph) sortValue(id, field string) any {
-	v, ok := g.field(g.nodes[id], field)
+func (g *oGraph) sortValue(id string, o graph.Order) any {
+	if o.Degree != nil {
+		return g.degree(id, o.Degree)
+	}
+	v, ok := g.field(g.nodes[id], o.Field)
 	if !ok {
 		return nil
 	}
@@ -284,7 +325,7 @@ func kind(v any) int {
 func (g *oGraph) order(q *oQuery, ids []string) {
 	slices.SortFunc(ids, func(a, b string) int {
 		for _, o := range q.order {
-			va, vb := g.sortValue(a, o.Field), g.sortValue(b, o.Field)
+			va, vb := g.sortValue(a, o), g.sortValue(b, o)
 			switch {
 			case va == nil && vb == nil:
 				continue

@@ -207,6 +207,9 @@ type oFilter struct {
 	and   []*oFilter
 	or    []*oFilter
 	not   *oFilter
+	// deg, with degOps, is a condition on a node's degree.
+	deg    *graph.Degree
+	degOps []oCond
 }
 
 type oCond struct {
@@ -239,7 +242,30 @@ func (f *oFilter) json() any {
 	if f.not != nil {
 		obj["not"] = f.not.json()
 	}
+	if f.deg != nil {
+		d := map[string]any{}
+		if len(f.deg.Edge) > 0 {
+			d["edge"] = f.deg.Edge
+		}
+		if f.deg.Direction != "" {
+			d["direction"] = f.deg.Direction
+		}
+		for _, c := range f.degOps {
+			d[c.op] = c.val
+		}
+		obj["degree"] = d
+	}
 	return obj
+}
+
+// randomDegree returns a degree of some labels (perhaps none, perhaps one
+// twice) in some direction (perhaps the default).
+func randomDegree(rng *rand.Rand) *graph.Degree {
+	d := &graph.Degree{Direction: graph.Direction([]string{"", "out", "in", "both"}[rng.IntN(4)])}
+	for range rng.IntN(3) {
+		d.Edge = append(d.Edge, oLabels[rng.IntN(len(oLabels))])
+	}
+	return d
 }
 
 // oFields are the fields a node filter names, oEdgeFields those an edge
@@ -332,6 +358,17 @@ func randomFilter(rng *rand.Rand, depth int, fields []string) *oFilter {
 			f.conds[field] = append(f.conds[field], oCond{op, val})
 		}
 	}
+	if fields[0] == oFields[0] && rng.IntN(4) == 0 { // a node filter: on a degree
+		f.deg = randomDegree(rng)
+		used := map[string]bool{}
+		for range 1 + rng.IntN(2) {
+			op := []string{"eq", "ne", "lt", "lte", "gt", "gte"}[rng.IntN(6)]
+			if !used[op] {
+				used[op] = true
+				f.degOps = append(f.degOps, oCond{op, rng.IntN(5)})
+			}
+		}
+	}
 	if depth < 2 && rng.IntN(5) == 0 {
 		for range 1 + rng.IntN(2) {
 			f.and = append(f.and, randomFilter(rng, depth+1, fields))
@@ -370,6 +407,8 @@ type oQuery struct {
 	count  bool
 	order  []graph.Order
 	limit  int
+	// degrees are return.degrees.
+	degrees []graph.Degree
 }
 
 func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
@@ -442,8 +481,17 @@ func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
 	case 3:
 		q.fields = []string{"id", "name", "n"}
 	}
+	if !q.count && rng.IntN(3) == 0 {
+		for range 1 + rng.IntN(2) {
+			q.degrees = append(q.degrees, *randomDegree(rng))
+		}
+	}
 	if !q.count && rng.IntN(2) == 0 {
 		for range 1 + rng.IntN(3) {
+			if rng.IntN(3) == 0 {
+				q.order = append(q.order, graph.Order{Degree: randomDegree(rng), Desc: rng.IntN(2) == 0})
+				continue
+			}
 			q.order = append(q.order, graph.Order{Field: oFields[rng.IntN(len(oFields))], Desc: rng.IntN(2) == 0})
 		}
 	}
@@ -512,6 +560,9 @@ func (q *oQuery) json(cursor string, limits map[string]int) string {
 	}
 	if q.fields != nil {
 		ret["fields"] = q.fields
+	}
+	if q.degrees != nil {
+		ret["degrees"] = q.degrees
 	}
 	if len(ret) > 0 {
 		doc["return"] = ret

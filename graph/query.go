@@ -23,8 +23,8 @@ import (
 //	  "from":     {"ids": ["service/billing"]} | {"type": "Service", "where": {…}} | {"search": "billing", "type": "Service"},
 //	  "traverse": [{"edge": "dependsOn", "direction": "in", "hops": [1, 3], "type": "Service", "where": {…}, "edgeWhere": {…}}],
 //	  "where":    {"lifecycle": "production"},
-//	  "return":   {"fields": ["id", "type", "name"], "paths": false, "count": false},
-//	  "orderBy":  [{"field": "name", "desc": false}],
+//	  "return":   {"fields": ["id", "type", "name"], "degrees": [{"edge": "dependsOn", "direction": "in"}], "paths": false, "count": false},
+//	  "orderBy":  [{"field": "name", "desc": false}, {"degree": {"edge": "dependsOn", "direction": "in"}, "desc": true}],
 //	  "limit": 50, "cursor": "…",
 //	  "limits": {"timeoutMs": 2000, "maxVisited": 100000}
 //	}
@@ -35,6 +35,12 @@ import (
 // are id, type, createdAt, updatedAt, revision and property names; in a
 // step's edgeWhere, which filters the edges the step follows, they are the
 // names of the edges' properties.
+//
+// A node's degree is a field too: {"degree": {"edge": "dependsOn",
+// "direction": "in", "gte": 100}} in a node filter (with eq, ne, lt, lte,
+// gt, gte), {"degree": {…}} in place of "field" in an orderBy entry, and
+// return.degrees, which adds to each result "degrees": {"dependsOn:in":
+// 12}. A Degree says which edges count.
 //
 // A traversal step reaches the nodes whose shortest distance from some of
 // its start nodes lies within its hops (step.go says it exactly); Run and
@@ -119,17 +125,48 @@ func (h Hops) MarshalJSON() ([]byte, error) { return json.Marshal([2]int{h.Min, 
 // Return says what a query returns.
 type Return struct {
 	Fields []string `json:"fields,omitempty"`
-	Paths  bool     `json:"paths,omitempty"`
-	Count  bool     `json:"count,omitempty"`
+	// Degrees adds to each result its degrees, by Degree.Key: "degrees":
+	// {"dependsOn:in": 12}.
+	Degrees []Degree `json:"degrees,omitempty"`
+	Paths   bool     `json:"paths,omitempty"`
+	Count   bool     `json:"count,omitempty"`
 	// EdgeProperties asks (with Paths) for the properties of the paths'
 	// edges; the surface that serves the query reads them.
 	EdgeProperties bool `json:"edgeProperties,omitempty"`
 }
 
-// An Order sorts results by a field.
+// An Order sorts results by a field or by a degree (one of the two).
 type Order struct {
-	Field string `json:"field"`
-	Desc  bool   `json:"desc,omitempty"`
+	Field  string  `json:"field,omitempty"`
+	Degree *Degree `json:"degree,omitempty"`
+	Desc   bool    `json:"desc,omitempty"`
+}
+
+// A Degree names a node's degree: the number of its edges with one of
+// the labels in Edge (empty: every label) in Direction (empty: out). Both
+// counts out-edges plus in-edges, so a self-loop counts twice, as
+// DegreeCounter says.
+type Degree struct {
+	Edge      Labels    `json:"edge,omitempty"`
+	Direction Direction `json:"direction,omitempty"`
+}
+
+// Key names the degree in a result's degrees: the labels joined by
+// commas ("*" for every label), a colon and the direction, as in
+// "dependsOn:in".
+func (d Degree) Key() string {
+	l := "*"
+	if len(d.Edge) > 0 {
+		l = strings.Join(d.Edge, ",")
+	}
+	return l + ":" + string(cmpDir(d.Direction))
+}
+
+func cmpDir(d Direction) Direction {
+	if d == "" {
+		return Out
+	}
+	return d
 }
 
 //go:embed query.schema.json
@@ -261,11 +298,22 @@ func (q *Query) check(m *schema.Model) error {
 	for i, f := range q.Return.Fields {
 		v.field(fmt.Sprintf("/return/fields/%d", i), f, scope, true)
 	}
-	for i, o := range q.OrderBy {
-		v.field(fmt.Sprintf("/orderBy/%d/field", i), o.Field, scope, false)
+	for i := range q.Return.Degrees {
+		v.degree(fmt.Sprintf("/return/degrees/%d", i), &q.Return.Degrees[i])
 	}
-	if q.Return.Count && (q.Return.Paths || len(q.Return.Fields) > 0) {
-		v.add("/return", "count returns only the number of results; drop fields and paths, or count")
+	for i, o := range q.OrderBy {
+		ptr := fmt.Sprintf("/orderBy/%d", i)
+		switch {
+		case (o.Field == "") == (o.Degree == nil):
+			v.add(ptr, "give exactly one of: field, degree")
+		case o.Degree != nil:
+			v.degree(ptr+"/degree", o.Degree)
+		default:
+			v.field(ptr+"/field", o.Field, scope, false)
+		}
+	}
+	if q.Return.Count && (q.Return.Paths || len(q.Return.Fields) > 0 || len(q.Return.Degrees) > 0) {
+		v.add("/return", "count returns only the number of results; drop fields, degrees and paths, or count")
 	}
 	if q.Return.EdgeProperties && !q.Return.Paths {
 		v.add("/return/edgeProperties", "edgeProperties are the properties of the paths' edges: set paths: true too")
@@ -298,6 +346,9 @@ func explain(vs []schema.Violation) []schema.Violation {
 		}
 		if v.Rule == "additionalProperties" && inFilter(v.Pointer) {
 			v.Message = "is not an operator; operators are " + operators
+			if strings.HasSuffix(v.Pointer[:strings.LastIndex(v.Pointer, "/")], "/degree") {
+				v.Message = "is not a key of a degree filter: edge, direction, eq, ne, lt, lte, gt, gte"
+			}
 		}
 		out = append(out, v)
 	}
@@ -394,6 +445,58 @@ func (v *checker) field(ptr, f string, scope []string, allowProperties bool) {
 	v.add(ptr, fmt.Sprintf("unknown field %q for %s; fields are %s, %s", f, list(types), strings.Join(metaFields, ", "), strings.Join(known, ", ")))
 }
 
+// degree checks a degree's labels against the model and sets its default
+// direction.
+func (v *checker) degree(ptr string, d *Degree) {
+	for j, l := range d.Edge {
+		if _, ok := v.m.Edge(l); !ok {
+			v.add(ptr+"/edge"+edgeIndex(len(d.Edge), j), fmt.Sprintf("unknown edge label %q; the model has %s", l, list(v.m.EdgeLabels())))
+		}
+	}
+	d.Direction = cmpDir(d.Direction)
+	if _, err := ParseDirection(string(d.Direction)); err != nil {
+		v.add(ptr+"/direction", fmt.Sprintf("direction %q; write out, in or both", d.Direction))
+	}
+}
+
+// degreeOps are the operators a degree filter takes.
+var degreeOps = []string{"eq", "ne", "lt", "lte", "gt", "gte"}
+
+// degreeCond compiles a degree filter, {"edge": …, "direction": …, op:
+// n, …}, into one condition per operator.
+func (v *checker) degreeCond(ptr string, raw json.RawMessage) []cond {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		v.add(ptr, `a degree filter is an object: {"edge": label or labels, "direction": "out", "in" or "both", and one or more of eq, ne, lt, lte, gt, gte: n}`)
+		return nil
+	}
+	d := &Degree{}
+	if e, ok := obj["edge"]; ok && json.Unmarshal(e, &d.Edge) != nil {
+		v.add(ptr+"/edge", "an edge label or an array of them")
+	}
+	if e, ok := obj["direction"]; ok && json.Unmarshal(e, &d.Direction) != nil {
+		v.add(ptr+"/direction", "out, in or both")
+	}
+	v.degree(ptr, d)
+	var out []cond
+	for _, op := range degreeOps {
+		e, ok := obj[op]
+		if !ok {
+			continue
+		}
+		var n json.Number
+		if json.Unmarshal(e, &n) != nil {
+			v.add(ptr+"/"+op, "compare a degree with a number")
+			continue
+		}
+		out = append(out, cond{field: d.Key(), op: op, val: n, deg: d})
+	}
+	if len(out) == 0 {
+		v.add(ptr, "a degree filter needs an operator: eq, ne, lt, lte, gt or gte")
+	}
+	return out
+}
+
 // fields is what a filter's fields name: the fields of nodes of the types
 // in nodes (nil: any type), or, for an edge filter, the properties of
 // edges with the labels in edges.
@@ -467,6 +570,12 @@ func (v *checker) filter(ptr string, raw json.RawMessage, fs fields) *filter {
 			}
 		case "not":
 			f.not = v.filter(kptr, val, fs)
+		case "degree":
+			if fs.edge {
+				v.add(kptr, "an edgeWhere filters edges by their properties; filter nodes by degree in a where")
+				continue
+			}
+			f.conds = append(f.conds, v.degreeCond(kptr, val)...)
 		default:
 			if fs.edge {
 				v.edgeField(kptr, k, fs.edges)

@@ -232,7 +232,7 @@ func (src *source) keep(n *Node) bool {
 	q := src.ex.q
 	switch src.kind {
 	case srcType, srcLookup:
-		return n.Type == q.From.Type && q.From.where.match(n)
+		return n.Type == q.From.Type && src.ex.match(q.From.where, n)
 	}
 	return true
 }
@@ -329,6 +329,16 @@ func (src *source) load() error {
 		src.pageNext = sr.Cursor
 	}
 	src.idx = min(src.idx, len(src.page)) // the page shrank since the cursor was made
+	if ds := ex.q.From.where.degrees(); len(ds) > 0 && (src.kind == srcType || src.kind == srcLookup) {
+		// keep reads the page's degrees: one call per degree for the page.
+		nodes := make([]*Node, len(src.page))
+		for i, st := range src.page {
+			nodes[i] = st.node
+		}
+		if err := ex.nodeDegrees(nodes, ds); err != nil {
+			return err
+		}
+	}
 	src.loaded = true
 	return nil
 }

@@ -53,6 +53,8 @@ var graphFieldTags = map[string]reflect.StructTag{
 	"Query.from":         `desc:"ids | type (+where) | search (+type)"`,
 	"Query.where":        `desc:"{field: v | {eq|ne|lt|lte|gt|gte|in|contains|prefix|exists: v}}; and/or/not"`,
 	"Query.limits":       `schema:"opaque" desc:"Lower the ceilings"`,
+	"Order.degree":       `schema:"opaque"`,
+	"Return.degrees":     `schema:"opaque"`,
 	"Step.hops":          `desc:"n or [min,max]"`,
 	"Node.properties":    `desc:"As lore://model defines the node's type"`,
 	"PathsResult.length": `desc:"Edges in paths[0]; -1: none"`,
@@ -316,8 +318,14 @@ func constrain(p *jschema, tag reflect.StructTag, mode schemaMode) error {
 		k, v, _ := strings.Cut(rule, "=")
 		switch k {
 		case "opaque":
+			// graph.ParseQuery checks what is inside against the query
+			// language's schema; the inventory keeps the bare type.
 			if mode == inputSchema {
-				*p = jschema{Type: "object"}
+				t := "object"
+				if p.Type == "array" {
+					t = "array"
+				}
+				*p = jschema{Type: t}
 			}
 			continue
 		}

@@ -99,7 +99,7 @@ func (o *describeOut) text() string {
 
 func describeModel(m *schema.Model) *Tool {
 	return define(readTool("describe_model", "Describe the model",
-		"Node types (with properties) and edge labels of this graph, with counts. Call first; pass type for its full JSON Schema."),
+		"Node types (with properties) and edge labels, with counts. Call first; pass type for its full JSON Schema."),
 		func(ctx context.Context, c *Catalog, in *describeIn) (*describeOut, error) {
 			st, err := c.store.Stats(ctx)
 			if err != nil {
@@ -458,7 +458,7 @@ func queryGraph() *Tool {
 	// language's full schema (graph.QuerySchema) and the model, reporting
 	// every problem by pointer.
 	t := readTool("query_graph", "Query the graph",
-		"Bounded graph query: start set, traversal steps, filters, fields, order. For multi-hop questions.")
+		"Bounded query: start set, steps, filters, fields, order. For multi-hop questions.")
 	t.schemaIn = reflect.TypeFor[graph.Query]()
 	return define(t,
 		func(ctx context.Context, c *Catalog, in *json.RawMessage) (*queryOut, error) {

@@ -9490,7 +9490,7 @@ func (ec *executionContext) unmarshalInputQueryGraphOrderByInput(ctx context.Con
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"field", "desc"}
+	fieldsInOrder := [...]string{"field", "degree", "desc"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9499,11 +9499,18 @@ func (ec *executionContext) unmarshalInputQueryGraphOrderByInput(ctx context.Con
 		switch k {
 		case "field":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
-			data, err := ec.unmarshalNString2string(ctx, v)
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.Field = data
+		case "degree":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("degree"))
+			data, err := ec.unmarshalOJSON2interface(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Degree = data
 		case "desc":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("desc"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -9539,7 +9546,7 @@ func (ec *executionContext) unmarshalInputQueryGraphReturnInput(ctx context.Cont
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"fields", "paths", "count", "edgeProperties"}
+	fieldsInOrder := [...]string{"fields", "degrees", "paths", "count", "edgeProperties"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -9553,6 +9560,13 @@ func (ec *executionContext) unmarshalInputQueryGraphReturnInput(ctx context.Cont
 				return it, err
 			}
 			it.Fields = data
+		case "degrees":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("degrees"))
+			data, err := ec.unmarshalOJSON2ᚕinterface(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Degrees = data
 		case "paths":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("paths"))
 			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
@@ -12983,6 +12997,35 @@ func (ec *executionContext) marshalOJSON2interface(ctx context.Context, sel ast.
 	_ = ctx
 	res := graphql.MarshalAny(v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOJSON2ᚕinterface(ctx context.Context, v any) ([]any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]any, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalOJSON2interface(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOJSON2ᚕinterface(ctx context.Context, sel ast.SelectionSet, v []any) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalOJSON2interface(ctx, sel, v[i])
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalONeighbor2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐNeighborᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Neighbor) graphql.Marshaler {

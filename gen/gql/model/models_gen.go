@@ -222,8 +222,9 @@ type QueryGraphFromInput struct {
 }
 
 type QueryGraphOrderByInput struct {
-	Field string `json:"field"`
-	Desc  *bool  `json:"desc,omitempty"`
+	Field  *string `json:"field,omitempty"`
+	Degree any     `json:"degree,omitempty"`
+	Desc   *bool   `json:"desc,omitempty"`
 }
 
 type QueryGraphResult struct {
@@ -244,6 +245,7 @@ type QueryGraphResult struct {
 
 type QueryGraphReturnInput struct {
 	Fields         []string `json:"fields,omitempty"`
+	Degrees        []any    `json:"degrees,omitempty"`
 	Paths          *bool    `json:"paths,omitempty"`
 	Count          *bool    `json:"count,omitempty"`
 	EdgeProperties *bool    `json:"edgeProperties,omitempty"`
