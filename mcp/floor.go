@@ -47,9 +47,17 @@ func floorMiddleware(f *sessionFloors) mcpsdk.Middleware {
 	return func(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 		return func(ctx context.Context, method string, req mcpsdk.Request) (mcpsdk.Result, error) {
 			if ss, ok := req.GetSession().(*mcpsdk.ServerSession); ok && ss != nil {
+				// The request's own floor, if it has one (an HTTP request's
+				// Lore-Min-Seq, which a stateless 2026-07-28 request needs,
+				// having no session to keep it), learns what the session's
+				// reached, for the response's Lore-Seq.
+				outer := graph.SeqFloorFrom(ctx)
 				fl := f.of(ss)
 				fl.Raise(graph.MinSeq(ctx))
 				ctx = graph.WithSeqFloor(ctx, fl)
+				if outer != nil {
+					defer func() { outer.Raise(fl.Seq()) }()
+				}
 			}
 			return next(ctx, method, req)
 		}

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,5 +50,46 @@ func TestLoreSeqHeaders(t *testing.T) {
 	}
 	if resp = post("/api/v1/tools/get_node", `{"id":"topic/seq"}`, map[string]string{"Lore-Min-Seq": "soon"}); resp.StatusCode != 400 {
 		t.Fatalf("Lore-Min-Seq: soon: status %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestLoreSeqOnStatelessMCP: a 2026-07-28 request to /mcp has no session
+// to keep a floor in, so it takes Lore-Min-Seq and answers with Lore-Seq
+// as REST and GraphQL do: a write returns its change-log number, and a
+// read sent with it is answered at that floor (and echoes it).
+func TestLoreSeqOnStatelessMCP(t *testing.T) {
+	f := newFixture(t)
+	call := func(method, name, args string, header map[string]string) *http.Response {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+			`"io.modelcontextprotocol/clientCapabilities":{}},"name":"` + name + `","arguments":` + args + `}}`
+		req, _ := http.NewRequest("POST", f.url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		req.Header.Set("Mcp-Name", name)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(data), `"result"`) || strings.Contains(string(data), `"isError":true`) {
+			t.Fatalf("%s %s: %d %s", method, name, resp.StatusCode, data)
+		}
+		return resp
+	}
+	resp := call("tools/call", "upsert_nodes", `{"nodes":[{"id":"topic/stateless","type":"Topic","properties":{"name":"stateless"}}]}`, nil)
+	seq, err := strconv.ParseUint(resp.Header.Get("Lore-Seq"), 10, 64)
+	if err != nil || seq == 0 {
+		t.Fatalf("a stateless write: Lore-Seq %q, want the write's change-log number", resp.Header.Get("Lore-Seq"))
+	}
+	resp = call("tools/call", "get_node", `{"id":"topic/stateless"}`, map[string]string{"Lore-Min-Seq": strconv.FormatUint(seq, 10)})
+	if got := resp.Header.Get("Lore-Seq"); got != strconv.FormatUint(seq, 10) {
+		t.Errorf("a stateless read with Lore-Min-Seq %d: Lore-Seq %q", seq, got)
 	}
 }

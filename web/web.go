@@ -65,7 +65,7 @@ func NewHandler(srv *mcp.Server, opts *Options) http.Handler {
 	}
 	cat := srv.Catalog()
 	api := http.NewServeMux()
-	api.Handle("/mcp", srv.Handler(&o.HTTP))
+	api.Handle("/mcp", withSeqFloor(srv.Handler(&o.HTTP)))
 	restH := rest.NewHandler(cat, &rest.Options{Logger: o.Logger, MaxJSONDepth: o.HTTP.MaxJSONDepth, Version: o.Version})
 	api.Handle("/api/", withSeqFloor(restH))
 	graphql := withSeqFloor(gql.NewHandler(cat, &gql.Options{Logger: o.Logger, AllowedOrigins: o.HTTP.AllowedOrigins,
