@@ -65,13 +65,13 @@ func (s *Store) Repair(ctx context.Context) (*graph.CheckReport, error) {
 }
 
 func (s *Store) checkTx(ctx context.Context, tx pgx.Tx, r *graph.CheckReport) error {
-	var last int64
-	if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM lore_nodes), (SELECT count(*) FROM lore_edges), (SELECT count(*) FROM lore_changes), (SELECT coalesce(max(seq), 0) FROM lore_changes)`).
-		Scan(&r.Nodes, &r.Edges, &r.Changes, &last); err != nil {
+	var last, base int64
+	if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM lore_nodes), (SELECT count(*) FROM lore_edges), (SELECT count(*) FROM lore_changes), `+lastSeqSQL+`, `+baseSQL).
+		Scan(&r.Nodes, &r.Edges, &r.Changes, &last, &base); err != nil {
 		return err
 	}
-	if uint64(last) != r.Changes {
-		r.Addf("the change log holds %d entries up to %d: it has gaps", r.Changes, last)
+	if uint64(last-base) != r.Changes {
+		r.Addf("the change log holds %d entries from %d to %d: it has gaps", r.Changes, base+1, last)
 	}
 	problems := []struct{ what, sql string }{
 		{"count", `SELECT coalesce(c.kind, a.kind) || ' ' || coalesce(c.name, a.name) || ': the counter says ' || coalesce(c.n, 0) || ', the records ' || coalesce(a.n, 0)

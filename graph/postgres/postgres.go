@@ -182,6 +182,7 @@ const notifyChannel = "lore_changes"
 const (
 	lockCommit  int64 = 0x6c6f7265_00000001
 	lockMigrate int64 = 0x6c6f7265_00000002
+	lockLoad    int64 = 0x6c6f7265_00000003 // held by a live all-or-nothing load (see BeginLoad)
 )
 
 // A Store is a graph.Store on PostgreSQL.
@@ -201,6 +202,8 @@ type Store struct {
 	changed *graph.Notifier
 
 	rs *readStore // nil: reads go to pool
+
+	load *load // the all-or-nothing load under way, if any (guarded by wmu; see BeginLoad)
 
 	stop     context.CancelFunc // stops the listener
 	listener sync.WaitGroup
@@ -287,6 +290,8 @@ func (s *Store) init(ctx context.Context, model *schema.Model) error {
 		}
 	} else if err := migrate(ctx, s.pool); err != nil {
 		return err
+	} else if _, err := undoLoad(ctx, s.pool, false); err != nil {
+		return fmt.Errorf("undoing an import that did not finish: %w", err)
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
@@ -317,7 +322,7 @@ type querier interface {
 
 func (s *Store) lastSeq(ctx context.Context, q querier) (uint64, error) {
 	var seq int64
-	err := q.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM lore_changes`).Scan(&seq)
+	err := q.QueryRow(ctx, `SELECT `+lastSeqSQL).Scan(&seq)
 	return uint64(seq), err
 }
 
@@ -351,6 +356,10 @@ func (s *Store) Close() error {
 	defer s.wmu.Unlock()
 	if s.closed.Swap(true) {
 		return nil
+	}
+	if s.load != nil {
+		s.load.conn.Close(context.Background()) // the next open undoes the load
+		s.load = nil
 	}
 	s.stop()
 	s.listener.Wait()

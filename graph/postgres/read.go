@@ -613,7 +613,7 @@ func (s *Store) Stats(ctx context.Context) (*graph.Stats, error) {
 		return nil, err
 	}
 	return readOn(ctx, s, func(db querier) (*graph.Stats, error) {
-		rows, err := db.Query(ctx, `SELECT 'seq', '', coalesce(max(seq), 0) FROM lore_changes
+		rows, err := db.Query(ctx, `SELECT 'seq', '', `+lastSeqSQL+`
 		UNION ALL SELECT kind, name, n FROM lore_counts WHERE n > 0`)
 		if err != nil {
 			return nil, err

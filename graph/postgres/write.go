@@ -24,6 +24,13 @@ type idemRec struct {
 // Apply validates b and commits it atomically with one change-log entry
 // (see the package documentation for the commit point).
 func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, err error) {
+	return s.apply(ctx, b, false)
+}
+
+// apply is Apply; inLoad says the batch is one of an all-or-nothing
+// load's own (see BeginLoad), which commits on the load's connection. Any
+// other write during a load is ErrConflict.
+func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *graph.Result, err error) {
 	if b == nil {
 		return nil, fmt.Errorf("nil batch: %w", graph.ErrInvalid)
 	}
@@ -47,15 +54,39 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 	}
 	var p *graph.Plan
 	var replay *graph.Result
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	ld := s.load
+	if ld != nil && !inLoad && !b.DryRun {
+		return nil, fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", graph.ErrConflict)
+	}
+	var tx pgx.Tx
+	if ld != nil && inLoad {
+		tx, err = ld.conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	} else {
+		tx, err = s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(context.Background()) // after Commit, a no-op
-	if !b.DryRun {
+	if !b.DryRun && (ld == nil || !inLoad) {
+		// (A load's connection holds the commit lock for the whole load.)
 		// The commit point: every writer of every process waits here.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockCommit); err != nil {
+		// Then, under it, a load still marked under way is a dead one.
+		lb := &pgx.Batch{}
+		lb.Queue(`SELECT pg_advisory_xact_lock($1)`, lockCommit)
+		var dead bool
+		lb.Queue(loadMarkerSQL).QueryRow(func(r pgx.Row) error { return r.Scan(&dead) })
+		if err := tx.SendBatch(ctx, lb).Close(); err != nil {
 			return nil, fmt.Errorf("waiting for the commit lock: %w", err)
+		}
+		if dead {
+			tx.Rollback(ctx)
+			if live, err := undoLoad(ctx, s.pool, false); err != nil || live {
+				return nil, errors.Join(err, fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", graph.ErrConflict))
+			}
+			s.wmu.Unlock()
+			defer s.wmu.Lock()
+			return s.apply(ctx, b, inLoad)
 		}
 	}
 	if b.IdempotencyKey != "" {

@@ -1,0 +1,212 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lore-dev/lore/graph"
+)
+
+// An all-or-nothing load (graph.AtomicLoader) into a store that holds,
+// and held, nothing runs on a connection of its own, which holds two
+// session advisory locks for the load's duration: lockLoad, which says a
+// load is alive, and lockCommit, the commit point, so that every other
+// writer of every process waits for the load to end. The load's batches
+// commit on that connection and skip the transaction-level lock they
+// already hold; any other write through this Store is ErrConflict.
+//
+// A row 'loading' in lore_meta, committed before the first batch and
+// deleted by the commit that ends the load, marks the load. Undoing it
+// (done(false), or a dead load found later) truncates every table a load
+// fills and records in lore_meta's 'base' the last sequence number given
+// out, so that the change log's numbers keep growing (see lastSeqSQL).
+// The marker plus a free lockLoad means the loader died (its session
+// ended, which released its locks): the next Open, the next load and the
+// next writer to find it undo the load first.
+//
+// A fast load commits with synchronous_commit off on its connection: each
+// commit is atomic but not flushed; the load's last commit, which deletes
+// the marker, is synchronous and flushes them all. A crash of PostgreSQL
+// may lose the load's last commits, never the marker, so the load is then
+// undone whole.
+
+// load is an all-or-nothing load under way.
+type load struct {
+	conn *pgx.Conn
+}
+
+// baseSQL is the last sequence number an undone load gave out (0 if none).
+const baseSQL = `(SELECT coalesce(max(convert_from(value, 'UTF8')::bigint), 0) FROM lore_meta WHERE key = 'base')`
+
+// lastSeqSQL is the last sequence number given out: the newest entry of
+// the change log, or the base an undone load left.
+const lastSeqSQL = `greatest((SELECT coalesce(max(seq), 0) FROM lore_changes), ` + baseSQL + `)`
+
+// loadMarkerSQL says whether a load is marked under way.
+const loadMarkerSQL = `SELECT EXISTS (SELECT 1 FROM lore_meta WHERE key = 'loading')`
+
+// BeginLoad starts an all-or-nothing load if the store holds, and held,
+// nothing (see graph.AtomicLoader); fast defers the flush of its commits
+// to its end. It waits for the commits under way in other processes.
+func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.check() != nil || s.readOnly || s.load != nil {
+		return nil, false
+	}
+	ctx := context.Background()
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, false
+	}
+	if ok, err := beginLoad(ctx, conn, fast); err != nil || !ok {
+		conn.Close(ctx)
+		return nil, false
+	}
+	ld := &load{conn: conn}
+	s.load = ld
+	return func(ok bool) error { return s.endLoad(ld, ok) }, true
+}
+
+// beginLoad takes a load's locks on conn, undoes a dead load, checks that
+// the store is empty and marks the load.
+func beginLoad(ctx context.Context, conn *pgx.Conn, fast bool) (bool, error) {
+	var free bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockLoad).Scan(&free); err != nil || !free {
+		return false, err // another load is under way
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, lockCommit); err != nil {
+		return false, err
+	}
+	if _, err := undoLoad(ctx, conn, false); err != nil {
+		return false, err
+	}
+	var empty bool
+	err := conn.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM lore_nodes) AND NOT EXISTS (SELECT 1 FROM lore_edges)
+		AND `+lastSeqSQL+` = `+baseSQL).Scan(&empty)
+	if err != nil || !empty {
+		return false, err
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO lore_meta (key, value) VALUES ('loading', '\x01')`); err != nil {
+		return false, err
+	}
+	if fast {
+		if _, err := conn.Exec(ctx, `SET synchronous_commit = off`); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// endLoad ends the load ld: it keeps what the load wrote (ok) or empties
+// the store again, then ends the load's connection and its locks.
+func (s *Store) endLoad(ld *load, ok bool) (err error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.load != ld {
+		return graph.ErrClosed // Close ended the load: the next open undoes it
+	}
+	s.load = nil
+	ctx := context.Background()
+	if ok {
+		_, err = ld.conn.Exec(ctx, `SET synchronous_commit = on; DELETE FROM lore_meta WHERE key = 'loading'`)
+		ld.conn.Close(ctx) // which releases the locks
+		if err == nil {
+			return nil
+		}
+		err = fmt.Errorf("ending the load: %w", err)
+	}
+	_, uerr := undoLoad(ctx, ld.conn, false)
+	ld.conn.Close(ctx)
+	if uerr != nil {
+		// The load's connection may be lost (a cancelled statement ends
+		// it): undo the load as a dead one, on another, once its session
+		// has ended.
+		var live bool
+		if live, uerr = undoLoad(ctx, s.pool, true); live {
+			uerr = errors.New("another load holds the store") // which undoes this one as it begins
+		}
+	}
+	if uerr != nil {
+		return errors.Join(err, fmt.Errorf("emptying the store of an import that failed: %w", uerr))
+	}
+	s.changed.Notify()
+	return err
+}
+
+// beginner is what undoLoad runs its transaction on.
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// undoLoad empties the store of a load marked under way, unless the load
+// is alive on another connection (then it reports live); wait waits up to
+// 10 s for it to end instead. q may be the load's own connection.
+func undoLoad(ctx context.Context, q beginner, wait bool) (live bool, err error) {
+	err = pgx.BeginFunc(ctx, q, func(tx pgx.Tx) error {
+		var marked bool
+		if err := tx.QueryRow(ctx, loadMarkerSQL).Scan(&marked); err != nil || !marked {
+			return err
+		}
+		lock := `SELECT pg_try_advisory_xact_lock($1)`
+		if wait {
+			if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+				return err
+			}
+			lock = `SELECT true FROM pg_advisory_xact_lock($1)`
+		}
+		var free bool
+		if err := tx.QueryRow(ctx, lock, lockLoad).Scan(&free); err != nil || !free {
+			live = true
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockCommit); err != nil {
+			return err
+		}
+		var last int64
+		err := tx.QueryRow(ctx, `SELECT `+lastSeqSQL+`, EXISTS (SELECT 1 FROM lore_meta WHERE key = 'loading')`).Scan(&last, &marked)
+		if err != nil || !marked {
+			return err
+		}
+		_, err = tx.Exec(ctx, `TRUNCATE lore_nodes, lore_edges, lore_prop, lore_postings, lore_degrees, lore_counts, lore_changes;
+			DELETE FROM lore_meta WHERE key = 'loading';
+			INSERT INTO lore_meta (key, value) VALUES ('base', convert_to(`+strconv.FormatInt(last, 10)+`::text, 'UTF8'))
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`)
+		return err
+	})
+	return live, err
+}
+
+// ApplyStream applies the batches of in one after another, as Apply does
+// (see graph.Pipeliner); during an all-or-nothing load, they are the
+// load's own.
+func (s *Store) ApplyStream(ctx context.Context, in <-chan *graph.StreamBatch, handle func(*graph.StreamBatch, *graph.Result, error) bool) {
+	for {
+		var sb *graph.StreamBatch
+		var ok bool
+		select {
+		case sb, ok = <-in:
+		case <-ctx.Done(): // the reader may be blocked on its input
+		}
+		if !ok {
+			return
+		}
+		var res *graph.Result
+		var err error
+		if sb.Batch != nil && sb.Batch.Len() > 0 {
+			res, err = s.apply(ctx, sb.Batch, true)
+		}
+		if !handle(sb, res, err) {
+			return
+		}
+	}
+}
+
+var (
+	_ graph.AtomicLoader = (*Store)(nil)
+	_ graph.Pipeliner    = (*Store)(nil)
+)

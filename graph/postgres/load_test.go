@@ -1,0 +1,202 @@
+package postgres_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/graphtest"
+	"github.com/lore-dev/lore/graph/postgres"
+	"github.com/lore-dev/lore/graph/postgres/pgtest"
+)
+
+// topicLines returns n Topic node lines, topic/<prefix>0 … .
+func topicLines(prefix string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"kind":"node","id":"topic/%s%d","type":"Topic","properties":{"name":"topic %d"}}`+"\n", prefix, i, i)
+	}
+	return b.String()
+}
+
+// emptyStore fails the test unless s holds nothing, its derived tables
+// included, and its change log gives out numbers after last.
+func emptyStore(t *testing.T, s *postgres.Store, last uint64) {
+	t.Helper()
+	st, err := s.Stats(t.Context())
+	if err != nil || st.Nodes != 0 || st.Edges != 0 || st.LastSeq != last {
+		t.Errorf("stats: %+v %v, want an empty store whose last sequence number is %d", st, err, last)
+	}
+	if ch, err := s.Since(t.Context(), 0, 100); err != nil || len(ch) != 0 {
+		t.Errorf("change log: %v %v, want none", ch, err)
+	}
+	res, err := graph.Search(t.Context(), s, graph.SearchQuery{Text: "topic"}, graph.Limits{})
+	if err != nil || len(res.Hits) != 0 {
+		t.Errorf("search: %v %v, want no hit", res, err)
+	}
+	var n int
+	if err := s.Pool().QueryRow(t.Context(), `SELECT (SELECT count(*) FROM lore_prop) + (SELECT count(*) FROM lore_postings) + (SELECT count(*) FROM lore_degrees)
+		+ (SELECT count(*) FROM lore_counts WHERE n <> 0)`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d derived rows left (%v)", n, err)
+	}
+	graphtest.CheckOK(t, s)
+}
+
+// A failed import into an empty store leaves it empty and usable: it is
+// read once (no check pass), its batches are undone, and the next
+// import's change-log entries come after the undone ones.
+func TestImportIntoEmptyStoreIsAllOrNothing(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			s := open(t, pgtest.NewDatabase(t))
+			checking := false
+			opt := graph.ImportOptions{BatchSize: 10, Durable: durable, Progress: func(st graph.ImportStats) { checking = checking || st.Checking }}
+			data := topicLines("t", 25) + `{"kind":"node","id":"topic/bad","type":"Topic","properties":{"name":1}}` + "\n" + topicLines("u", 3)
+			st, err := graph.Import(t.Context(), s, strings.NewReader(data), opt)
+			var ie *graph.ImportError
+			if !errors.As(err, &ie) || !strings.Contains(err.Error(), "nothing was written") || !strings.Contains(err.Error(), "line 26:") {
+				t.Fatalf("Import = %v, want an ImportError saying nothing was written, naming line 26", err)
+			}
+			if st.Created != 0 || st.Batches != 0 || checking {
+				t.Errorf("stats of the undone import: %+v (a check pass: %v)", st, checking)
+			}
+			emptyStore(t, s, 2)
+			if _, err := graph.Import(t.Context(), s, strings.NewReader(topicLines("t", 25)), opt); err != nil {
+				t.Fatal(err)
+			}
+			ch, err := s.Since(t.Context(), 0, 100)
+			if err != nil || len(ch) != 3 || ch[0].Seq != 3 {
+				t.Errorf("change log after the good import: %v %v, want 3 entries from 3", ch, err)
+			}
+			if checking {
+				t.Error("an import into an empty store checked its input first")
+			}
+			graphtest.CheckOK(t, s)
+		})
+	}
+}
+
+// loadBatches commits n one-node batches through s's load.
+func loadBatches(t *testing.T, s *postgres.Store, n int) {
+	t.Helper()
+	in := make(chan *graph.StreamBatch, n)
+	for i := range n {
+		in <- &graph.StreamBatch{Batch: &graph.Batch{Op: "import", Nodes: []graph.NodeInput{topic(fmt.Sprintf("topic/l%d", i), "loaded")}}}
+	}
+	close(in)
+	s.ApplyStream(t.Context(), in, func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true
+	})
+}
+
+// An all-or-nothing load whose process dies (its connection ends) is
+// undone: by the next open, or by a replica's writer, which waited for
+// the load and writes after undoing it.
+func TestInterruptedLoadIsUndone(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fast=%v/open", fast), func(t *testing.T) {
+			url := pgtest.NewDatabase(t)
+			s := open(t, url)
+			if _, ok := s.BeginLoad(fast); !ok {
+				t.Fatal("an empty store did not start a load")
+			}
+			if _, err := s.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{topic("topic/other", "o")}}); !errors.Is(err, graph.ErrConflict) {
+				t.Fatalf("a write during a load: %v", err)
+			}
+			loadBatches(t, s, 3)
+			s.Close() // as the process's death does, it ends the load's connection
+			s = open(t, url)
+			emptyStore(t, s, 3)
+			res, err := s.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{topic("topic/z", "z")}})
+			if err != nil || res.Seq != 4 {
+				t.Errorf("the write after the undone load: %+v %v, want seq 4", res, err)
+			}
+		})
+		t.Run(fmt.Sprintf("fast=%v/replica", fast), func(t *testing.T) {
+			url := pgtest.NewDatabase(t)
+			s, replica := open(t, url), open(t, url)
+			if _, ok := s.BeginLoad(fast); !ok {
+				t.Fatal("an empty store did not start a load")
+			}
+			if _, ok := replica.BeginLoad(fast); ok {
+				t.Fatal("a second load began during the first")
+			}
+			wrote := make(chan error, 1)
+			go func() {
+				_, err := replica.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{topic("topic/other", "o")}})
+				wrote <- err
+			}()
+			waitForLockWaiter(t, s)
+			loadBatches(t, s, 3)
+			select {
+			case err := <-wrote:
+				t.Fatalf("a replica's write during the load returned: %v", err)
+			default:
+			}
+			s.Close()
+			if err := <-wrote; err != nil {
+				t.Fatal(err)
+			}
+			st, err := replica.Stats(t.Context())
+			if err != nil || st.Nodes != 1 || st.LastSeq != 4 {
+				t.Errorf("after the replica's write: %+v %v, want its node alone, at seq 4", st, err)
+			}
+			graphtest.CheckOK(t, replica)
+		})
+	}
+}
+
+// waitForLockWaiter waits until a session waits for an advisory lock.
+func waitForLockWaiter(t *testing.T, s *postgres.Store) {
+	t.Helper()
+	for range 500 {
+		var n int
+		err := s.Pool().QueryRow(t.Context(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		waitBriefly(t.Context())
+	}
+	t.Fatal("no writer waited for the load's lock within 10 s")
+}
+
+// A load whose connection is lost (as a cancelled statement ends it)
+// leaves the store empty and usable, whether the import then ends it as
+// failed or as done (which then fails).
+func TestLostLoadIsUndone(t *testing.T) {
+	for _, ok := range []bool{false, true} {
+		t.Run(fmt.Sprintf("done(%v)", ok), func(t *testing.T) {
+			s := open(t, pgtest.NewDatabase(t))
+			done, began := s.BeginLoad(true)
+			if !began {
+				t.Fatal("an empty store did not start a load")
+			}
+			loadBatches(t, s, 2)
+			// lockLoad is 0x6c6f7265_00000003: pg_locks shows it as classid, objid.
+			var killed bool
+			if err := s.Pool().QueryRow(t.Context(), `SELECT bool_or(pg_terminate_backend(pid)) FROM pg_locks
+				WHERE locktype = 'advisory' AND classid = x'6c6f7265'::int AND objid = 3 AND granted`).Scan(&killed); err != nil || !killed {
+				t.Fatalf("ending the load's connection: %v %v", killed, err)
+			}
+			if err := done(ok); (err != nil) != ok {
+				t.Errorf("done(%v) = %v", ok, err)
+			}
+			emptyStore(t, s, 2)
+			if _, err := graph.Import(t.Context(), s, strings.NewReader(topicLines("t", 5)), graph.ImportOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var marked bool
+			if err := s.Pool().QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM lore_meta WHERE key = 'loading')`).Scan(&marked); err != nil || marked {
+				t.Errorf("the load marker is left after a good import (%v)", err)
+			}
+		})
+	}
+}
