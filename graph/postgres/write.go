@@ -599,16 +599,25 @@ func (s *Store) planWrites(p *graph.Plan) *writes {
 		var ids, labels []string
 		var ins []bool
 		var ns []int64
+		var fell struct { // the keys whose count fell, which may reach 0
+			ids, labels []string
+			ins         []bool
+		}
 		for k, n := range deg {
 			if n != 0 {
 				ids, labels, ins, ns = append(ids, k.id), append(labels, k.label), append(ins, k.in), append(ns, n)
+			}
+			if n < 0 {
+				fell.ids, fell.labels, fell.ins = append(fell.ids, k.id), append(fell.labels, k.label), append(fell.ins, k.in)
 			}
 		}
 		if len(ids) > 0 {
 			b.Queue(`INSERT INTO lore_degrees AS d (node_id, label, inbound, n) SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::bigint[])
 				ON CONFLICT (node_id, label, inbound) DO UPDATE SET n = d.n + excluded.n`, ids, labels, ins, ns)
+		}
+		if len(fell.ids) > 0 {
 			b.Queue(`DELETE FROM lore_degrees d USING unnest($1::text[], $2::text[], $3::boolean[]) AS u(i, l, b)
-				WHERE d.node_id = u.i AND d.label = u.l AND d.inbound = u.b AND d.n = 0`, ids, labels, ins)
+				WHERE d.node_id = u.i AND d.label = u.l AND d.inbound = u.b AND d.n = 0`, fell.ids, fell.labels, fell.ins)
 		}
 	}
 	if len(counts) > 0 {
