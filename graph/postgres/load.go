@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -182,9 +183,30 @@ func undoLoad(ctx context.Context, q beginner, wait bool) (live bool, err error)
 }
 
 // ApplyStream applies the batches of in one after another, as Apply does
-// (see graph.Pipeliner); during an all-or-nothing load, they are the
-// load's own.
+// (see graph.Pipeliner). During an all-or-nothing load they are the
+// load's own, and each is planned while the one before it commits: no
+// other writer can commit meanwhile, so what the load committed plus the
+// plan in flight is the state the batch applies to.
 func (s *Store) ApplyStream(ctx context.Context, in <-chan *graph.StreamBatch, handle func(*graph.StreamBatch, *graph.Result, error) bool) {
+	s.wmu.Lock()
+	ld := s.load
+	s.wmu.Unlock()
+	type flight struct {
+		sb   *graph.StreamBatch
+		p    *graph.Plan
+		done chan error
+	}
+	var cur *flight
+	// finish waits for the batch in flight and reports it.
+	finish := func() bool {
+		f := cur
+		cur = nil
+		if err := <-f.done; err != nil {
+			handle(f.sb, nil, err)
+			return false
+		}
+		return handle(f.sb, f.p.Result, nil)
+	}
 	for {
 		var sb *graph.StreamBatch
 		var ok bool
@@ -193,17 +215,80 @@ func (s *Store) ApplyStream(ctx context.Context, in <-chan *graph.StreamBatch, h
 		case <-ctx.Done(): // the reader may be blocked on its input
 		}
 		if !ok {
+			break
+		}
+		b := sb.Batch
+		if ld == nil || b == nil || b.Len() == 0 || len(b.DeleteNodes) > 0 || b.IdempotencyKey != "" || b.DryRun {
+			if cur != nil && !finish() {
+				return
+			}
+			var res *graph.Result
+			var err error
+			if b != nil && b.Len() > 0 {
+				res, err = s.apply(ctx, b, true)
+			}
+			if !handle(sb, res, err) {
+				return
+			}
+			continue
+		}
+		var snap graph.Snapshot = &pgSnap{tx: s.pool}
+		if cur != nil {
+			snap = graph.OverlaySnapshot(snap, cur.p)
+		}
+		t := graph.NormalizeTime(time.Now())
+		p, err := graph.PlanBatch(ctx, s.model, snap, b, t)
+		if cur != nil && !finish() {
 			return
 		}
-		var res *graph.Result
-		var err error
-		if sb.Batch != nil && sb.Batch.Len() > 0 {
-			res, err = s.apply(ctx, sb.Batch, true)
+		if err != nil || p.Empty() {
+			var res *graph.Result
+			if p != nil {
+				res = p.Result
+			}
+			if !handle(sb, res, err) {
+				return
+			}
+			continue
 		}
-		if !handle(sb, res, err) {
-			return
-		}
+		cur = &flight{sb: sb, p: p, done: make(chan error, 1)}
+		go func(f *flight) { f.done <- s.commitLoad(ctx, ld, f.p) }(cur)
 	}
+	if cur != nil {
+		finish()
+	}
+}
+
+// commitLoad commits a plan of the load ld on its connection.
+func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	tx, err := ld.conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background()) // after Commit, a no-op
+	seq, err := s.lastSeq(ctx, tx)
+	if err != nil {
+		return err
+	}
+	seq++
+	p.Result.Seq, p.Change.Seq = seq, seq
+	wr := s.planWrites(p)
+	wr.last.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
+	wr.last.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(seq))
+	if err := wr.exec(ctx, tx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if err := tx.Commit(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	graph.RaiseMinSeq(ctx, seq)
+	if s.rs == nil {
+		s.announce(seq)
+	}
+	return nil
 }
 
 var (

@@ -358,7 +358,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	if s.load != nil {
-		s.load.conn.Close(context.Background()) // the next open undoes the load
+		// The next open, load or writer undoes the load: unlocked now, it
+		// is a dead one.
+		s.load.conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, lockLoad)
+		s.load.conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`)
+		s.load.conn.Close(context.Background())
 		s.load = nil
 	}
 	s.stop()

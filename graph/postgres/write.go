@@ -81,7 +81,8 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 		}
 		if dead {
 			tx.Rollback(ctx)
-			if live, err := undoLoad(ctx, s.pool, false); err != nil || live {
+			// (Its session may be ending: its locks go one by one.)
+			if live, err := undoLoad(ctx, s.pool, true); err != nil || live {
 				return nil, errors.Join(err, fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", graph.ErrConflict))
 			}
 			s.wmu.Unlock()
@@ -161,8 +162,9 @@ func batchHash(b *graph.Batch) []byte {
 }
 
 // pgSnap is the planning snapshot: reads in the writer's transaction,
-// under the commit lock.
-type pgSnap struct{ tx pgx.Tx }
+// under the commit lock (or, during a load, which holds the lock, reads
+// of what it committed).
+type pgSnap struct{ tx querier }
 
 func idStrings(ids []graph.ID) []string {
 	out := make([]string, len(ids))
