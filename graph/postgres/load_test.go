@@ -42,6 +42,44 @@ func emptyStore(t *testing.T, s *postgres.Store, last uint64) {
 		t.Errorf("%d derived rows left (%v)", n, err)
 	}
 	graphtest.CheckOK(t, s)
+	keysPresent(t, s)
+}
+
+// keysPresent fails the test unless lore_prop and lore_postings have their
+// keys (which a fast load defers).
+func keysPresent(t *testing.T, s *postgres.Store) {
+	t.Helper()
+	var ok bool
+	if err := s.Pool().QueryRow(t.Context(), `SELECT to_regclass('lore_postings_pkey') IS NOT NULL AND to_regclass('lore_prop_pkey') IS NOT NULL`).Scan(&ok); err != nil || !ok {
+		t.Errorf("the keys of lore_prop and lore_postings are missing (%v)", err)
+	}
+}
+
+// A fast load whose later batches give elements again (updates, which
+// need the keys it deferred) ends with every element's last version, its
+// derived rows right and its keys built.
+func TestLoadUpdatesElements(t *testing.T) {
+	for _, size := range []int{300, 3} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			s := open(t, pgtest.NewDatabase(t))
+			var data strings.Builder
+			for i := range 600 {
+				fmt.Fprintf(&data, `{"kind":"node","id":"service/s%d","type":"Service","properties":{"name":"service %d","tier":%d}}`+"\n", i, i, i%4)
+			}
+			for i := range 300 { // again, with other tokens and values
+				fmt.Fprintf(&data, `{"kind":"node","id":"service/s%d","type":"Service","properties":{"name":"renamed %d","tier":%d}}`+"\n", i*2, i, 3-i%4)
+			}
+			if _, err := graph.Import(t.Context(), s, strings.NewReader(data.String()), graph.ImportOptions{BatchSize: size}); err != nil {
+				t.Fatal(err)
+			}
+			graphtest.CheckOK(t, s)
+			keysPresent(t, s)
+			res, err := graph.Search(t.Context(), s, graph.SearchQuery{Text: "renamed", Limit: 1000}, graph.Limits{MaxResults: 1000})
+			if err != nil || len(res.Hits) != 300 {
+				t.Errorf("search for the new names: %d hits, %v", len(res.Hits), err)
+			}
+		})
+	}
 }
 
 // A failed import into an empty store leaves it empty and usable: it is

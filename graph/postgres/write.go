@@ -136,6 +136,9 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 		r, _ := json.Marshal(p.Result)
 		batch.Queue(`INSERT INTO lore_idempotency (key, hash, at, result) VALUES ($1, $2, $3, $4)`, []byte(b.IdempotencyKey), hash, t, r)
 	}
+	if err := ld.restoreKeys(ctx, tx, wr, inLoad); err != nil {
+		return nil, err
+	}
 	if err := wr.exec(ctx, tx); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}
@@ -144,6 +147,7 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 	if err := tx.Commit(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("commit: %w", err)
 	}
+	ld.committed(wr, inLoad)
 	if seq > 0 {
 		graph.RaiseMinSeq(ctx, seq)
 		if s.rs == nil {
@@ -370,6 +374,9 @@ type copyOp struct {
 type writes struct {
 	first, last *pgx.Batch
 	copies      []copyOp
+	// keyed says the writes need the keys of lore_prop and lore_postings
+	// (they delete or upsert rows), which a fast load defers.
+	keyed bool
 }
 
 func (w *writes) exec(ctx context.Context, tx pgx.Tx) error {
@@ -595,6 +602,7 @@ func (s *Store) planWrites(p *graph.Plan) *writes {
 				return []any{r.tok[i], r.typ[i], r.id[i], r.weight[i]}, nil
 			})})
 	}
+	wr.keyed = len(w.propDel.id)+len(w.postDel.id)+len(w.postAdd.id) > 0 || !bulk && len(w.propAdd.id)+len(w.postNew.id) > 0
 	w.queue(b)
 	b = wr.last
 	if len(deg) > 0 {
