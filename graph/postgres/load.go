@@ -54,9 +54,18 @@ const (
 	addPropKey     = `ALTER TABLE lore_prop ADD CONSTRAINT lore_prop_pkey PRIMARY KEY (type, prop, val, id)`
 )
 
+// A fast load writes no edge summaries (lore_degrees) as it commits: its
+// last commit counts them from the edges at once (at 100k nodes, the
+// commits' upserts of 200k summaries took 2.9 s of a 13 s load). Readers
+// meanwhile see the edges, and no summaries of them.
+const writeDegrees = `DELETE FROM lore_degrees;
+	INSERT INTO lore_degrees (node_id, label, inbound, n) SELECT from_id, label, false, count(*) FROM lore_edges GROUP BY from_id, label;
+	INSERT INTO lore_degrees (node_id, label, inbound, n) SELECT to_id, label, true, count(*) FROM lore_edges GROUP BY to_id, label`
+
 // load is an all-or-nothing load under way.
 type load struct {
 	conn     *pgx.Conn
+	fast     bool // the load writes the edge summaries at its end
 	deferred bool // the keys of lore_prop and lore_postings are dropped
 }
 
@@ -107,7 +116,7 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 		conn.Close(ctx)
 		return nil, false
 	}
-	ld := &load{conn: conn, deferred: fast}
+	ld := &load{conn: conn, fast: fast, deferred: fast}
 	s.load = ld
 	return func(ok bool) error { return s.endLoad(ld, ok) }, true
 }
@@ -153,10 +162,14 @@ func (s *Store) endLoad(ld *load, ok bool) (err error) {
 	s.load = nil
 	ctx := context.Background()
 	if ok {
-		end := `SET synchronous_commit = on; BEGIN; DELETE FROM lore_meta WHERE key = 'loading'; COMMIT`
+		end := `SET synchronous_commit = on; BEGIN; `
 		if ld.deferred {
-			end = `SET synchronous_commit = on; BEGIN; ` + addPostingsKey + `; ` + addPropKey + `; DELETE FROM lore_meta WHERE key = 'loading'; COMMIT`
+			end += addPostingsKey + `; ` + addPropKey + `; `
 		}
+		if ld.fast {
+			end += writeDegrees + `; `
+		}
+		end += `DELETE FROM lore_meta WHERE key = 'loading'; COMMIT`
 		_, err = ld.conn.Exec(ctx, end)
 		ld.conn.Close(ctx) // which releases the locks
 		if err == nil {
@@ -335,7 +348,7 @@ func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
 	}
 	seq++
 	p.Result.Seq, p.Change.Seq = seq, seq
-	wr := s.planWrites(p)
+	wr := s.planWrites(p, ld.fast)
 	wr.last.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
 	wr.last.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(seq))
 	if err := ld.restoreKeys(ctx, tx, wr, true); err != nil {

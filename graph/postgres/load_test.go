@@ -57,7 +57,7 @@ func keysPresent(t *testing.T, s *postgres.Store) {
 
 // A fast load whose later batches give elements again (updates, which
 // need the keys it deferred) ends with every element's last version, its
-// derived rows right and its keys built.
+// derived rows and edge summaries right and its keys built.
 func TestLoadUpdatesElements(t *testing.T) {
 	for _, size := range []int{300, 3} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
@@ -65,6 +65,9 @@ func TestLoadUpdatesElements(t *testing.T) {
 			var data strings.Builder
 			for i := range 600 {
 				fmt.Fprintf(&data, `{"kind":"node","id":"service/s%d","type":"Service","properties":{"name":"service %d","tier":%d}}`+"\n", i, i, i%4)
+			}
+			for i := range 600 {
+				fmt.Fprintf(&data, `{"kind":"edge","from":"service/s%d","label":"dependsOn","to":"service/s%d"}`+"\n", i, (i+1)%600)
 			}
 			for i := range 300 { // again, with other tokens and values
 				fmt.Fprintf(&data, `{"kind":"node","id":"service/s%d","type":"Service","properties":{"name":"renamed %d","tier":%d}}`+"\n", i*2, i, 3-i%4)
@@ -74,6 +77,9 @@ func TestLoadUpdatesElements(t *testing.T) {
 			}
 			graphtest.CheckOK(t, s)
 			keysPresent(t, s)
+			if d, err := graph.Degrees(t.Context(), s, []graph.ID{"service/s0", "service/s599"}, nil, graph.Both); err != nil || d[0] != 2 || d[1] != 2 {
+				t.Errorf("degrees: %v %v, want 2 and 2", d, err)
+			}
 			res, err := graph.Search(t.Context(), s, graph.SearchQuery{Text: "renamed", Limit: 1000}, graph.Limits{MaxResults: 1000})
 			if err != nil || len(res.Hits) != 300 {
 				t.Errorf("search for the new names: %d hits, %v", len(res.Hits), err)

@@ -126,7 +126,7 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 		seq++
 		p.Result.Seq, p.Change.Seq = seq, seq
 	}
-	wr := s.planWrites(p)
+	wr := s.planWrites(p, ld != nil && inLoad && ld.fast)
 	batch := wr.last
 	if !p.Empty() {
 		batch.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
@@ -451,7 +451,7 @@ type countKey struct{ kind, name string }
 
 // planWrites returns the statements that write a plan's records and what
 // is derived from them; extra statements go in last.
-func (s *Store) planWrites(p *graph.Plan) *writes {
+func (s *Store) planWrites(p *graph.Plan, noDegrees bool) *writes {
 	wr := &writes{first: &pgx.Batch{}}
 	wr.last = wr.first
 	bulk := len(p.Nodes)+len(p.Edges) >= copyMin
@@ -605,7 +605,7 @@ func (s *Store) planWrites(p *graph.Plan) *writes {
 	wr.keyed = len(w.propDel.id)+len(w.postDel.id)+len(w.postAdd.id) > 0 || !bulk && len(w.propAdd.id)+len(w.postNew.id) > 0
 	w.queue(b)
 	b = wr.last
-	if len(deg) > 0 {
+	if len(deg) > 0 && !noDegrees {
 		var ids, labels []string
 		var ins []bool
 		var ns []int64
