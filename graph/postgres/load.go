@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -74,6 +75,7 @@ const writeDegrees = `DELETE FROM lore_degrees;
 
 // load is an all-or-nothing load under way.
 type load struct {
+	mu       sync.Mutex // held while a commit of the load uses conn (Close waits for it)
 	conn     *pgx.Conn
 	fast     bool // the load writes the edge summaries at its end
 	deferred bool // the keys of lore_prop and lore_postings are dropped
@@ -347,6 +349,8 @@ func (s *Store) ApplyStream(ctx context.Context, in <-chan *graph.StreamBatch, h
 
 // commitLoad commits a plan of the load ld on its connection.
 func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
 	if err := s.check(); err != nil {
 		return err
 	}

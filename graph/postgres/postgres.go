@@ -42,6 +42,17 @@
 // would be taken by the statement that waits for the lock, before the
 // previous writer committed.
 //
+// # Loads
+//
+// An all-or-nothing import into an empty store (graph.AtomicLoader) is
+// read once and committed as it is read, on a connection that holds the
+// commit lock for the whole load (other processes' writers wait; this
+// Store's are ErrConflict), each batch planned while the one before it
+// commits, and undone (TRUNCATE) if it fails or its process dies. A fast
+// load (the default) flushes its commits once, at its end, and builds the
+// derived keys, secondary indexes and edge summaries at its end too. See
+// load.go.
+//
 // # Reads
 //
 // A read that needs one statement runs it alone (a statement sees one
@@ -357,12 +368,14 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	if s.load != nil {
+	if ld := s.load; ld != nil {
 		// The next open, load or writer undoes the load: unlocked now, it
 		// is a dead one.
-		s.load.conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, lockLoad)
-		s.load.conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`)
-		s.load.conn.Close(context.Background())
+		ld.mu.Lock()
+		ld.conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, lockLoad)
+		ld.conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`)
+		ld.conn.Close(context.Background())
+		ld.mu.Unlock()
 		s.load = nil
 	}
 	s.stop()
