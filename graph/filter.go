@@ -42,11 +42,6 @@ type degreeRecord interface {
 	degree(d *Degree) (any, bool)
 }
 
-// needsDegrees reports whether f has a condition on a degree.
-func (f *filter) needsDegrees() bool {
-	return len(f.degrees()) > 0
-}
-
 // degrees returns the degrees f's conditions read, each once (by key).
 func (f *filter) degrees() []*Degree {
 	if f == nil {
