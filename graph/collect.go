@@ -244,12 +244,21 @@ func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp st
 	limit := ex.pageLimit(res)
 	budget := res.Limits.MaxBytes - 2048 // room for the envelope
 	used, last, cut := 0, -1, false
-	for i := 0; i < len(items) && !cut; i += 256 {
+	for i := 0; i < len(items) && !cut; {
+		chunkSize := 256
 		if time.Now().After(ex.hardStop) {
-			ex.cut, cut = true, true
-			break
+			if len(res.Nodes) > 0 {
+				ex.cut, cut = true, true
+				break
+			}
+			// Past the hard stop, a page still reads its first result, one
+			// node at a time: else a deadline that the expansion alone
+			// takes up would answer every retry of the cursor with the
+			// same empty page, and paging would never end.
+			chunkSize = 1
 		}
-		chunk := items[i:min(i+256, len(items))]
+		base, chunk := i, items[i:min(i+chunkSize, len(items))]
+		i += len(chunk)
 		nodes, err := ex.s.Nodes(context.WithoutCancel(ex.b.ctx), chunk)
 		if err != nil {
 			return err
@@ -285,7 +294,7 @@ func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp st
 			if q.Return.Paths {
 				res.Paths = append(res.Paths, *p)
 			}
-			last = i + j
+			last = base + j
 		}
 	}
 	if ex.cut && res.Reason == "" {
