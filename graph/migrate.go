@@ -94,18 +94,7 @@ func (r *RetypeNodes) matches(n *Node) bool {
 }
 
 // compiledFilterSchema checks a filter as the query language does.
-var compiledFilterSchema = sync.OnceValue(func() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(querySchema))
-	if err != nil {
-		panic(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource("lore:query.json", doc); err != nil {
-		panic(err)
-	}
-	return c.MustCompile("lore:query.json#/$defs/filter")
-})
+var compiledFilterSchema = sync.OnceValue(func() *jsonschema.Schema { return compileQuerySchema("#/$defs/filter") })
 
 // compileWhere checks and compiles a retypeNodes filter. Its fields are
 // not checked against a model: a migration is read before the model it

@@ -175,7 +175,12 @@ var querySchema []byte
 // QuerySchema returns the query language's JSON Schema (2020-12).
 func QuerySchema() []byte { return bytes.Clone(querySchema) }
 
-var compiledQuerySchema = sync.OnceValue(func() *jsonschema.Schema {
+var compiledQuerySchema = sync.OnceValue(func() *jsonschema.Schema { return compileQuerySchema("") })
+
+// compileQuerySchema compiles the query language's schema, or the part of
+// it a fragment ("#/$defs/filter") names. The embedded schema compiles, as
+// the package's tests show: an error is a bug.
+func compileQuerySchema(fragment string) *jsonschema.Schema {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(querySchema))
 	if err != nil {
 		panic(err)
@@ -185,8 +190,8 @@ var compiledQuerySchema = sync.OnceValue(func() *jsonschema.Schema {
 	if err := c.AddResource("lore:query.json", doc); err != nil {
 		panic(err)
 	}
-	return c.MustCompile("lore:query.json")
-})
+	return c.MustCompile("lore:query.json" + fragment)
+}
 
 // A QueryError lists every problem of an invalid query, each located by a
 // JSON pointer into the query and saying what would be valid.
