@@ -231,7 +231,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			MaxBodyBytes: *maxBody, MaxJSONDepth: f.maxDepth, RateLimit: rate, AuthFailures: off(*authFailures), MaxSessions: off(*maxSessions)}})
 	hs := web.NewServer(wh, &web.ServerOptions{ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
 		MaxConns: *maxConns, Logger: e.log})
-	return serveHTTP(ctx, e, ln, hs)
+	return serveHTTP(ctx, e, ln, hs, len(tokens) > 0)
 }
 
 // installedExe returns exe, this program's path, for the snippets that
@@ -262,9 +262,13 @@ func isSet(fs *flag.FlagSet, name string) bool {
 
 // serveHTTP serves on ln until ctx is done. (The holder follows the
 // store's change log for the MCP server's notifications meanwhile.)
-// It first logs the URL of every surface and page.
-func serveHTTP(ctx context.Context, e *env, ln net.Listener, hs *web.Server) error {
+// It first logs the URL of every surface and page, the sign-in page
+// included when the server takes tokens.
+func serveHTTP(ctx context.Context, e *env, ln net.Listener, hs *web.Server, signIn bool) error {
 	base := "http://" + ln.Addr().String()
+	if signIn {
+		e.log.Info("sign-in page", "url", base+"/signin")
+	}
 	for _, ep := range web.Endpoints() {
 		msg := ep.Name
 		if ep.Path == "/mcp" {

@@ -77,6 +77,23 @@ func startServeEnv(t *testing.T, env []string, args ...string) *serveProc {
 // and page, and each page and document answers there.
 func TestServeLogsEveryURL(t *testing.T) {
 	p := startServeEnv(t, nil, "--store", newStore(t), "--addr", "127.0.0.1:0")
+	if p.urls["sign-in page"] != "" {
+		t.Errorf("a server without tokens logs a sign-in page: %s", p.urls["sign-in page"])
+	}
+	// With tokens, the sign-in page is logged too, and answers.
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("reader read "+strings.Repeat("r", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pt := startServeEnv(t, nil, "--store", newStore(t), "--addr", "127.0.0.1:0", "--tokens", tokens)
+	signIn := pt.urls["sign-in page"]
+	if want := strings.TrimSuffix(pt.urls["serving MCP"], "/mcp") + "/signin"; signIn != want {
+		t.Errorf("with tokens: sign-in page %q logged, want %q\n%s", signIn, want, pt.log)
+	} else if resp, err := http.Get(signIn); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s: %v %v", signIn, resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	base := strings.TrimSuffix(p.urls["serving MCP"], "/mcp")
 	if !strings.HasPrefix(base, "http://127.0.0.1:") {
 		t.Fatalf("MCP URL %q\n%s", p.urls["serving MCP"], p.log)
