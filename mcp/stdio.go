@@ -31,18 +31,38 @@ import (
 // than one value) or one that is not a JSON-RPC message is answered here
 // with a JSON-RPC error, and the session goes on; the SDK would end it.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	_, err := s.ServeStdioWith(ctx, r, w, StdioOptions{})
+	return err
+}
+
+// StdioOptions let the process serving a stdio session follow it.
+type StdioOptions struct {
+	// Observe, if set, sees each line of the client's that goes on to the
+	// SDK (a message or a batch), before the SDK does, and each message
+	// written to the client, after it is written. Calls for one direction
+	// come one at a time; msg is valid only during the call.
+	Observe func(msg []byte, fromClient bool)
+}
+
+// ServeStdioWith is ServeStdio with options. When reading r fails (other
+// than at its end: a read deadline set to stop the session, say), rest is
+// the input read but not passed on, from the start of a line: a process
+// that takes the stream over goes on from there.
+func (s *Server) ServeStdioWith(ctx context.Context, r io.Reader, w io.Writer, o StdioOptions) (rest []byte, err error) {
 	p := &pending{ids: map[string]bool{}}
 	p.cond = sync.NewCond(&p.mu)
-	out := &responseTracker{w: w, p: p}
+	out := &responseTracker{w: w, p: p, observe: o.Observe}
 	in := &eofHolder{r: bufio.NewReaderSize(r, 64<<10), p: p, ctx: ctx, out: out, log: s.log,
-		maxDepth: s.maxDepth, maxLine: s.maxMessage}
+		maxDepth: s.maxDepth, maxLine: s.maxMessage, observe: o.Observe}
 	// The reader enforces the line cap itself, so the SDK's would only
 	// count the same bytes again.
-	err := s.sdk.Run(ctx, &mcpsdk.IOTransport{Reader: in, Writer: out, MaxLineLength: -1})
+	err = s.sdk.Run(ctx, &mcpsdk.IOTransport{Reader: in, Writer: out, MaxLineLength: -1})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
-		return nil
+		err = nil
 	}
-	return err
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.rest, err
 }
 
 // drainTimeout bounds the wait at the end of input for pending answers.
@@ -74,21 +94,31 @@ type eofHolder struct {
 	log      *slog.Logger
 	maxDepth int
 	maxLine  int
+	observe  func(msg []byte, fromClient bool)
 	buf      []byte // the rest of the current line
 	eof      bool
+
+	mu   sync.Mutex
+	rest []byte // input read but not passed on, when reading failed
 }
 
 func (h *eofHolder) Read(b []byte) (int, error) {
 	for len(h.buf) == 0 && !h.eof {
 		line, tooLong, err := h.readLine()
+		if err != nil && !errors.Is(err, io.EOF) {
+			// Stopped: what was read of the next line is not a message yet.
+			if !tooLong {
+				h.mu.Lock()
+				h.rest = bytes.Clone(line)
+				h.mu.Unlock()
+			}
+			return 0, err
+		}
 		if line = h.admit(line, tooLong); line != nil {
 			h.note(line)
 			h.buf = line
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return 0, err
-			}
 			h.eof = true
 		}
 	}
@@ -215,6 +245,9 @@ func RPCError(id []byte, code int, msg string) []byte {
 }
 
 func (h *eofHolder) note(line []byte) {
+	if h.observe != nil {
+		h.observe(line, true)
+	}
 	id, method := topLevel(line)
 	switch {
 	case method != "" && id != nil && string(id) != "null":
@@ -349,14 +382,18 @@ func (h *eofHolder) Close() error { return nil }
 // request. The SDK writes one message per call; the reader writes its
 // refusals through here too, so writes are serialised.
 type responseTracker struct {
-	mu sync.Mutex
-	w  io.Writer
-	p  *pending
+	mu      sync.Mutex
+	w       io.Writer
+	p       *pending
+	observe func(msg []byte, fromClient bool)
 }
 
 func (t *responseTracker) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	n, err := t.w.Write(b)
+	if t.observe != nil && err == nil {
+		t.observe(b, false)
+	}
 	t.mu.Unlock()
 	if id, method := topLevel(b); method == "" && id != nil {
 		t.p.mu.Lock()

@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,4 +194,64 @@ func TestStdioRefusesBadResponse(t *testing.T) {
 	}
 	w.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
 	w.wantResult("3", `"get_node"`)
+}
+
+// TestStdioStoppedMidLine: a session whose reading stops (a deadline on a
+// pipe, as a holder letting an attached session go sets it) returns the
+// input it read but did not pass on, from the start of the unfinished
+// line, and Observe saw each message the client sent and each written.
+func TestStdioStoppedMidLine(t *testing.T) {
+	f := newFixture(t, nil)
+	srv := mcp.NewServer(f.cat, nil)
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	defer inW.Close()
+	outR, outW := io.Pipe()
+	var mu sync.Mutex
+	var seen []string
+	third := make(chan struct{})
+	observe := func(msg []byte, fromClient bool) {
+		id, method := mcp.MessageFields(msg)
+		mu.Lock()
+		if seen = append(seen, fmt.Sprintf("%v %s %s", fromClient, id, method)); len(seen) == 3 {
+			close(third)
+		}
+		mu.Unlock()
+	}
+	type result struct {
+		rest []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rest, err := srv.ServeStdioWith(context.Background(), inR, outW, mcp.StdioOptions{Observe: observe})
+		done <- result{rest, err}
+	}()
+	lines := bufio.NewScanner(outR)
+	io.WriteString(inW, fmt.Sprintf(initLine, `{}`)+"\n")
+	if !lines.Scan() || !strings.Contains(lines.Text(), `"id":1,"result"`) {
+		t.Fatalf("initialize: %s", lines.Text())
+	}
+	half := `{"jsonrpc":"2.0","id":2,"method":"tools/`
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+half)
+	// Once the unfinished line is read, nothing more will come: the
+	// session is stopped, as a holder letting it go stops it.
+	<-third
+	inR.SetReadDeadline(time.Unix(1, 0))
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session did not stop at the deadline")
+	}
+	if !errors.Is(r.err, os.ErrDeadlineExceeded) || string(r.rest) != half {
+		t.Errorf("got rest %q, error %v; want %q and the deadline's error", r.rest, r.err, half)
+	}
+	want := []string{`true 1 initialize`, `false 1 `, `true  notifications/initialized`}
+	if !slices.Equal(seen, want) {
+		t.Errorf("observed %q, want %q", seen, want)
+	}
 }

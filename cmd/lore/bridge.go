@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"os"
 	"sync"
 	"time"
 
@@ -17,8 +20,12 @@ import (
 	"github.com/lore-dev/lore/mcp"
 )
 
-// A bridge relays lore mcp's stdio session to its own MCP session on the
-// store's holder, one JSON-RPC message per WebSocket message, and keeps
+// A bridge connects lore mcp's stdio session to the store's holder. Where
+// stdin and stdout are pipes or sockets it hands them to the holder, which
+// serves the session on them itself (attach_unix.go), until the session
+// ends or the holder lets it go. Otherwise, or from then on, or with
+// --relay, it relays the session to its own MCP session on the holder, one
+// JSON-RPC message per WebSocket message, and keeps
 // what it needs to reconnect: when the holder goes away (killed, handed
 // the store to lore serve, stopped), the bridge answers each request in
 // flight with an error saying to retry, finds or starts the next holder,
@@ -37,14 +44,10 @@ type bridge struct {
 	cond        *sync.Cond // conn changed, or the bridge is over
 	conn        *websocket.Conn
 	holder      holderInfo
-	initReq     []byte            // the client's initialize request, to replay
-	initialized bool              // the client sent notifications/initialized
-	level       []byte            // the client's last logging/setLevel request
-	subs        map[string]bool   // subscribed resource URIs
-	subReqs     map[string]string // pending subscribe requests: id → URI
-	inflight    map[string]bool   // the client's requests not yet answered
-	fromHolder  map[string]bool   // the holder's requests the client has not answered
-	own         map[string]chan []byte
+	st          sessionState
+	attachIn    *os.File               // stdin, handed to the holder
+	attachOut   *os.File               // stdout, handed to the holder
+	own         map[string]chan []byte // the bridge's own requests (replays) by ID
 	ownSeq      int
 	inputDone   bool // stdin ended
 	over        bool // no connection will come
@@ -59,6 +62,7 @@ type bridgeOptions struct {
 	hold    []string      // lore hold's flags
 	wait    time.Duration // how long to wait for a holder to answer
 	maxLine int           // bytes of one message from the client
+	relay   bool          // relay the session even where it could be handed over
 }
 
 // handoverGrace is how long a bridge whose holder handed the store over
@@ -66,27 +70,90 @@ type bridgeOptions struct {
 const handoverGrace = 15 * time.Second
 
 func newBridge(e *env, o bridgeOptions) *bridge {
-	b := &bridge{e: e, o: o, subs: map[string]bool{}, subReqs: map[string]string{}, inflight: map[string]bool{},
-		fromHolder: map[string]bool{}, own: map[string]chan []byte{}}
+	b := &bridge{e: e, o: o, st: newSessionState(), own: map[string]chan []byte{}}
 	b.cond = sync.NewCond(&b.mu)
 	return b
 }
 
-// run bridges stdin and stdout to the holder until stdin ends and every
-// request read is answered, or ctx is done.
+// run bridges stdin and stdout until stdin ends and every request read is
+// answered, or ctx is done.
 func (b *bridge) run(ctx context.Context) error {
-	c, info, err := b.connect(ctx, true, false)
+	if in, out, ok := attachFiles(b.e); ok && !b.o.relay {
+		b.attachIn, b.attachOut = in, out
+		return b.runAttached(ctx)
+	}
+	c, info, err := b.connectRelay(ctx, true, false)
 	if err != nil {
 		return err
 	}
-	b.e.log.Info("bridged to the store's holder", "pid", info.PID, "kind", info.Kind, "socket", info.Socket)
+	b.logConnected(info, "relayed")
+	return b.relay(ctx, c, info, false, nil)
+}
+
+// logConnected says which holder serves the session, and how: "attached"
+// (stdin and stdout handed over) or "relayed".
+func (b *bridge) logConnected(info holderInfo, how string) {
+	b.e.log.Info("bridged to the store's holder", "pid", info.PID, "kind", info.Kind, "socket", info.Socket, "session", how)
 	if info.ReadOnly && !b.o.config.ReadOnly {
 		b.e.log.Warn("the store is held read-only: write tools are not offered", "holder", info.describe())
 	}
+}
+
+// relay relays the session over c until it is over; replay sets the
+// session up on c first, and the client's input goes on after rest.
+func (b *bridge) relay(ctx context.Context, c *websocket.Conn, info holderInfo, replay bool, rest []byte) error {
 	done := make(chan error, 1)
-	go func() { done <- b.supervise(ctx, c, info) }()
-	go b.pumpStdin(ctx)
+	go func() { done <- b.supervise(ctx, c, info, replay) }()
+	go b.pumpStdin(ctx, rest)
 	return <-done
+}
+
+// runAttached hands stdin and stdout to the holder and waits for the
+// session's end; if the holder lets the session go, the bridge relays it
+// from there.
+func (b *bridge) runAttached(ctx context.Context) error {
+	var ac *attachConn
+	info, err := b.connect(ctx, true, false, func(ctx context.Context, h *holderConn) (holderInfo, error) {
+		c, info, err := b.openAttach(ctx, h)
+		ac = c
+		return info, err
+	})
+	if errors.Is(err, errNoAttach) {
+		b.e.log.Info("the holder does not take attached sessions (an older lore?): relaying", "pid", info.PID)
+		b.attachIn, b.attachOut = nil, nil
+		c, info, err := b.connectRelay(ctx, true, false)
+		if err != nil {
+			return err
+		}
+		b.logConnected(info, "relayed")
+		return b.relay(ctx, c, info, false, nil)
+	}
+	if err != nil {
+		return err
+	}
+	b.logConnected(info, "attached")
+	done, end, err := b.waitAttached(ctx, ac, info)
+	if done || err != nil {
+		return err
+	}
+	// The holder let the session go: relay it from here, set up again on
+	// the next holder, after answering what was left unanswered.
+	b.mu.Lock()
+	st := *end.State
+	b.st = newSessionState()
+	b.st.InitReq, b.st.Initialized, b.st.Level = st.InitReq, st.Initialized, st.Level
+	maps.Copy(b.st.Subs, st.Subs)
+	maps.Copy(b.st.Inflight, st.Inflight)
+	b.mu.Unlock()
+	lost := websocket.CloseError{Code: end.Code, Reason: end.Reason}
+	b.unpublish(info, lost)
+	b.e.log.Warn("the holder let the session go; relaying it to the next one", "pid", info.PID, "reason", lossReason(lost))
+	c, info, err := b.connectRelay(ctx, false, end.Code == statusHandover)
+	if err != nil {
+		return &exitError{1, fmt.Errorf("the holder of %s let this session go and no other could be reached: %w; restart this MCP server", b.o.store, err)}
+	}
+	b.e.log.Info("reconnected to the store's holder", "pid", info.PID, "kind", info.Kind)
+	return b.relay(ctx, c, info, true, end.Rest)
 }
 
 // errLost wraps the reason a connection to the holder ended.
@@ -98,13 +165,13 @@ func (e *errLost) Unwrap() error { return e.err }
 
 // supervise owns the connection: it publishes it for the stdin pump,
 // waits for its end, and reconnects unless the session is over.
-func (b *bridge) supervise(ctx context.Context, c *websocket.Conn, info holderInfo) error {
+func (b *bridge) supervise(ctx context.Context, c *websocket.Conn, info holderInfo, replay bool) error {
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	b.mu.Lock()
 	b.stopConnect = stop
 	b.mu.Unlock()
-	replay, failures := false, 0
+	failures := 0
 	for {
 		lost := make(chan error, 1)
 		go b.readHolder(ctx, c, lost)
@@ -138,7 +205,7 @@ func (b *bridge) supervise(ctx context.Context, c *websocket.Conn, info holderIn
 		}
 		handover := websocket.CloseStatus(err) == statusHandover
 		b.e.log.Warn("lost the store's holder; reconnecting", "pid", info.PID, "reason", lossReason(err))
-		if c, info, err = b.connect(rctx, false, handover); err != nil {
+		if c, info, err = b.connectRelay(rctx, false, handover); err != nil {
 			b.finish()
 			if b.isInputDone() || ctx.Err() != nil {
 				return nil
@@ -157,10 +224,10 @@ func (b *bridge) publish(c *websocket.Conn, info holderInfo, reconnected bool) {
 	b.mu.Lock()
 	b.conn, b.holder = c, info
 	var uris []string
-	for u := range b.subs {
+	for u := range b.st.Subs {
 		uris = append(uris, u)
 	}
-	legacy := b.initReq != nil
+	legacy := b.st.InitReq != nil
 	b.cond.Broadcast()
 	b.mu.Unlock()
 	if !reconnected {
@@ -179,13 +246,13 @@ func (b *bridge) publish(c *websocket.Conn, info holderInfo, reconnected bool) {
 func (b *bridge) unpublish(info holderInfo, err error) bool {
 	b.mu.Lock()
 	b.conn = nil
-	ids := make([]string, 0, len(b.inflight))
-	for id := range b.inflight {
+	ids := make([]string, 0, len(b.st.Inflight))
+	for id := range b.st.Inflight {
 		ids = append(ids, id)
 	}
-	clear(b.inflight)
-	clear(b.fromHolder)
-	clear(b.subReqs)
+	clear(b.st.Inflight)
+	clear(b.st.FromHolder)
+	clear(b.st.SubReqs)
 	for id, ch := range b.own {
 		close(ch)
 		delete(b.own, id)
@@ -216,9 +283,10 @@ func (b *bridge) isInputDone() bool {
 }
 
 // pumpStdin reads the client's messages, one a line, and sends each to
-// the holder.
-func (b *bridge) pumpStdin(ctx context.Context) {
-	br := bufio.NewReaderSize(b.e.stdin, 64<<10)
+// the holder: first those in rest, input read before (by a holder that
+// served the session attached).
+func (b *bridge) pumpStdin(ctx context.Context, rest []byte) {
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), b.e.stdin), 64<<10)
 	for {
 		line, tooLong, err := readLine(br, b.o.maxLine)
 		if tooLong {
@@ -286,7 +354,7 @@ func (b *bridge) forward(line []byte) {
 		}
 		drop := false
 		for _, m := range msgs {
-			drop = b.noteFromClient(m) || drop
+			drop = b.st.fromClient(m) || drop
 		}
 		c := b.conn
 		b.mu.Unlock()
@@ -303,7 +371,7 @@ func (b *bridge) forward(line []byte) {
 			b.conn = nil
 			for _, m := range msgs {
 				if id, method := mcp.MessageFields(m); id != nil && method != "" {
-					delete(b.inflight, string(id))
+					delete(b.st.Inflight, string(id))
 				}
 			}
 		}
@@ -313,54 +381,6 @@ func (b *bridge) forward(line []byte) {
 			return
 		}
 	}
-}
-
-// noteFromClient records what a client message means for the session,
-// and reports whether to drop it (an answer to a request of a holder
-// that went away). The caller holds mu.
-func (b *bridge) noteFromClient(m []byte) (drop bool) {
-	rawID, method := mcp.MessageFields(m)
-	id := string(rawID)
-	switch {
-	case method == "" && rawID != nil: // an answer to the holder's request
-		if !b.fromHolder[id] {
-			return true
-		}
-		delete(b.fromHolder, id)
-	case rawID != nil && id != "null": // a request
-		b.inflight[id] = true
-		switch method {
-		case "initialize":
-			b.initReq = bytes.Clone(m)
-		case "logging/setLevel":
-			b.level = bytes.Clone(m)
-		case "resources/subscribe", "resources/unsubscribe":
-			var p struct {
-				Params struct {
-					URI string `json:"uri"`
-				} `json:"params"`
-			}
-			if json.Unmarshal(m, &p) == nil {
-				if method == "resources/subscribe" {
-					b.subReqs[id] = p.Params.URI
-				} else {
-					delete(b.subs, p.Params.URI)
-				}
-			}
-		}
-	case method == "notifications/initialized":
-		b.initialized = true
-	case method == "notifications/cancelled":
-		var p struct {
-			Params struct {
-				RequestID json.RawMessage `json:"requestId"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(m, &p) == nil {
-			delete(b.inflight, string(p.Params.RequestID)) // the holder need not answer it
-		}
-	}
-	return false
 }
 
 // endInput passes the end of stdin on to the holder, which answers what
@@ -420,25 +440,14 @@ func (b *bridge) readHolder(ctx context.Context, c *websocket.Conn, lost chan<- 
 // and reports whether the client should see it (the answers to the
 // bridge's own requests are not for it). The caller holds mu.
 func (b *bridge) noteFromHolder(m []byte) bool {
-	rawID, method := mcp.MessageFields(m)
-	id := string(rawID)
-	switch {
-	case method == "" && rawID != nil: // an answer
-		if ch, ok := b.own[id]; ok {
-			delete(b.own, id)
+	if rawID, method := mcp.MessageFields(m); method == "" && rawID != nil {
+		if ch, ok := b.own[string(rawID)]; ok {
+			delete(b.own, string(rawID))
 			ch <- bytes.Clone(m)
 			return false
 		}
-		delete(b.inflight, id)
-		if uri, ok := b.subReqs[id]; ok {
-			delete(b.subReqs, id)
-			if !bytes.Contains(m, []byte(`"error"`)) {
-				b.subs[uri] = true
-			}
-		}
-	case method != "" && rawID != nil: // a request to the client
-		b.fromHolder[id] = true
 	}
+	b.st.fromHolder(m)
 	return true
 }
 

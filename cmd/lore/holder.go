@@ -34,6 +34,8 @@ import (
 //	                   sessionConfig, the holder's handshakeReply, then one
 //	                   JSON-RPC message per text message each way; a binary
 //	                   message from the client ends its input (stdin EOF)
+//	POST /v1/attach    lore mcp hands its stdin and stdout over, and the
+//	                   holder serves the session on them (attach_unix.go)
 //	GET  /v1/run       a WebSocket running one CLI command (remote.go)
 //	POST /v1/handover  a background holder gives the store up
 //
@@ -59,6 +61,7 @@ type holder struct {
 	servers     map[sessionConfig]*mcp.Server
 	active      int                                    // sessions and commands now
 	conns       map[*websocket.Conn]struct{}           // MCP sessions' sockets
+	attached    map[*attached]struct{}                 // attached MCP sessions
 	runs        map[*websocket.Conn]context.CancelFunc // CLI commands' sockets
 	sessions    sync.WaitGroup
 	idle        time.Duration // 0: never exit for want of clients
@@ -105,11 +108,12 @@ func startHolder(o holderOptions) (*holder, error) {
 	h := &holder{kind: o.kind, store: o.store, path: o.path, sock: sock, readOnly: o.readOnly, model: hex.EncodeToString(sum[:]),
 		log: o.log, ln: &peerListener{Listener: ln, uid: os.Getuid(), log: o.log}, idle: o.idle,
 		servers: map[sessionConfig]*mcp.Server{}, conns: map[*websocket.Conn]struct{}{}, runs: map[*websocket.Conn]context.CancelFunc{},
-		done: make(chan struct{}), stopped: make(chan struct{})}
+		attached: map[*attached]struct{}{}, done: make(chan struct{}), stopped: make(chan struct{})}
 	h.watchCtx, h.cancelWatch = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/hello", h.serveHello)
 	mux.HandleFunc("GET /v1/mcp", h.serveMCP)
+	mux.HandleFunc("POST /v1/attach", h.serveAttach)
 	mux.HandleFunc("GET /v1/run", h.serveRun)
 	mux.HandleFunc("POST /v1/handover", h.serveHandover)
 	h.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)}
@@ -135,7 +139,7 @@ func startRemoteHolder(o holderOptions) *holder {
 	sum := sha256.Sum256(o.store.Model().JSON())
 	h := &holder{kind: o.kind, store: o.store, path: o.path, readOnly: o.readOnly, model: hex.EncodeToString(sum[:]),
 		log: o.log, ln: closedListener{}, servers: map[sessionConfig]*mcp.Server{}, conns: map[*websocket.Conn]struct{}{},
-		runs: map[*websocket.Conn]context.CancelFunc{}, done: make(chan struct{}), stopped: make(chan struct{}),
+		runs: map[*websocket.Conn]context.CancelFunc{}, attached: map[*attached]struct{}{}, done: make(chan struct{}), stopped: make(chan struct{}),
 		hs: &http.Server{}}
 	h.watchCtx, h.cancelWatch = context.WithCancel(context.Background())
 	return h
@@ -293,6 +297,7 @@ func (h *holder) stop(code websocket.StatusCode, reason string) {
 	for _, c := range conns {
 		go c.Close(code, reason)
 	}
+	h.releaseAttached(code, reason)
 	// A command cancelled but blocked writing to a client that does not
 	// read must not keep the store open: its socket is dropped.
 	drop := time.AfterFunc(runGrace, func() {

@@ -116,9 +116,9 @@ type rawClient struct {
 	backlog []string // read, not yet asked for
 }
 
-func startRaw(t *testing.T, store string) *rawClient {
+func startRaw(t *testing.T, store string, extra ...string) *rawClient {
 	t.Helper()
-	cmd := exec.Command(loreBin, "mcp", "--store", store, "--idle", "5s")
+	cmd := exec.Command(loreBin, append([]string{"mcp", "--store", store, "--idle", "5s"}, extra...)...)
 	cmd.Env = testEnv(t)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
@@ -193,65 +193,159 @@ func holderPID(t *testing.T, store string) int {
 	return h.info.PID
 }
 
-// TestBridgeReconnects: a request in flight when the holder is killed gets
-// a JSON-RPC error saying to retry; the client's answer to the dead
-// holder's question is dropped; the bridge starts a new holder, replays
-// the initialize exchange and the subscription there, says the subscribed
-// resource may have changed, and the session goes on: a write notifies it.
+// TestBridgeReconnects: a request in flight when the session's holder
+// goes away gets a JSON-RPC error saying to retry; the client's answer to
+// the old holder's question is dropped; the bridge finds the next holder,
+// replays the initialize exchange and the subscription there, says the
+// subscribed resource may have changed, and the session goes on: a write
+// notifies it. Both ways a holder goes: killed under a relayed session
+// (lore mcp --relay), which starts a new holder; and handing the store to
+// lore serve under an attached session (stdin and stdout handed over),
+// which hands the session back with what it had read of a line the client
+// had not finished.
 func TestBridgeReconnects(t *testing.T) {
-	store := newStore(t)
-	r := startRaw(t, store)
-	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
-	r.next(`"id":1,"result"`)
-	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	r.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"lore://node/topic/after"}}`)
-	r.next(`"id":2,"result"`)
-	// A delete waits for the user's answer: a request surely in flight.
-	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"delete_nodes","arguments":{"nodes":[{"id":"team/payments"}]}}}`)
-	ask := r.next(`"method":"elicitation/create"`)
-	var q struct {
-		ID json.RawMessage `json:"id"`
-	}
-	json.Unmarshal([]byte(ask), &q)
-	old := holderPID(t, store)
-	if err := killPID(old); err != nil {
-		t.Fatal(err)
-	}
-	msg := r.next(`"id":3`)
-	if !strings.Contains(msg, `"error"`) || !strings.Contains(msg, "retry") || !strings.Contains(msg, fmt.Sprint(old)) {
-		t.Fatalf("the request in flight: %s", msg)
-	}
-	// The answer to the dead holder's question goes nowhere.
-	r.send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"confirm":true}}}`, q.ID)
-	r.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_node","arguments":{"id":"team/payments"}}}`)
-	if got := r.next(`"id":4`); !strings.Contains(got, `"structuredContent"`) {
-		t.Fatalf("get_node after the holder was killed: %s (the delete must not have happened)", got)
-	}
-	if pid := holderPID(t, store); pid == old {
-		t.Fatalf("the holder is still pid %d", pid)
-	}
-	// The subscription moved to the new holder: the bridge said the
-	// resource may have changed, and a write now notifies.
-	r.next(`"notifications/resources/updated".*lore://node/topic/after`)
-	r.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"upsert_nodes","arguments":{"nodes":[{"id":"topic/after","type":"Topic","properties":{"name":"after"}}]}}}`)
-	r.next(`"notifications/resources/updated".*lore://node/topic/after`)
-	r.next(`"id":5,"result"`)
-	if !r.err.waitFor("reconnected to the store's holder", 30*time.Second) {
-		t.Errorf("stderr does not say it reconnected:\n%s", r.err.String())
-	}
-	r.in.Close()
-	if err := r.cmd.Wait(); err != nil {
-		t.Errorf("lore mcp after stdin closed: %v\n%s", err, r.err.String())
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{{"relayed, holder killed", []string{"--relay"}}, {"attached, store handed over", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := newStore(t)
+			r := startRaw(t, store, tc.args...)
+			r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+			r.next(`"id":1,"result"`)
+			r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			r.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"lore://node/topic/after"}}`)
+			r.next(`"id":2,"result"`)
+			how := "relayed"
+			if tc.args == nil {
+				how = "attached"
+			}
+			if !r.err.waitFor(`session=`+how, 10*time.Second) {
+				t.Fatalf("the session is not %s:\n%s", how, r.err.String())
+			}
+			// A delete waits for the user's answer: a request surely in flight.
+			r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"delete_nodes","arguments":{"nodes":[{"id":"team/payments"}]}}}`)
+			ask := r.next(`"method":"elicitation/create"`)
+			var q struct {
+				ID json.RawMessage `json:"id"`
+			}
+			json.Unmarshal([]byte(ask), &q)
+			old := holderPID(t, store)
+			if tc.args != nil {
+				if err := killPID(old); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				// Half a line: the holder may have read it when it lets go.
+				fmt.Fprint(r.in, `{"jsonrpc":"2.0","id":9,"method":"tools/call",`)
+				startServe(t, store)
+			}
+			msg := r.next(`"id":3`)
+			if !strings.Contains(msg, `"error"`) || !strings.Contains(msg, "retry") || !strings.Contains(msg, fmt.Sprint(old)) {
+				t.Fatalf("the request in flight: %s", msg)
+			}
+			if tc.args == nil {
+				r.send(`"params":{"name":"get_node","arguments":{"id":"team/payments"}}}`)
+				if got := r.next(`"id":9`); !strings.Contains(got, `"structuredContent"`) {
+					t.Fatalf("the request whose line the holder let go half read: %s", got)
+				}
+			}
+			// The answer to the old holder's question goes nowhere.
+			r.send(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"confirm":true}}}`, q.ID)
+			r.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_node","arguments":{"id":"team/payments"}}}`)
+			if got := r.next(`"id":4`); !strings.Contains(got, `"structuredContent"`) {
+				t.Fatalf("get_node after the holder went: %s (the delete must not have happened)", got)
+			}
+			if pid := holderPID(t, store); pid == old {
+				t.Fatalf("the holder is still pid %d", pid)
+			}
+			// The subscription moved to the new holder: the bridge said the
+			// resource may have changed, and a write now notifies.
+			r.next(`"notifications/resources/updated".*lore://node/topic/after`)
+			r.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"upsert_nodes","arguments":{"nodes":[{"id":"topic/after","type":"Topic","properties":{"name":"after"}}]}}}`)
+			r.next(`"notifications/resources/updated".*lore://node/topic/after`)
+			r.next(`"id":5,"result"`)
+			if !r.err.waitFor("reconnected to the store's holder", 30*time.Second) {
+				t.Errorf("stderr does not say it reconnected:\n%s", r.err.String())
+			}
+			r.in.Close()
+			if err := r.cmd.Wait(); err != nil {
+				t.Errorf("lore mcp after stdin closed: %v\n%s", err, r.err.String())
+			}
+		})
 	}
 }
 
-// TestHolderKilledDuringWrites: two lore mcp clients write without pause
-// while the holder is killed; every write acknowledged is in the store
-// afterwards, the ones in flight failed saying to retry, and both clients
-// go on writing through a new holder.
-func TestHolderKilledDuringWrites(t *testing.T) {
+// TestAttachedHolderKilled: a holder killed while it serves attached
+// sessions takes what it had read with it, so their lore mcp exit saying
+// so (the client sees its server end, and no request waits forever); every
+// write acknowledged is in the store, and a lore mcp started again works
+// through a new holder.
+func TestAttachedHolderKilled(t *testing.T) {
 	store := newStore(t)
 	clients := []*client{stdioClient(t, "a", store), stdioClient(t, "b", store)}
+	old := holderPID(t, store)
+	var mu sync.Mutex
+	var acked []string
+	acks := make(chan struct{}, 10000)
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		if !c.stderr.waitFor("session=attached", 10*time.Second) {
+			t.Fatalf("%s is not attached:\n%s", c.name, c.stderr.String())
+		}
+		for w := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					id := fmt.Sprintf("topic/k-%s%d-%04d", c.name, w, i)
+					if err := c.upsert(t.Context(), id); err != nil {
+						return // the session ended
+					}
+					mu.Lock()
+					acked = append(acked, id)
+					mu.Unlock()
+					acks <- struct{}{}
+				}
+			}()
+		}
+	}
+	for range 40 {
+		<-acks
+	}
+	if err := killPID(old); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait() // every writer's session ended: no call waits forever
+	for _, c := range clients {
+		c.cs.Close()
+		if code := c.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(c.stderr.String(), "went away while it served this session") {
+			t.Errorf("%s: exit %d, stderr:\n%s", c.name, code, c.stderr.String())
+		}
+	}
+	again := stdioClient(t, "again", store)
+	if pid := holderPID(t, store); pid == old {
+		t.Fatalf("the holder is still pid %d", pid)
+	}
+	for _, id := range acked {
+		res, err := again.cs.CallTool(t.Context(), callGetNode(id))
+		if err != nil || res.IsError {
+			t.Errorf("acknowledged write %s is missing: %v %s", id, err, resultText(res))
+		}
+	}
+	if err := again.upsert(t.Context(), "topic/after-the-kill"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d writes acknowledged before the kill", len(acked))
+}
+
+// TestHolderKilledDuringWrites: two relayed lore mcp clients write
+// without pause while the holder is killed; every write acknowledged is in
+// the store afterwards, the ones in flight failed saying to retry, and
+// both clients go on writing through a new holder.
+func TestHolderKilledDuringWrites(t *testing.T) {
+	store := newStore(t)
+	clients := []*client{stdioClient(t, "a", store, "--relay"), stdioClient(t, "b", store, "--relay")}
 	old := holderPID(t, store)
 	var mu sync.Mutex
 	var acked []string
@@ -346,6 +440,7 @@ func TestTwoMCPStartAtOnce(t *testing.T) {
 		if res, err := c.cs.CallTool(t.Context(), callGetNode("team/payments")); err != nil || res.IsError {
 			t.Errorf("%s: get_node: %v", c.name, err)
 		}
+		c.stderr.waitFor("bridged to the store's holder", 10*time.Second) // an attached session may serve before its log line
 		m := re.FindStringSubmatch(c.stderr.String())
 		if m == nil || m[1] != fmt.Sprint(pid) {
 			t.Errorf("%s is not bridged to the holder, pid %d:\n%s", c.name, pid, c.stderr.String())

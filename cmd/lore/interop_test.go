@@ -28,6 +28,9 @@ func TestSharedStoreInterop(t *testing.T) {
 	store := newStore(t)
 	_, url := startServe(t, store, "--rate", "0")
 	ts := startTS(t, store)
+	if !ts.stderr.waitFor("session=attached", 30*time.Second) {
+		t.Fatalf("the TypeScript client's lore mcp did not hand its session over:\n%s", ts.stderr.String())
+	}
 	a := stdioClient(t, "stdio-go-a", store)
 	b := stdioClient(t, "stdio-go-b", store)
 	h := httpClient(t, "http", url)
@@ -35,11 +38,11 @@ func TestSharedStoreInterop(t *testing.T) {
 }
 
 // TestBridgeReconnectsInterop: the holder of the TypeScript client's
-// session is killed; the client's next write goes through a new holder,
-// and its subscription with it.
+// relayed session is killed; the client's next write goes through a new
+// holder, and its subscription with it.
 func TestBridgeReconnectsInterop(t *testing.T) {
 	store := newStore(t)
-	ts := startTS(t, store)
+	ts := startTS(t, store, "--relay")
 	if err := ts.subscribe(t.Context(), []string{"lore://node/topic/ts-after"}); err != nil {
 		t.Fatal(err)
 	}
@@ -82,13 +85,13 @@ type tsClient struct {
 
 func (c *tsClient) String() string { return "stdio-ts" }
 
-func startTS(t testing.TB, store string) *tsClient {
+func startTS(t testing.TB, store string, flags ...string) *tsClient {
 	t.Helper()
 	dir := filepath.Join("testdata", "interop")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
 		t.Fatalf("the TypeScript SDK is not installed in %s: run make interop (npm ci there): %v", dir, err)
 	}
-	cmd := exec.Command("node", "client.mjs", loreBin, store)
+	cmd := exec.Command("node", append([]string{"client.mjs", loreBin, store}, flags...)...)
 	cmd.Dir, cmd.Env = dir, testEnv(t)
 	c := &tsClient{stderr: &syncBuffer{}, ups: make(chan update, 100000), waiting: map[int]chan error{}}
 	cmd.Stderr = c.stderr

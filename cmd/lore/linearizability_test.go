@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,7 +38,7 @@ func TestLinearizableThroughHolder(t *testing.T) {
 	var procs []graphtest.Client
 	for i := range 4 {
 		c := stdioClient(t, fmt.Sprint("mcp", i), store)
-		if !strings.Contains(c.stderr.String(), "bridged to the store's holder") {
+		if !c.stderr.waitFor("bridged to the store's holder", 10*time.Second) {
 			t.Fatalf("%s is not bridged to a holder:\n%s", c.name, c.stderr.String())
 		}
 		procs = append(procs, mcpClient{c})

@@ -27,11 +27,24 @@ func lossReason(err error) string {
 	return "the connection dropped (killed?)"
 }
 
+// connectRelay finds the store's holder, starting one if none answers,
+// and opens a relayed MCP session there.
+func (b *bridge) connectRelay(ctx context.Context, first, afterHandover bool) (*websocket.Conn, holderInfo, error) {
+	var c *websocket.Conn
+	info, err := b.connect(ctx, first, afterHandover, func(ctx context.Context, h *holderConn) (holderInfo, error) {
+		var info holderInfo
+		var err error
+		c, info, err = b.openSession(ctx, h)
+		return info, err
+	})
+	return c, info, err
+}
+
 // connect finds the store's holder, starting one if none answers, and
-// opens an MCP session there. first is set for the session's first
+// opens the session there with open. first is set for the session's first
 // connection; after a handover it first waits for the process the store
 // went to.
-func (b *bridge) connect(ctx context.Context, first, afterHandover bool) (*websocket.Conn, holderInfo, error) {
+func (b *bridge) connect(ctx context.Context, first, afterHandover bool, open func(context.Context, *holderConn) (holderInfo, error)) (holderInfo, error) {
 	start := time.Now()
 	spawnAt := start
 	if afterHandover {
@@ -44,13 +57,13 @@ func (b *bridge) connect(ctx context.Context, first, afterHandover bool) (*webso
 	for {
 		h, err := dialHolder(ctx, b.o.store)
 		if h != nil {
-			c, info, err := b.openSession(ctx, h)
+			info, err := open(ctx, h)
 			if err == nil {
-				return c, info, nil
+				return info, nil
 			}
 			var re *refusedError
-			if errors.As(err, &re) {
-				return nil, info, err
+			if errors.As(err, &re) || errors.Is(err, errNoAttach) {
+				return info, err
 			}
 			last = err
 		} else if err != nil {
@@ -58,7 +71,7 @@ func (b *bridge) connect(ctx context.Context, first, afterHandover bool) (*webso
 		}
 		if child == nil && spawned < 3 && !time.Now().Before(spawnAt) {
 			if child, err = spawnHolder(b.o); err != nil {
-				return nil, holderInfo{}, err
+				return holderInfo{}, err
 			}
 			spawned++
 		}
@@ -73,17 +86,17 @@ func (b *bridge) connect(ctx context.Context, first, afterHandover bool) (*webso
 				// share it (or cannot be opened): say so. After a loss, the
 				// old holder may still be letting go: try on.
 				if first && spawned == 1 && findHolder(ctx, b.o.store) == nil {
-					return nil, holderInfo{}, last
+					return holderInfo{}, last
 				}
 			}
 		case <-t.C:
 			delay = min(2*delay, 100*time.Millisecond)
 		case <-ctx.Done():
 			t.Stop()
-			return nil, holderInfo{}, ctx.Err()
+			return holderInfo{}, ctx.Err()
 		}
 		if time.Since(start) > b.o.wait {
-			return nil, holderInfo{}, fmt.Errorf("no holder of %s answered within %s (last: %v; the background holder's log: %s)",
+			return holderInfo{}, fmt.Errorf("no holder of %s answered within %s (last: %v; the background holder's log: %s)",
 				b.o.store, b.o.wait, last, holderLogPath(b.o.store))
 		}
 	}
@@ -123,9 +136,9 @@ func (b *bridge) openSession(ctx context.Context, h *holderConn) (*websocket.Con
 // log level, subscriptions. The answers are the bridge's own.
 func (b *bridge) replay(ctx context.Context, c *websocket.Conn, lost <-chan error) error {
 	b.mu.Lock()
-	initReq, initialized, level := b.initReq, b.initialized, b.level
+	initReq, initialized, level := b.st.InitReq, b.st.Initialized, b.st.Level
 	var subs []string
-	for u := range b.subs {
+	for u := range b.st.Subs {
 		subs = append(subs, u)
 	}
 	b.mu.Unlock()

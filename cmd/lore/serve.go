@@ -71,6 +71,9 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	direct := fs.Bool("direct", false, "serve the session in this process, which then holds the store (and shares it with other Lore processes until it exits), "+
 		"instead of through the store's shared holder")
 	idle := fs.Duration("idle", defaultIdle, "how long a background holder this starts waits without clients before it exits")
+	relay := fs.Bool("relay", false, "relay the session's messages through this process instead of handing stdin and stdout to the store's holder: "+
+		"each call then costs a hop more (about 0.1–0.2 ms), and a holder killed mid-session is replaced without the client noticing "+
+		"(handed over, the session ends with the holder's death)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -102,7 +105,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		return errors.New("cannot find this program to start a background holder; run lore mcp --direct")
 	}
 	b := newBridge(e, bridgeOptions{store: o.path, config: f.sessionConfig(o), exe: e.exe, hold: holdArgs(&f, o, *idle),
-		wait: max(f.sf.lockTimeout, 10*time.Second) + 20*time.Second, maxLine: defaultMaxLine})
+		wait: max(f.sf.lockTimeout, 10*time.Second) + 20*time.Second, maxLine: defaultMaxLine, relay: *relay})
 	return b.run(ctx)
 }
 

@@ -1,6 +1,6 @@
 // The official TypeScript MCP SDK's client on `lore mcp` over stdio, driven by cmd/lore's interop test.
 //
-// Usage: node client.mjs LORE_BIN STORE
+// Usage: node client.mjs LORE_BIN STORE [LORE_MCP_FLAG...]
 // Reads one command a line on stdin and answers each on stdout, one JSON object a line:
 //   {"id":N,"op":"subscribe","uris":[...]}        -> {"id":N,"ok":true}
 //   {"id":N,"op":"write","ids":[...],"par":P}     -> {"id":N,"ok":true} once every upsert is acknowledged
@@ -11,12 +11,12 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import readline from "node:readline";
 
-const [bin, store] = process.argv.slice(2);
+const [bin, store, ...flags] = process.argv.slice(2);
 const out = (o) => process.stdout.write(JSON.stringify(o) + "\n");
 
 const transport = new StdioClientTransport({
   command: bin,
-  args: ["mcp", "--store", store, "--idle", "5s"],
+  args: ["mcp", "--store", store, "--idle", "5s", ...flags],
   env: { ...process.env },
   stderr: "inherit",
 });
