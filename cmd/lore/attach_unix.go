@@ -412,6 +412,9 @@ func (b *bridge) waitAttached(ctx context.Context, ac *attachConn, info holderIn
 	defer ac.c.Close()
 	var e attachEnd
 	derr := json.NewDecoder(io.LimitReader(ac.br, maxAttachEnd)).Decode(&e)
+	if ctx.Err() != nil {
+		return true, nil, nil // the holder, which may be reading still, ends the session
+	}
 	// stdin and stdout are this process's again: blocking, as they were.
 	for _, f := range []*os.File{b.attachIn, b.attachOut} {
 		if raw, err := f.SyscallConn(); err == nil {
@@ -419,8 +422,6 @@ func (b *bridge) waitAttached(ctx context.Context, ac *attachConn, info holderIn
 		}
 	}
 	switch {
-	case ctx.Err() != nil:
-		return true, nil, nil
 	case derr != nil:
 		return false, nil, &exitError{1, fmt.Errorf("the holder of %s (pid %d) went away while it served this session (killed?), "+
 			"and what it had read went with it: the requests in flight may or may not have taken effect; restart this MCP server "+

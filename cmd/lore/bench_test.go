@@ -53,52 +53,64 @@ func (p *stdioProc) call(b *testing.B, req string) {
 }
 
 // BenchmarkStdioGetNode times get_node round trips over stdio, through
-// lore mcp --direct (which serves the session itself) and through lore mcp
-// bridged to a background holder, one call of each in turn so that both
-// see the same machine. It reports each p50 and what the bridge adds:
+// lore mcp --direct (which serves the session itself), through lore mcp
+// handed over to a background holder (attached: the default where stdin
+// and stdout are pipes) and through lore mcp --relay on the same holder,
+// one call of each in turn so that all see the same machine. It reports
+// each p50 and what each bridge adds to the direct one:
 //
 //	go test -run '^$' -bench StdioGetNode -benchtime 5000x ./cmd/lore
 func BenchmarkStdioGetNode(b *testing.B) {
 	direct := startStdioProc(b, "mcp", "--direct", "--store", newStore(b))
 	store := newStore(b)
-	bridged := startStdioProc(b, "mcp", "--idle", "5s", "--store", store)
-	bridged.store = store
+	attached := startStdioProc(b, "mcp", "--idle", "5s", "--store", store)
+	relayed := startStdioProc(b, "mcp", "--idle", "5s", "--relay", "--store", store)
+	procs := []*stdioProc{direct, attached, relayed}
 	req := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_node","arguments":{"id":"team/payments"}}}`
-	for range 200 { // warm both up
-		direct.call(b, req)
-		bridged.call(b, req)
+	for range 200 { // warm them up
+		for _, p := range procs {
+			p.call(b, req)
+		}
 	}
-	holder, err := dialHolder(b.Context(), bridged.store)
+	holder, err := dialHolder(b.Context(), store)
 	if err != nil {
 		b.Fatal(err)
 	}
-	pids := []int{direct.pid, bridged.pid, holder.info.PID}
+	pids := []int{direct.pid, attached.pid, relayed.pid, holder.info.PID}
 	cpu0 := make([]time.Duration, len(pids))
 	for i, pid := range pids {
 		cpu0[i] = cpuTime(b, pid)
 	}
-	var d, br []time.Duration
+	times := make([][]time.Duration, len(procs))
 	b.ResetTimer()
 	for range b.N {
-		t0 := time.Now()
-		direct.call(b, req)
-		t1 := time.Now()
-		bridged.call(b, req)
-		d, br = append(d, t1.Sub(t0)), append(br, time.Since(t1))
+		for i, p := range procs {
+			t0 := time.Now()
+			p.call(b, req)
+			times[i] = append(times[i], time.Since(t0))
+		}
 	}
 	b.StopTimer()
-	slices.Sort(d)
-	slices.Sort(br)
 	us := func(x time.Duration) float64 { return float64(x) / float64(time.Microsecond) }
-	b.ReportMetric(us(d[len(d)/2]), "direct-p50-µs")
-	b.ReportMetric(us(br[len(br)/2]), "bridged-p50-µs")
-	b.ReportMetric(us(br[len(br)/2]-d[len(d)/2]), "added-p50-µs")
-	b.ReportMetric(us(d[len(d)*99/100]), "direct-p99-µs")
-	b.ReportMetric(us(br[len(br)*99/100]), "bridged-p99-µs")
+	p50 := make([]time.Duration, len(procs))
+	for i, name := range []string{"direct", "attached", "relayed"} {
+		slices.Sort(times[i])
+		p50[i] = times[i][len(times[i])/2]
+		b.ReportMetric(us(p50[i]), name+"-p50-µs")
+		b.ReportMetric(us(times[i][len(times[i])*99/100]), name+"-p99-µs")
+		if i > 0 {
+			b.ReportMetric(us(p50[i]-p50[0]), name+"-added-p50-µs")
+		}
+	}
 	// CPU time per call of each process (user and system, at the kernel's
-	// clock-tick resolution): the direct server, the bridge, the holder.
-	for i, name := range []string{"direct", "bridge", "holder"} {
-		b.ReportMetric(us(cpuTime(b, pids[i])-cpu0[i])/float64(b.N), name+"-cpu-µs/op")
+	// clock-tick resolution): the direct server, the two lore mcp, and the
+	// holder (which serves both bridged sessions: per call of either).
+	for i, name := range []string{"direct", "attached-bridge", "relay-bridge", "holder"} {
+		n := float64(b.N)
+		if name == "holder" {
+			n *= 2
+		}
+		b.ReportMetric(us(cpuTime(b, pids[i])-cpu0[i])/n, name+"-cpu-µs/op")
 	}
 }
 

@@ -629,3 +629,39 @@ func TestLockedMessageNamesSocket(t *testing.T) {
 		t.Errorf("exit %d: %s\nwant %s", code, errOut, want)
 	}
 }
+
+// TestAttachedBridgeKilled: when a lore mcp whose session the holder
+// serves is killed, the holder ends that session (it would otherwise
+// never go idle) and goes on serving the others.
+func TestAttachedBridgeKilled(t *testing.T) {
+	store := newStore(t)
+	keep := stdioClient(t, "keep", store)
+	r := startRaw(t, store)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	r.next(`"id":1,"result"`)
+	if !r.err.waitFor("session=attached", 10*time.Second) {
+		t.Fatalf("not attached:\n%s", r.err.String())
+	}
+	if h := findHolder(t.Context(), store); h == nil || h.info.Sessions != 2 {
+		t.Fatalf("want 2 sessions on the holder, got %+v", h)
+	}
+	if err := r.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		h := findHolder(t.Context(), store)
+		if h == nil {
+			t.Fatal("the holder went away")
+		}
+		if h.info.Sessions == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder still serves %d sessions", h.info.Sessions)
+		}
+	}
+	if res, err := keep.cs.CallTool(t.Context(), callGetNode("team/payments")); err != nil || res.IsError {
+		t.Fatalf("the other session: %v %s", err, resultText(res))
+	}
+}
