@@ -272,6 +272,7 @@ func randomDegree(rng *rand.Rand) *graph.Degree {
 // filter (a step's edgeWhere) names: the edges' properties.
 var (
 	oFields     = []string{"name", "n", "s", "u", "f", "t", "id", "type"}
+	oIndexedA   = []string{"n", "s", "t"} // A's indexed fields
 	oEdgeFields = []string{"w", "r"}
 )
 
@@ -461,6 +462,9 @@ func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
 		}
 		if rng.IntN(4) == 0 {
 			st.where = randomFilter(rng, 1, oFields)
+			if rng.IntN(2) == 0 { // on A's indexed fields: the index can narrow what the step reached
+				st.typ, st.where = "A", randomFilter(rng, 1, oIndexedA)
+			}
 		}
 		if rng.IntN(4) == 0 {
 			st.edgeWhere = randomFilter(rng, 1, oEdgeFields)

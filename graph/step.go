@@ -95,6 +95,17 @@ func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error
 	if st.Type == "" && st.where == nil {
 		return out, nil
 	}
+	if keep, ok := ex.indexFilter(st, len(out.ids)); ok {
+		kept := out.ids[:0:0]
+		for _, id := range out.ids {
+			if keep[id] {
+				kept = append(kept, id)
+			} else if withWalks {
+				delete(out.walks, id)
+			}
+		}
+		out.ids = kept
+	}
 	if nt, ok := ex.s.(NodeTyper); ok && st.where == nil {
 		kept, err := ex.keepType(nt, out.ids, st.Type)
 		if err != nil {
@@ -278,4 +289,89 @@ func (ex *executor) keepType(nt NodeTyper, ids []ID, typ string) ([]ID, error) {
 		}
 	}
 	return out, nil
+}
+
+// indexFilter returns the nodes that an index says may pass a step's
+// where, out of n reached: every node that passes it is among them. It
+// answers (ok) only when each node type the step can keep (its type, or
+// else every type its edges may lead to, as the model declares them) has
+// an indexed condition that every match must meet, and those indexes hold
+// no more entries for them than n: reading the entries then costs less
+// than reading the n nodes to test them. The nodes kept are read and
+// tested as before. The entries come out of work already paid for (at
+// most n), so they are not charged to the budget.
+func (ex *executor) indexFilter(st *Step, n int) (map[ID]bool, bool) {
+	if st.where == nil || n == 0 {
+		return nil, false
+	}
+	m := ex.s.Model()
+	types := []string{st.Type}
+	if st.Type == "" {
+		labels := []string(st.Edge)
+		if len(labels) == 0 {
+			labels = m.EdgeLabels()
+		}
+		types = nil
+		for _, l := range labels {
+			et, ok := m.Edge(l)
+			if !ok {
+				return nil, false
+			}
+			var ends []string
+			switch st.Direction {
+			case In:
+				ends = et.From
+			case Both:
+				ends = append(slices.Clone(et.From), et.To...)
+			default:
+				ends = et.To
+			}
+			if len(ends) == 0 {
+				return nil, false // any type
+			}
+			types = append(types, ends...)
+		}
+		slices.Sort(types)
+		types = slices.Compact(types)
+	}
+	keep := map[ID]bool{}
+	left := n // index entries still worth reading
+	for _, t := range types {
+		nt, ok := m.Node(t)
+		if !ok {
+			return nil, false
+		}
+		plans := indexPlans(t, nt.IsIndexed, st.where)
+		if len(plans) == 0 {
+			return nil, false
+		}
+		// An equality (or a set of them) before a range: usually fewer entries.
+		p := plans[0]
+		for _, q := range plans {
+			if q.queries[0].Eq != nil {
+				p = q
+				break
+			}
+		}
+		for _, iq := range p.queries {
+			for {
+				iq.Limit = min(lookupPage, left+1)
+				page, err := ex.s.Lookup(ex.b.ctx, iq)
+				if err != nil {
+					return nil, false // the nodes are read and tested instead
+				}
+				if left -= len(page.IDs); left < 0 {
+					return nil, false
+				}
+				for _, id := range page.IDs {
+					keep[id] = true
+				}
+				if page.Next == "" {
+					break
+				}
+				iq.After = page.Next
+			}
+		}
+	}
+	return keep, true
 }
