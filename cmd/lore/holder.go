@@ -39,8 +39,9 @@ import (
 //	GET  /v1/run       a WebSocket running one CLI command (remote.go)
 //	POST /v1/handover  a background holder gives the store up
 //
-// Each MCP session runs mcp.Server.ServeStdio on the bridged stream, so a
-// bridged session behaves as a direct one does, stdin EOF included.
+// Each MCP session runs mcp.Server.ServeStdio on the bridged stream (or,
+// attached, on lore mcp's own stdin and stdout), so a bridged session
+// behaves as a direct one does, stdin EOF included.
 type holder struct {
 	kind     string
 	store    graph.Store
