@@ -60,7 +60,15 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 	}
 	var s graph.Store
 	var release func()
-	if pos[0] == "apply" {
+	// live: the command runs in the process that holds the store (a holder
+	// runs it for the process that asked), and puts the model in use on
+	// the open store, which goes on serving, instead of opening the store
+	// again with it; the holder's MCP sessions hear of it as of any change.
+	live := pos[0] == "apply" && e.held != nil
+	if pos[0] == "apply" && !live {
+		if h := findHolder(ctx, o.path); h != nil {
+			return &heldError{h} // the holder runs it (see env.run)
+		}
 		if s, err = openExclusive(ctx, e, o, "model apply"); err != nil {
 			return err
 		}
@@ -91,12 +99,7 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 		return &exitError{1, fmt.Errorf("%s was not applied: the migration cannot change %s; nothing was written", pos[1], plural(r.Migration.Failed, "node"))}
 	}
 	if pos[0] == "apply" && r.Fit.Fits() && (len(r.Changes) > 0 || migrates && r.Migration.Changed > 0) {
-		// Opening the store with the new model rebuilds what it changes in
-		// the indexes (with progress) and keeps the model. Nothing else
-		// can have written in between: openExclusive found no holder, and
-		// this process's lock is taken again at once.
-		o.model, o.modelFile, o.modelPath, o.readOnly = m, pos[1], path, false
-		s, err := openExclusive(ctx, e, o, "model apply")
+		s, err := useModel(ctx, e, o, s, live, m, pos[1], path)
 		if err != nil {
 			return err
 		}
@@ -114,14 +117,18 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 				fmt.Fprintln(e.stderr)
 			}
 			if err != nil {
-				s.Close()
+				if !live {
+					s.Close()
+				}
 				return fmt.Errorf("the model is in use but the migration stopped: %w; run the same lore model apply again to finish it", err)
 			}
 			r.Migration = rep
 			r.Migrated = true
 		}
-		if err := s.Close(); err != nil {
-			return err
+		if !live {
+			if err := s.Close(); err != nil {
+				return err
+			}
 		}
 		r.Applied = true
 	}
@@ -138,6 +145,27 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 			plural(r.Fit.RejectedNodes, "node"), plural(r.Fit.RejectedEdges, "edge"))}
 	}
 	return nil
+}
+
+// useModel puts m (read from file, at path) in use on the store: on s,
+// the store the holder this command runs in holds (live), which goes on
+// serving; else by opening the store again with m, which rebuilds what m
+// changes in the indexes (with progress) and keeps it. Nothing else can
+// have written in between then: openExclusive found no holder, and this
+// process's lock is taken again at once.
+func useModel(ctx context.Context, e *env, o storeOptions, s graph.Store, live bool, m *schema.Model, file, path string) (graph.Store, error) {
+	if !live {
+		o.model, o.modelFile, o.modelPath, o.readOnly = m, file, path, false
+		return openExclusive(ctx, e, o, "model apply")
+	}
+	sw, ok := s.(graph.ModelSwitcher)
+	if !ok {
+		return nil, &exitError{1, fmt.Errorf("%s holds the store and cannot change its model while it serves: stop it, then run lore model apply again", e.held.info.describe())}
+	}
+	if _, err := sw.UseModel(ctx, m); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // A modelReport is what lore model diff and apply print.

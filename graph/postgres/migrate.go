@@ -173,12 +173,12 @@ func (s *Store) adoptModel(ctx context.Context, model *schema.Model) error {
 	if m == nil {
 		m = schema.Default()
 	}
-	s.setModel(&inUse{m: m, seq: seq})
-	if bytes.Equal(stored, m.JSON()) {
+	if bytes.Equal(stored, m.JSON()) || s.readOnly {
+		s.setModel(&inUse{m: m, seq: seq})
+		if s.readOnly {
+			return s.checkReadModel(ctx, old)
+		}
 		return nil
-	}
-	if s.readOnly {
-		return s.checkReadModel(ctx, old)
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockCommit); err != nil {
@@ -186,10 +186,11 @@ func (s *Store) adoptModel(ctx context.Context, model *schema.Model) error {
 		}
 		// Read again under the lock: another replica may have put a model
 		// in use since.
-		if stored, _, err = storedModel(ctx, tx); err != nil {
+		if stored, seq, err = storedModel(ctx, tx); err != nil {
 			return err
 		}
 		if bytes.Equal(stored, m.JSON()) {
+			s.setModel(&inUse{m: m, seq: seq})
 			return nil
 		}
 		old = nil
@@ -222,7 +223,7 @@ func (s *Store) adoptModel(ctx context.Context, model *schema.Model) error {
 		}
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO lore_meta (key, value) VALUES ('model', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, m.JSON())
-		var seq uint64
+		seq = 0
 		if old != nil {
 			// A change of the model in use: recorded in the log, in order
 			// with the writes (a new store's first model is none).

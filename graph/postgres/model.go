@@ -95,3 +95,33 @@ func (s *Store) refreshModel(ctx context.Context, q querier) (*schema.Model, err
 func modelChange(seq uint64) *graph.Change {
 	return &graph.Change{Seq: seq, Time: graph.NormalizeTime(time.Now()), Op: graph.OpModel}
 }
+
+// UseModel puts m in use for every replica (see graph.ModelSwitcher and
+// adoptModel): under the commit lock, it rebuilds what m changes in the
+// derived indexes and commits m with its change-log entry.
+func (s *Store) UseModel(ctx context.Context, m *schema.Model) (seq uint64, err error) {
+	defer wrap(&err, "UseModel")
+	if s.readOnly {
+		return 0, fmt.Errorf("the store is open for reading only: %w", graph.ErrInvalid)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	if s.load != nil {
+		return 0, fmt.Errorf("an import is loading the store, all or nothing; change the model when it has finished: %w", graph.ErrConflict)
+	}
+	before := s.model.Load().seq
+	if err := s.adoptModel(ctx, m); err != nil {
+		return 0, err
+	}
+	if seq = s.model.Load().seq; seq == before {
+		return 0, nil // m was in use already
+	}
+	graph.RaiseMinSeq(ctx, seq)
+	if s.rs == nil {
+		s.announce(seq)
+	}
+	return seq, nil
+}
