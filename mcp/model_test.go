@@ -115,3 +115,45 @@ func modelVersion(t *testing.T, cs *mcpsdk.ClientSession) string {
 	}
 	return doc.Version
 }
+
+// TestModelSubscriptionEmbedded: on the embedded store, a model put in use
+// while the server runs (graph.ModelSwitcher, as lore model apply does in
+// the holder) notifies a session subscribed to lore://model, once, and
+// lore://model then has the new version.
+func TestModelSubscriptionEmbedded(t *testing.T) {
+	f := newFixture(t, nil)
+	opts, next := receiver(t)
+	cs := f.connect(t, legacy, opts)
+	for _, u := range []string{mcp.ModelURI, mcp.NodeURI(sentinel)} {
+		if err := cs.Subscribe(t.Context(), &mcpsdk.SubscribeParams{URI: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(schema.DefaultJSON(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["title"] = "v2"
+	data, _ := json.Marshal(doc)
+	v2, err := schema.Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, ok := f.store.(graph.ModelSwitcher)
+	if !ok {
+		t.Fatalf("%T cannot put a model in use while it serves", f.store)
+	}
+	if _, err := sw.UseModel(t.Context(), v2); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); got != mcp.ModelURI {
+		t.Fatalf("notification for %s, want %s", got, mcp.ModelURI)
+	}
+	if v := modelVersion(t, cs); v != v2.Version() {
+		t.Fatalf("lore://model has version %s after the notification, want %s", v, v2.Version())
+	}
+	f.touch(t, sentinel) // the next notification is the write's: the model's came once
+	if got := next(); got != mcp.NodeURI(sentinel) {
+		t.Fatalf("notification for %s, want %s", got, mcp.NodeURI(sentinel))
+	}
+}
