@@ -37,11 +37,15 @@ type Checker interface {
 // m with its change-log entry (OpModel), whose sequence number it returns
 // (0, and nothing written, if m is the model in use); writes after it are
 // validated with m, and a write under way finishes first. It does not
-// check that the stored properties fit m: CheckModel does. Without it, a
-// model is put in use by opening the store with it, which needs the store
-// to itself.
+// check that the stored properties fit m; CheckModel does, and at is the
+// last change-log entry (Stats.LastSeq) the caller had seen when it
+// checked: if the log has gone on since, UseModel changes nothing and
+// returns an error wrapping ErrConflict, and the caller checks what was
+// written since (CheckModelSince), then tries again. Without it, a model
+// is put in use by opening the store with it, which needs the store to
+// itself.
 type ModelSwitcher interface {
-	UseModel(ctx context.Context, m *schema.Model) (seq uint64, err error)
+	UseModel(ctx context.Context, m *schema.Model, at uint64) (seq uint64, err error)
 }
 
 // A Syncer can flush committed writes to durable storage on demand (a

@@ -16,7 +16,7 @@ import (
 // if m changes what is derived, then commits them, m and its change-log
 // entry in one transaction, with readers kept out for that commit only,
 // so a reader sees the old model's indexes or the new one's.
-func (s *Store) UseModel(ctx context.Context, m *schema.Model) (seq uint64, err error) {
+func (s *Store) UseModel(ctx context.Context, m *schema.Model, at uint64) (seq uint64, err error) {
 	defer wrap(&err, "UseModel")
 	if s.readOnly {
 		return 0, fmt.Errorf("the store is open for reading only: %w", graph.ErrInvalid)
@@ -29,6 +29,9 @@ func (s *Store) UseModel(ctx context.Context, m *schema.Model) (seq uint64, err 
 	old := s.Model()
 	if bytes.Equal(old.JSON(), m.JSON()) {
 		return 0, nil
+	}
+	if s.lastSeq != at { // only writers move it, and they hold wmu
+		return 0, fmt.Errorf("%w: the store was written after change %d, which the model was checked at (it is at %d now)", graph.ErrConflict, at, s.lastSeq)
 	}
 	var changes []string
 	err = s.read(func(tx *bbolt.Tx) error {

@@ -28,7 +28,9 @@ func derivedModel(t *testing.T, edit func(defs map[string]any)) *schema.Model {
 	return m
 }
 
-// testUseModel: a ModelSwitcher puts a model in use while it serves: the
+// testUseModel: a ModelSwitcher puts a model in use while it serves,
+// unless the log went on after the change the caller checked the data at
+// (ErrConflict); then the
 // change is one change-log entry (OpModel) that wakes Changed, the next
 // write is validated with the new model, the data already stored is
 // indexed as the new model says, and a reopened store keeps it. Putting
@@ -48,7 +50,13 @@ func testUseModel(t *testing.T, b Backend) {
 	})
 	first := apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{topic("topic/graphs", "graphs")}})
 	woke := s.Changed()
-	seq, err := sw.UseModel(ctx, v2)
+	if _, err := sw.UseModel(ctx, v2, first.Seq-1); !errors.Is(err, graph.ErrConflict) {
+		t.Fatalf("UseModel with data checked before the last write: %v, want ErrConflict", err)
+	}
+	if got := s.Model().Version(); got == v2.Version() {
+		t.Fatal("a model refused for a stale check is in use")
+	}
+	seq, err := sw.UseModel(ctx, v2, first.Seq)
 	if err != nil || seq != first.Seq+1 {
 		t.Fatalf("UseModel: seq %d, %v; want %d", seq, err, first.Seq+1)
 	}
@@ -75,7 +83,7 @@ func testUseModel(t *testing.T, b Backend) {
 	if !errors.Is(err, graph.ErrInvalid) {
 		t.Fatalf("a write the new model rejects: %v", err)
 	}
-	if again, err := sw.UseModel(ctx, v2); err != nil || again != 0 {
+	if again, err := sw.UseModel(ctx, v2, seq); err != nil || again != 0 {
 		t.Fatalf("UseModel of the model in use: seq %d, %v", again, err)
 	}
 	lacking := derivedModel(t, func(defs map[string]any) {
@@ -90,7 +98,7 @@ func testUseModel(t *testing.T, b Backend) {
 			}
 		}
 	})
-	if _, err := sw.UseModel(ctx, lacking); !errors.Is(err, graph.ErrInvalid) {
+	if _, err := sw.UseModel(ctx, lacking, seq); !errors.Is(err, graph.ErrInvalid) {
 		t.Fatalf("UseModel of a model without a type the store holds: %v", err)
 	}
 	if got := s.Model().Version(); got != v2.Version() {

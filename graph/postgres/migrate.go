@@ -158,7 +158,10 @@ func schemaCurrent(ctx context.Context, pool *pgxpool.Pool) error {
 // lock, in the transaction that saves the model. Replacing a stored model
 // commits a change-log entry (graph.OpModel) in that transaction, and its
 // number as 'modelSeq', which every replica follows (see model.go).
-func (s *Store) adoptModel(ctx context.Context, model *schema.Model) error {
+//
+// With at, the model is put in use only if the change log still ends at
+// *at (the data was checked against it there); else ErrConflict.
+func (s *Store) adoptModel(ctx context.Context, model *schema.Model, at *uint64) error {
 	stored, seq, err := storedModel(ctx, s.pool)
 	if err != nil {
 		return err
@@ -192,6 +195,15 @@ func (s *Store) adoptModel(ctx context.Context, model *schema.Model) error {
 		if bytes.Equal(stored, m.JSON()) {
 			s.setModel(&inUse{m: m, seq: seq})
 			return nil
+		}
+		if at != nil {
+			last, err := s.lastSeq(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if last != *at {
+				return fmt.Errorf("%w: the store was written after change %d, which the model was checked at (it is at %d now)", graph.ErrConflict, *at, last)
+			}
 		}
 		old = nil
 		if stored != nil {

@@ -99,7 +99,7 @@ func modelChange(seq uint64) *graph.Change {
 // UseModel puts m in use for every replica (see graph.ModelSwitcher and
 // adoptModel): under the commit lock, it rebuilds what m changes in the
 // derived indexes and commits m with its change-log entry.
-func (s *Store) UseModel(ctx context.Context, m *schema.Model) (seq uint64, err error) {
+func (s *Store) UseModel(ctx context.Context, m *schema.Model, at uint64) (seq uint64, err error) {
 	defer wrap(&err, "UseModel")
 	if s.readOnly {
 		return 0, fmt.Errorf("the store is open for reading only: %w", graph.ErrInvalid)
@@ -113,7 +113,7 @@ func (s *Store) UseModel(ctx context.Context, m *schema.Model) (seq uint64, err 
 		return 0, fmt.Errorf("an import is loading the store, all or nothing; change the model when it has finished: %w", graph.ErrConflict)
 	}
 	before := s.model.Load().seq
-	if err := s.adoptModel(ctx, m); err != nil {
+	if err := s.adoptModel(ctx, m, &at); err != nil {
 		return 0, err
 	}
 	if seq = s.model.Load().seq; seq == before {

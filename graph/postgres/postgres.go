@@ -323,7 +323,7 @@ func (s *Store) init(ctx context.Context, model *schema.Model) error {
 			return fmt.Errorf("cursor key: %w", err)
 		}
 	}
-	if err := s.adoptModel(ctx, model); err != nil {
+	if err := s.adoptModel(ctx, model, nil); err != nil {
 		return err
 	}
 	seq, err := s.lastSeq(ctx, s.pool)
