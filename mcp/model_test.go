@@ -143,7 +143,11 @@ func TestModelSubscriptionEmbedded(t *testing.T) {
 	if !ok {
 		t.Fatalf("%T cannot put a model in use while it serves", f.store)
 	}
-	if _, err := sw.UseModel(t.Context(), v2); err != nil {
+	st, err := f.store.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw.UseModel(t.Context(), v2, st.LastSeq); err != nil {
 		t.Fatal(err)
 	}
 	if got := next(); got != mcp.ModelURI {
