@@ -64,6 +64,20 @@ type EdgeChange struct {
 	Revision int64  `json:"revision"`
 }
 
+// OpModel is the Op of the change-log entry that records a change of the
+// model in use. Such an entry lists no element: a backend commits one when
+// it puts a model in use in place of another one the store had, so every
+// reader of the log (another replica, a subscriber) learns of the change in
+// order with the writes around it, and Model returns the new model to
+// whoever has read the entry.
+const OpModel = "model"
+
+// ModelChanged reports whether the entry records a change of the model in
+// use (OpModel).
+func (c *Change) ModelChanged() bool {
+	return c.Op == OpModel && len(c.Nodes) == 0 && len(c.Edges) == 0 && c.Part == nil
+}
+
 // Types returns the node types the change touched, sorted.
 func (c *Change) Types() []string {
 	var ts []string

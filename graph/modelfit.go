@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lore-dev/lore/schema"
 )
@@ -138,4 +139,87 @@ func violations(err error) []schema.Violation {
 		return ve.Violations
 	}
 	return []schema.Violation{{Message: err.Error()}}
+}
+
+// CheckModelSince validates against m, as CheckModel does, the elements
+// the change-log entries after seq touched, as they are now: the nodes
+// written and the ends of the edges written, with every edge of those
+// nodes (a node's type bounds its edges' endpoints). It is what a caller
+// of ModelSwitcher.UseModel checks again when writes came between its
+// CheckModel and the switch. It returns the fit of those elements and the
+// last entry it read. A model change among the entries is ErrConflict:
+// the data was checked against another model than the one in use.
+func CheckModelSince(ctx context.Context, s Store, m *schema.Model, seq uint64, first int) (*ModelFit, uint64, error) {
+	fit := &ModelFit{First: []Rejection{}}
+	var ids []ID
+	seen := map[ID]bool{}
+	err := ReadLog(ctx, s, seq, func(le *LogEntry) (bool, error) {
+		c, err := le.Decode(0, -1)
+		if err != nil {
+			return false, err
+		}
+		if c.ModelChanged() {
+			return false, fmt.Errorf("the model in use changed at change %d, after the data was checked: %w", c.Seq, ErrConflict)
+		}
+		for _, id := range c.NodeIDs() {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		seq = c.Seq
+		return true, nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	reject := func(kind, id string, vs []schema.Violation) {
+		if len(fit.First) < first {
+			fit.First = append(fit.First, Rejection{Kind: kind, ID: id, Violations: vs})
+		}
+	}
+	slices.Sort(ids)
+	checked := map[string]bool{}
+	for chunk := range slices.Chunk(ids, DefaultPageSize) {
+		nodes, err := s.Nodes(ctx, chunk)
+		if err != nil {
+			return nil, 0, err
+		}
+		for i, n := range nodes {
+			if n == nil {
+				continue // deleted since
+			}
+			fit.Nodes++
+			if vs := nodeFits(m, n); vs != nil {
+				fit.RejectedNodes++
+				reject("node", string(n.ID), vs)
+			}
+			for q := (EdgeQuery{Nodes: chunk[i : i+1], Direction: Both, Page: Page{Limit: MaxPageSize}}); ; {
+				page, err := s.Edges(ctx, q)
+				if err != nil {
+					return nil, 0, err
+				}
+				types, err := endTypes(ctx, s, page.Edges)
+				if err != nil {
+					return nil, 0, err
+				}
+				for _, e := range page.Edges {
+					if checked[e.ID] {
+						continue
+					}
+					checked[e.ID] = true
+					fit.Edges++
+					if vs := edgeFits(m, e, types); vs != nil {
+						fit.RejectedEdges++
+						reject("edge", e.ID, vs)
+					}
+				}
+				if page.Next == "" {
+					break
+				}
+				q.After = page.Next
+			}
+		}
+	}
+	return fit, seq, nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/lore-dev/lore/schema"
 )
 
 // Optional operations. A backend implements Store; it may also implement
@@ -27,6 +29,23 @@ type Checker interface {
 	// Repair rebuilds what the store derives from its records (indexes,
 	// counts, summaries), then checks it again.
 	Repair(ctx context.Context) (*CheckReport, error)
+}
+
+// A ModelSwitcher can put another model in use while it is open and
+// serving. UseModel checks that m has every node type and edge label the
+// store holds, rebuilds what m changes in the derived indexes, and commits
+// m with its change-log entry (OpModel), whose sequence number it returns
+// (0, and nothing written, if m is the model in use); writes after it are
+// validated with m, and a write under way finishes first. It does not
+// check that the stored properties fit m; CheckModel does, and at is the
+// last change-log entry (Stats.LastSeq) the caller had seen when it
+// checked: if the log has gone on since, UseModel changes nothing and
+// returns an error wrapping ErrConflict, and the caller checks what was
+// written since (CheckModelSince), then tries again. Without it, a model
+// is put in use by opening the store with it, which needs the store to
+// itself.
+type ModelSwitcher interface {
+	UseModel(ctx context.Context, m *schema.Model, at uint64) (seq uint64, err error)
 }
 
 // A Syncer can flush committed writes to durable storage on demand (a

@@ -47,7 +47,10 @@ import (
 // sequence number: 1 for a new store's first, then one more for each, with
 // no gap and no reuse, across restarts, for as long as the store exists
 // (an undone load, see AtomicLoader, uses up its numbers). Result.Seq is
-// that number (0 for a batch that changed nothing). Since(seq, limit)
+// that number (0 for a batch that changed nothing). Putting another model
+// in use in place of the store's commits one too, with Op OpModel and no
+// element, so readers of the log learn of it in order with the writes.
+// Since(seq, limit)
 // returns the entries after seq, oldest first, up to limit (a limit of 0
 // or below, or above MaxPageSize, means DefaultPageSize); a seq at or past
 // the last entry returns none (it never wraps around to the first). Stats
@@ -74,7 +77,10 @@ import (
 // Every method is safe for concurrent use. Calls after Close return
 // ErrClosed (Close itself returns nil again).
 type Store interface {
-	// Model returns the model the store validates against.
+	// Model returns the model the store validates against. It may change
+	// while the store is open: a backend shared by several processes
+	// follows a model another one put in use (see OpModel), and its next
+	// write is validated with it.
 	Model() *schema.Model
 
 	// Apply validates a batch whole and, if it is valid, commits it in one

@@ -53,7 +53,6 @@ type Options struct {
 // A Catalog is the set of tools over one store.
 type Catalog struct {
 	store    graph.Store
-	model    *schema.Model
 	ceilings graph.Limits
 	log      *slog.Logger
 	maxDepth int // of arguments; 0: schema.DefaultMaxDepth
@@ -106,11 +105,14 @@ func NewCatalog(s graph.Store, opts *Options) *Catalog {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Catalog{store: s, model: s.Model(), ceilings: graph.DefaultCeilings, log: o.Logger, maxDepth: o.MaxDepth, observe: o.Observe,
+	c := &Catalog{store: s, ceilings: graph.DefaultCeilings, log: o.Logger, maxDepth: o.MaxDepth, observe: o.Observe,
 		byName: map[string]*Tool{}, outputs: map[string]*jsonschema.Schema{}}
 	c.ceilings, _ = o.Ceilings.Clamp(graph.Limits{})
-	comp := newCompiler(c.model)
-	for _, t := range Definitions(c.model) {
+	// The tools' published schemas do not depend on the model; the strict
+	// output schemas that tests check results with refer to the model of
+	// the catalog's start.
+	comp := newCompiler(s.Model())
+	for _, t := range Definitions(s.Model()) {
 		if t.Write && o.ReadOnly {
 			continue
 		}
@@ -147,8 +149,10 @@ func Definitions(m *schema.Model) []*Tool {
 // Store returns the store the catalog serves.
 func (c *Catalog) Store() graph.Store { return c.store }
 
-// Model returns the store's model.
-func (c *Catalog) Model() *schema.Model { return c.model }
+// Model returns the store's model in use, which follows the store's: a
+// model put in use while the catalog serves (another replica's lore model
+// apply) is the one its reads and writes see.
+func (c *Catalog) Model() *schema.Model { return c.store.Model() }
 
 // Ceilings returns the read ceilings.
 func (c *Catalog) Ceilings() graph.Limits { return c.ceilings }

@@ -16,7 +16,7 @@ func AddPanicTool(c *Catalog) {
 		Input:  json.RawMessage(`{"type":"object"}`),
 		Output: json.RawMessage(`{"type":"object"}`), ReadOnly: true, Idempotent: true, Icon: iconRead,
 		run: func(context.Context, *Catalog, json.RawMessage) (output, error) { panic("injected panic in a tool") }}
-	comp := newCompiler(c.model)
+	comp := newCompiler(c.Model())
 	t.in = mustCompile(comp, "lore:tool/"+t.Name+"/input", t.Input)
 	c.outputs[t.Name] = mustCompile(comp, "lore:tool/"+t.Name+"/output", t.Output)
 	c.tools = append(c.tools, t)

@@ -32,7 +32,7 @@ type call struct {
 }
 
 func (s *Server) prompts() []prompt {
-	m := s.cat.model
+	m := s.cat.Model()
 	ps := []prompt{{
 		name: "explain_node", title: "Explain a node", desc: "Explain what a node is and how it fits in: its properties and its neighbourhood.",
 		argDesc: "The node's ID",
@@ -150,7 +150,7 @@ func (s *Server) complete(ctx context.Context, req *mcpsdk.CompleteRequest) (*mc
 	var err error
 	switch {
 	case p.Ref.Type == "ref/resource" && p.Ref.URI == typeTemplate && p.Argument.Name == "type":
-		for _, t := range s.cat.model.NodeTypeNames() {
+		for _, t := range s.cat.Model().NodeTypeNames() {
 			if strings.HasPrefix(t, p.Argument.Value) {
 				vals = append(vals, t)
 			}

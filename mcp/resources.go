@@ -152,12 +152,12 @@ func (s *Server) syncTypes(st *graph.Stats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var gone []string
-	for _, t := range s.cat.model.NodeTypeNames() {
+	for _, t := range s.cat.Model().NodeTypeNames() {
 		has := st.NodeTypes[t] > 0
 		switch {
 		case has && !s.types[t]:
 			s.types[t] = true
-			nt, _ := s.cat.model.Node(t)
+			nt, _ := s.cat.Model().Node(t)
 			s.sdk.AddResource(&mcpsdk.Resource{URI: TypeURI(t), Name: "type/" + t, Title: "Nodes of type " + t,
 				Description: nt.Description, MIMEType: jsonMIME}, s.resourceHandler)
 		case !has && s.types[t]:
@@ -178,8 +178,8 @@ func contents(v any) (string, error) {
 // readModel returns the model document with its version as the keyword
 // x-lore-version (which JSON Schema ignores), first among its keys.
 func (c *Catalog) readModel(_ context.Context, uri string) (string, error) {
-	rest := bytes.TrimLeft(bytes.TrimSpace(c.model.JSON())[1:], " \t\r\n") // a model is a JSON object
-	data := []byte(`{"x-lore-version":"` + c.model.Version() + `"`)
+	rest := bytes.TrimLeft(bytes.TrimSpace(c.Model().JSON())[1:], " \t\r\n") // a model is a JSON object
+	data := []byte(`{"x-lore-version":"` + c.Model().Version() + `"`)
 	if rest[0] != '}' {
 		data = append(data, ',')
 	}
@@ -243,7 +243,7 @@ const (
 
 func (c *Catalog) readType(ctx context.Context, uri string) (string, error) {
 	t := strings.TrimPrefix(uri, typePrefix)
-	nt, ok := c.model.Node(t)
+	nt, ok := c.Model().Node(t)
 	if !ok {
 		return "", fmt.Errorf("resource %q: no node type %q: %w", uri, t, graph.ErrNotFound)
 	}

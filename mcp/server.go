@@ -303,7 +303,9 @@ func (s *subscriptions) watched(uri string) bool {
 // built and sends
 // notifications/resources/updated for every subscribed URI a commit
 // touched: lore://changes, lore://node/ID of each node written (and the
-// endpoints of each edge written) and lore://type/T of each type touched.
+// endpoints of each edge written), lore://type/T of each type touched, and
+// lore://model when the model in use changed (its entry in the log, which
+// another replica's model change reaches this one's store through).
 // It lists a type as a resource while the type has nodes, so the resource
 // list changes (and list-changed is sent) when a type gains its first node
 // or loses its last. It returns when ctx is done.
@@ -384,9 +386,13 @@ func (s *Server) notify(ctx context.Context, c *graph.Change) {
 
 // TouchedURIs lists the resources a committed change touched:
 // lore://changes, lore://node/ID of each node written and of both ends of
-// each edge written, and lore://type/T of each node type written.
+// each edge written, lore://type/T of each node type written, and
+// lore://model for a change of the model in use.
 func TouchedURIs(c *graph.Change) []string {
 	uris := []string{ChangesURI}
+	if c.ModelChanged() {
+		uris = append(uris, ModelURI)
+	}
 	for _, id := range c.NodeIDs() {
 		uris = append(uris, NodeURI(id))
 	}

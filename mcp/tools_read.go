@@ -30,7 +30,7 @@ const (
 // surfaces present them.
 func tools(m *schema.Model) []*Tool {
 	return []*Tool{
-		describeModel(m), getNode(m), getEdge(), searchNodes(), neighbors(), findPaths(), queryGraph(), changesSince(),
+		describeModel(), getNode(m), getEdge(), searchNodes(), neighbors(), findPaths(), queryGraph(), changesSince(),
 		upsertNodes(), upsertEdges(), deleteNodes(), deleteEdges(),
 	}
 }
@@ -97,7 +97,7 @@ func (o *describeOut) text() string {
 	return fence(b.String())
 }
 
-func describeModel(m *schema.Model) *Tool {
+func describeModel() *Tool {
 	return define(readTool("describe_model", "Describe the model",
 		"Node types (with properties) and edge labels, with counts. Call first; pass type for its full JSON Schema."),
 		func(ctx context.Context, c *Catalog, in *describeIn) (*describeOut, error) {
@@ -105,6 +105,7 @@ func describeModel(m *schema.Model) *Tool {
 			if err != nil {
 				return nil, err
 			}
+			m := c.Model() // the model in use now, which may have changed since the catalog was built
 			out := &describeOut{Title: m.Title(), Version: m.Version(), Nodes: st.Nodes, Edges: st.Edges}
 			if in.Type != "" {
 				if t, ok := m.Node(in.Type); ok {
@@ -462,7 +463,7 @@ func queryGraph() *Tool {
 	t.schemaIn = reflect.TypeFor[graph.Query]()
 	return define(t,
 		func(ctx context.Context, c *Catalog, in *json.RawMessage) (*queryOut, error) {
-			q, err := graph.ParseQuery(c.model, *in)
+			q, err := graph.ParseQuery(c.Model(), *in)
 			if err != nil {
 				return nil, err
 			}

@@ -48,7 +48,6 @@ type holder struct {
 	path     string
 	sock     string
 	readOnly bool
-	model    string // SHA-256 of the store's model document, hex
 	log      *slog.Logger
 
 	ln net.Listener
@@ -105,8 +104,7 @@ func startHolder(o holderOptions) (*holder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening for other Lore processes: %w", err)
 	}
-	sum := sha256.Sum256(o.store.Model().JSON())
-	h := &holder{kind: o.kind, store: o.store, path: o.path, sock: sock, readOnly: o.readOnly, model: hex.EncodeToString(sum[:]),
+	h := &holder{kind: o.kind, store: o.store, path: o.path, sock: sock, readOnly: o.readOnly,
 		log: o.log, ln: &peerListener{Listener: ln, uid: os.Getuid(), log: o.log}, idle: o.idle,
 		servers: map[sessionConfig]*mcp.Server{}, conns: map[*websocket.Conn]struct{}{}, runs: map[*websocket.Conn]context.CancelFunc{},
 		attached: map[*attached]struct{}{}, done: make(chan struct{}), stopped: make(chan struct{})}
@@ -137,8 +135,7 @@ func startHolder(o holderOptions) (*holder, error) {
 // socket (every process opens the database itself), and only follows the
 // change log for its servers and closes the store at stop.
 func startRemoteHolder(o holderOptions) *holder {
-	sum := sha256.Sum256(o.store.Model().JSON())
-	h := &holder{kind: o.kind, store: o.store, path: o.path, readOnly: o.readOnly, model: hex.EncodeToString(sum[:]),
+	h := &holder{kind: o.kind, store: o.store, path: o.path, readOnly: o.readOnly,
 		log: o.log, ln: closedListener{}, servers: map[sessionConfig]*mcp.Server{}, conns: map[*websocket.Conn]struct{}{},
 		runs: map[*websocket.Conn]context.CancelFunc{}, attached: map[*attached]struct{}{}, done: make(chan struct{}), stopped: make(chan struct{}),
 		hs: &http.Server{}}
@@ -211,7 +208,7 @@ func (h *holder) info() holderInfo {
 	n := h.active
 	h.mu.Unlock()
 	return holderInfo{PID: os.Getpid(), Command: strings.Join(os.Args, " "), Kind: h.kind, Version: version, Store: h.path,
-		Socket: h.sock, ReadOnly: h.readOnly, Model: h.model, Sessions: n}
+		Socket: h.sock, ReadOnly: h.readOnly, Model: modelHash(h.store.Model()), Sessions: n}
 }
 
 func (h *holder) serveHello(w http.ResponseWriter, _ *http.Request) {
@@ -378,7 +375,9 @@ func modelHash(m *schema.Model) string {
 // server returns the MCP server for sessions of cfg, building it (and
 // starting its change feed) the first time.
 func (h *holder) server(cfg sessionConfig) (*mcp.Server, error) {
-	if cfg.Model != "" && cfg.Model != h.model {
+	// The store's model now: lore model apply may have changed it since
+	// the holder started.
+	if cfg.Model != "" && cfg.Model != modelHash(h.store.Model()) {
 		info := h.info()
 		return nil, fmt.Errorf("--model %s differs from the model of the store, which %s holds and validates with; "+
 			"leave --model out to use the store's, or stop that process to open the store with another model", cfg.ModelFile, info.describe())

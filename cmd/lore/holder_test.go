@@ -665,3 +665,56 @@ func TestAttachedBridgeKilled(t *testing.T) {
 		t.Fatalf("the other session: %v %s", err, resultText(res))
 	}
 }
+
+// TestModelApplyThroughHolder: with a background holder holding the store
+// for a lore mcp session, lore model apply runs in the holder and puts the
+// model in use on its open store: the holder keeps serving (same pid), the
+// session subscribed to lore://model is told, and reads the new model and
+// version; a command with the new --model is now the store's.
+func TestModelApplyThroughHolder(t *testing.T) {
+	store := newStore(t)
+	r := startRaw(t, store)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	r.next(`"id":1,"result"`)
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"lore://model"}}`)
+	r.next(`"id":2,"result"`)
+	pid := holderPID(t, store)
+
+	var doc map[string]any
+	json.Unmarshal(schema.DefaultJSON(), &doc)
+	doc["title"] = "applied model"
+	topic := doc["$defs"].(map[string]any)["Topic"].(map[string]any)
+	topic["x-lore-node"].(map[string]any)["indexed"] = []string{"name"}
+	data, _ := json.Marshal(doc)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "model.json"), data, 0o644)
+	v2, err := schema.Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, errOut, code := loreIn(t, dir, nil, "model", "apply", "model.json", "--store", store)
+	if code != 0 || !strings.Contains(out, "applied: the store now uses model.json") {
+		t.Fatalf("lore model apply with a holder: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	r.next(`"notifications/resources/updated".*lore://model`)
+	r.send(`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"lore://model"}}`)
+	if got := r.next(`"id":3`); !strings.Contains(got, `x-lore-version\":\"`+v2.Version()) || !strings.Contains(got, "applied model") {
+		t.Fatalf("lore://model after the apply: %.300s", got)
+	}
+	r.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"describe_model","arguments":{}}}`)
+	if got := r.next(`"id":4`); !strings.Contains(got, `"version":"`+v2.Version()) {
+		t.Fatalf("describe_model after the apply: %.300s", got)
+	}
+	if got := holderPID(t, store); got != pid {
+		t.Fatalf("the holder changed from pid %d to %d: the apply must not stop it", pid, got)
+	}
+	if _, errOut, code := loreIn(t, dir, nil, "get", "topic/observability", "--model", "model.json", "--store", store); code != 0 {
+		t.Errorf("get with the applied model: exit %d: %s", code, errOut)
+	}
+	// Applying it again changes nothing.
+	if out, errOut, code := loreIn(t, dir, nil, "model", "apply", "model.json", "--store", store); code != 0 || !strings.Contains(out, "changes nothing") {
+		t.Errorf("lore model apply again: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}

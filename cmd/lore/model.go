@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/schema"
@@ -60,13 +62,45 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 	}
 	var s graph.Store
 	var release func()
-	if pos[0] == "apply" {
+	// inPlace: the model is put in use on the store as it was opened for
+	// the check (graph.ModelSwitcher), not by opening it again with the
+	// model: in the holder that holds the store (a holder runs the command
+	// for the process that asked), which goes on serving and whose MCP
+	// sessions hear of it as of any change; and on PostgreSQL, whose other
+	// replicas write while the data is checked. Writes that come between
+	// the check and the switch are checked too (useModel).
+	apply := pos[0] == "apply"
+	inPlace := apply && (e.held != nil || isRemote(o.path))
+	switch {
+	case apply && !inPlace:
+		if h := findHolder(ctx, o.path); h != nil {
+			return &heldError{h} // the holder runs it (see env.run)
+		}
 		if s, err = openExclusive(ctx, e, o, "model apply"); err != nil {
 			return err
 		}
 		release = func() { s.Close() }
-	} else if s, release, err = sf.openStore(ctx, e, true); err != nil {
-		return err
+	case inPlace && e.held == nil:
+		o.readOnly = false
+		if s, err = openExclusive(ctx, e, o, "model apply"); err != nil {
+			return err
+		}
+		release = func() { s.Close() }
+	default:
+		if s, release, err = sf.openStore(ctx, e, true); err != nil {
+			return err
+		}
+	}
+	checked := release // when the check is done
+	var at uint64      // the last change the data is checked at
+	if inPlace {
+		defer release()
+		checked = func() {}
+		st, err := s.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		at = st.LastSeq
 	}
 	r := &modelReport{Model: pos[1], Changes: schema.Diff(s.Model(), m), Warnings: m.Warnings()}
 	view := s
@@ -75,13 +109,13 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 		// and the new model must take every element.
 		r.Migration, err = graph.Migrate(ctx, s, mig, graph.MigrationOptions{DryRun: true, First: *first})
 		if err != nil && r.Migration == nil {
-			release()
+			checked()
 			return err
 		}
 		view = graph.Migrated(s, mig)
 	}
 	r.Fit, err = graph.CheckModel(ctx, view, m, *first)
-	release()
+	checked()
 	if err != nil {
 		return err
 	}
@@ -91,12 +125,7 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 		return &exitError{1, fmt.Errorf("%s was not applied: the migration cannot change %s; nothing was written", pos[1], plural(r.Migration.Failed, "node"))}
 	}
 	if pos[0] == "apply" && r.Fit.Fits() && (len(r.Changes) > 0 || migrates && r.Migration.Changed > 0) {
-		// Opening the store with the new model rebuilds what it changes in
-		// the indexes (with progress) and keeps the model. Nothing else
-		// can have written in between: openExclusive found no holder, and
-		// this process's lock is taken again at once.
-		o.model, o.modelFile, o.modelPath, o.readOnly = m, pos[1], path, false
-		s, err := openExclusive(ctx, e, o, "model apply")
+		s, err := useModel(ctx, e, o, s, inPlace, m, pos[1], path, view, at, *first)
 		if err != nil {
 			return err
 		}
@@ -114,14 +143,18 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 				fmt.Fprintln(e.stderr)
 			}
 			if err != nil {
-				s.Close()
+				if !inPlace {
+					s.Close()
+				}
 				return fmt.Errorf("the model is in use but the migration stopped: %w; run the same lore model apply again to finish it", err)
 			}
 			r.Migration = rep
 			r.Migrated = true
 		}
-		if err := s.Close(); err != nil {
-			return err
+		if !inPlace {
+			if err := s.Close(); err != nil {
+				return err
+			}
 		}
 		r.Applied = true
 	}
@@ -139,6 +172,51 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 	}
 	return nil
 }
+
+// useModel puts m (read from file, at path) in use on the store: in
+// place, on s (see cmdModel's inPlace), checking view (s as the migration
+// leaves it) again for the writes after change at, where the data was
+// checked; else by opening the store again with m, which rebuilds what m
+// changes in the indexes (with progress) and keeps it. Nothing else can
+// have written in between then: openExclusive found no holder, and this
+// process's lock is taken again at once.
+func useModel(ctx context.Context, e *env, o storeOptions, s graph.Store, inPlace bool, m *schema.Model, file, path string, view graph.Store, at uint64, first int) (graph.Store, error) {
+	if !inPlace {
+		o.model, o.modelFile, o.modelPath, o.readOnly = m, file, path, false
+		return openExclusive(ctx, e, o, "model apply")
+	}
+	sw, ok := s.(graph.ModelSwitcher)
+	if !ok {
+		return nil, &exitError{1, fmt.Errorf("the store cannot change its model while it is open: stop the process that holds it, then run lore model apply again")}
+	}
+	for try := 1; ; try++ {
+		_, err := sw.UseModel(ctx, m, at)
+		if !errors.Is(err, graph.ErrConflict) {
+			return s, err
+		}
+		// Written since the check: check what was written, and try again.
+		fit, last, cerr := graph.CheckModelSince(ctx, view, m, at, first)
+		switch {
+		case cerr != nil:
+			return nil, cerr
+		case last == at: // not a write: the conflict is another (a load under way)
+			return nil, err
+		case !fit.Fits():
+			var b strings.Builder
+			for _, x := range fit.First {
+				fmt.Fprintf(&b, "\n  %s %s at %s", x.Kind, x.ID, x.Violations[0])
+			}
+			return nil, &exitError{1, fmt.Errorf("%s was not applied: %s and %s written while it was checked break it; nothing was changed; the first:%s",
+				file, plural(fit.RejectedNodes, "node"), plural(fit.RejectedEdges, "edge"), b.String())}
+		case try == maxModelTries:
+			return nil, fmt.Errorf("%w; the store was written after each of %d checks: run lore model apply again when it is quieter", err, try)
+		}
+		at = last
+	}
+}
+
+// maxModelTries bounds how often useModel checks new writes and tries again.
+const maxModelTries = 10
 
 // A modelReport is what lore model diff and apply print.
 type modelReport struct {

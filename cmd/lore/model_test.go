@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/bolt"
 	"github.com/lore-dev/lore/schema"
 )
 
@@ -175,5 +177,59 @@ func TestModelApplyRetype(t *testing.T) {
 	}
 	if out, errOut, code := lore(t, "get", "--store", store, "topic/x"); code != 0 || !strings.Contains(out, `"type": "Concept"`) || !strings.Contains(out, "was a topic") {
 		t.Errorf("lore get topic/x: exit %d %s%s", code, out, errOut)
+	}
+}
+
+// TestModelApplyChecksLateWrites: lore model apply in place (in a holder,
+// or on PostgreSQL) checks the writes that came between its check of the
+// data and the switch: one the new model rejects stops it, saying which,
+// with the old model left in use; ones that fit are checked and the model
+// is put in use.
+func TestModelApplyChecksLateWrites(t *testing.T) {
+	ctx := t.Context()
+	s, err := bolt.Open(ctx, bolt.Config{Path: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	topic := func(id, name string) graph.NodeInput {
+		return graph.NodeInput{ID: graph.ID(id), Type: "Topic", Properties: graph.Props{"name": name}}
+	}
+	if _, err := s.Apply(ctx, &graph.Batch{Nodes: []graph.NodeInput{topic("topic/ok", "ok")}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := st.LastSeq // the data is checked here
+	var doc map[string]any
+	json.Unmarshal(schema.DefaultJSON(), &doc)
+	doc["$defs"].(map[string]any)["Topic"].(map[string]any)["properties"].(map[string]any)["name"].(map[string]any)["maxLength"] = 5
+	data, _ := json.Marshal(doc)
+	v2, err := schema.Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := s.Model().Version()
+
+	if _, err := s.Apply(ctx, &graph.Batch{Nodes: []graph.NodeInput{topic("topic/long", "much too long")}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = useModel(ctx, nil, storeOptions{}, s, true, v2, "v2.json", "", s, at, 10)
+	if err == nil || !strings.Contains(err.Error(), "1 node and 0 edges written while it was checked break it") || !strings.Contains(err.Error(), "node topic/long") {
+		t.Fatalf("a write v2 rejects, between the check and the switch: %v", err)
+	}
+	if got := s.Model().Version(); got != v1 {
+		t.Fatalf("the model in use is %s after the refusal, want %s", got, v1)
+	}
+	if _, err := s.Apply(ctx, &graph.Batch{DeleteNodes: []graph.NodeRef{{ID: "topic/long"}}, Nodes: []graph.NodeInput{topic("topic/short", "short")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := useModel(ctx, nil, storeOptions{}, s, true, v2, "v2.json", "", s, at, 10); err != nil {
+		t.Fatalf("writes that fit v2, between the check and the switch: %v", err)
+	}
+	if got := s.Model().Version(); got != v2.Version() {
+		t.Fatalf("the model in use is %s, want v2 %s", got, v2.Version())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	neturl "net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/graph/postgres"
 	"github.com/lore-dev/lore/graph/postgres/pgtest"
+	"github.com/lore-dev/lore/schema"
 )
 
 // TestServeOnPostgres starts two lore serve processes on one PostgreSQL
@@ -439,4 +441,56 @@ func postgresPIDs(b *testing.B) []int {
 		}
 	}
 	return pids
+}
+
+// TestModelApplyOnPostgres: with two lore serve replicas on one database,
+// lore model apply puts a model in use on the database: a subscriber of
+// lore://model on replica B is told, B's describe_model shows the new
+// version, and a write through replica A is validated with the new model.
+func TestModelApplyOnPostgres(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	_, urlA := startServe(t, url)
+	_, urlB := startServe(t, url, "--no-example")
+	a, b := httpClient(t, "A", urlA), httpClient(t, "B", urlB)
+	if err := b.subscribe(t.Context(), []string{"lore://model"}); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	json.Unmarshal(schema.DefaultJSON(), &doc)
+	topic := doc["$defs"].(map[string]any)["Topic"].(map[string]any)
+	topic["x-lore-node"].(map[string]any)["indexed"] = []string{"name"}
+	topic["properties"].(map[string]any)["name"].(map[string]any)["maxLength"] = 40
+	data, _ := json.Marshal(doc)
+	v2, err := schema.Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "v2.json"), data, 0o644)
+	if out, errOut, code := loreIn(t, dir, nil, "model", "apply", "v2.json", "--store", url); code != 0 || !strings.Contains(out, "applied: the store now uses v2.json") {
+		t.Fatalf("lore model apply on PostgreSQL: exit %d\n%s%s", code, out, errOut)
+	}
+	timeout := time.After(10 * time.Second)
+wait:
+	for {
+		select {
+		case u := <-b.updates():
+			if u.uri == "lore://model" {
+				break wait
+			}
+		case <-timeout:
+			t.Fatal("replica B's lore://model subscriber heard nothing of the model change within 10 s")
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	res, err := b.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "describe_model", Arguments: map[string]any{}})
+	if err != nil || res.IsError || !strings.Contains(resultText(res), v2.Version()) {
+		t.Fatalf("describe_model on B after the change: %v %s", err, resultText(res))
+	}
+	res, err = a.cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "upsert_nodes", Arguments: map[string]any{
+		"nodes": []any{map[string]any{"id": "topic/long", "type": "Topic", "properties": map[string]any{"name": strings.Repeat("x", 41)}}}}})
+	if err != nil || !res.IsError {
+		t.Fatalf("replica A took a Topic name v2 rejects: %v %s", err, resultText(res))
+	}
 }

@@ -58,8 +58,9 @@ func TestWalkthroughLivingData(t *testing.T) {
 	v2 := filepath.Join(data, "v2.ndjson")
 	step("sync: would delete 1 node (Service 1) and 4 edges", "import", "--store", store, "--mode", "sync", "--scope", "type:Service", "--dry-run", v2)
 	step("sync: deleted 1 node (Service 1) and 4 edges", "import", "--store", store, "--mode", "sync", "--scope", "type:Service", v2)
-	step("backed up 6 nodes and 4 edges, as of change 4", "backup", "--store", store, "bk")
-	step("restored 6 nodes and 4 edges, as of change 4", "restore", "bk", "restored")
+	// Changes: the import, the model change, the migration, the sync.
+	step("backed up 6 nodes and 4 edges, as of change 5", "backup", "--store", store, "bk")
+	step("restored 6 nodes and 4 edges, as of change 5", "restore", "bk", "restored")
 	// The migration stamped the services it changed with the time it ran,
 	// which no committed file can hold: those times read as a mark.
 	stamp := regexp.MustCompile(`"updatedAt":"([^"]+)"`)

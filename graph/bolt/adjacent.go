@@ -23,12 +23,12 @@ import (
 // model, or every label of the model when none is asked for.
 func (s *Store) edgeLabels(asked []string) ([]string, error) {
 	if len(asked) == 0 {
-		return s.model.EdgeLabels(), nil
+		return s.Model().EdgeLabels(), nil
 	}
 	labels := make([]string, 0, len(asked))
 	for _, l := range asked {
-		if _, ok := s.model.Edge(l); !ok {
-			return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.model.EdgeLabels()), graph.ErrInvalid)
+		if _, ok := s.Model().Edge(l); !ok {
+			return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.Model().EdgeLabels()), graph.ErrInvalid)
 		}
 		labels = append(labels, l)
 	}
@@ -250,7 +250,7 @@ func (s *Store) CountAdjacent(ctx context.Context, id graph.ID, labels []string,
 			complete = true
 			return nil
 		}
-		if et, _ := s.model.Edge(streams[0].label); len(streams) == 1 && !et.Keyed {
+		if et, _ := s.Model().Edge(streams[0].label); len(streams) == 1 && !et.Keyed {
 			// One edge per other end; a self-loop counts in both
 			// directions, so only a node with edges of the label both
 			// ways can have one.

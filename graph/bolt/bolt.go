@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lore-dev/lore/graph"
@@ -123,10 +124,12 @@ const (
 // Lore opens itself, plus Lore's records, indexes and change log in the
 // same file.
 type Store struct {
-	path  string
-	db    *hbolt.DB
-	kv    *hookKV
-	model *schema.Model
+	path string
+	db   *hbolt.DB
+	kv   *hookKV
+	// model is the model in use: set at Open, replaced by UseModel (under
+	// wmu and rw, with the derived indexes it implies).
+	model atomic.Pointer[schema.Model]
 
 	// wmu serialises writers. rw keeps readers out while Cayley commits:
 	// its bbolt store deadlocks when a commit remaps the file under open
@@ -334,9 +337,10 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 // the default one for a new store. A model other than the stored one must
 // fit the store (checkModelFits); if it changes what is derived from the
 // records of node types the store holds, the derived indexes are marked
-// stale in the same transaction that saves it, and Open rebuilds them. A
-// read-only store never saves a model, and refuses one that would need a
-// rebuild.
+// stale in the same transaction that saves it, and Open rebuilds them.
+// Replacing a stored model commits a change-log entry (graph.OpModel) in
+// that transaction too. A read-only store never saves a model, and refuses
+// one that would need a rebuild.
 func (s *Store) adoptModel(tx *bbolt.Tx, model *schema.Model) error {
 	meta := tx.Bucket(bMeta)
 	stored := meta.Get([]byte("model"))
@@ -347,24 +351,18 @@ func (s *Store) adoptModel(tx *bbolt.Tx, model *schema.Model) error {
 			return fmt.Errorf("stored model: %w", err)
 		}
 	}
-	switch {
-	case model != nil:
-		s.model = model
-	case old != nil:
-		s.model = old
-	default:
-		s.model = schema.Default()
+	m := cmp.Or(model, old)
+	if m == nil {
+		m = schema.Default()
 	}
-	if bytes.Equal(stored, s.model.JSON()) {
+	s.model.Store(m)
+	if bytes.Equal(stored, m.JSON()) {
 		return nil
 	}
-	if err := s.checkModelFits(tx); err != nil {
+	if err := checkModelFits(tx, m); err != nil {
 		return err
 	}
-	if old == nil {
-		old = schema.Default() // a store of a Lore that kept no model had the default one
-	}
-	changes := derivedChanges(tx, old, s.model)
+	changes := derivedChanges(tx, cmp.Or(old, defaultModel()), m) // a store of a Lore that kept no model had the default one
 	if s.readOnly {
 		if len(changes) > 0 {
 			return fmt.Errorf("the model changes what Lore indexes in this store (%s), and a read does not rebuild indexes; "+
@@ -378,7 +376,30 @@ func (s *Store) adoptModel(tx *bbolt.Tx, model *schema.Model) error {
 			return err
 		}
 	}
-	return meta.Put([]byte("model"), s.model.JSON())
+	if old != nil {
+		if err := s.logModelChange(tx); err != nil {
+			return err
+		}
+	}
+	return meta.Put([]byte("model"), m.JSON())
+}
+
+// defaultModel returns the default model, compiled once.
+var defaultModel = sync.OnceValue(schema.Default)
+
+// logModelChange appends the change-log entry of a model change in tx,
+// and takes its number. The caller holds wmu (or is Open).
+func (s *Store) logModelChange(tx *bbolt.Tx) error {
+	seq := s.lastSeq + 1
+	c := &graph.Change{Seq: seq, Time: now(), Op: graph.OpModel}
+	if err := tx.Bucket(bLog).Put(u64(seq), graph.EncodeChange(c)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bMeta).Put([]byte("seq"), u64(seq)); err != nil {
+		return err
+	}
+	s.lastSeq = seq
+	return nil
 }
 
 // derivedChanges lists what a change of model from old to m changes in the
@@ -433,7 +454,7 @@ func describeDiff(added, dropped []string) string {
 }
 
 // checkModelFits refuses a model that lacks a node type or edge label the store holds.
-func (s *Store) checkModelFits(tx *bbolt.Tx) error {
+func checkModelFits(tx *bbolt.Tx, m *schema.Model) error {
 	c := tx.Bucket(bMeta).Cursor()
 	var missing []string
 	for k, v := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, v = c.Next() {
@@ -443,11 +464,11 @@ func (s *Store) checkModelFits(tx *bbolt.Tx) error {
 		kind, name, _ := strings.Cut(strings.TrimPrefix(string(k), "count/"), "/")
 		switch kind {
 		case "node":
-			if _, ok := s.model.Node(name); !ok {
+			if _, ok := m.Node(name); !ok {
 				missing = append(missing, "node type "+name)
 			}
 		case "edge":
-			if _, ok := s.model.Edge(name); !ok {
+			if _, ok := m.Edge(name); !ok {
 				missing = append(missing, "edge label "+name)
 			}
 		}
@@ -572,7 +593,7 @@ func (s *Store) flushDeferred() error {
 }
 
 // Model returns the model the store validates against.
-func (s *Store) Model() *schema.Model { return s.model }
+func (s *Store) Model() *schema.Model { return s.model.Load() }
 
 // Path returns the store directory.
 func (s *Store) Path() string { return s.path }

@@ -64,7 +64,7 @@ func (b *boltSnap) EdgeRecords(_ context.Context, keys []graph.EdgeKey) ([]*edge
 // in-edges from the in-edge index.
 func (b *boltSnap) Incident(ctx context.Context, id graph.ID) ([]graph.EdgeKey, error) {
 	var keys []graph.EdgeKey
-	err := b.s.nodeEdges(ctx, b.tx, id, graph.Both, b.s.model.EdgeLabels(), nil, func(_ edgeOrder, k graph.EdgeKey) bool {
+	err := b.s.nodeEdges(ctx, b.tx, id, graph.Both, b.s.Model().EdgeLabels(), nil, func(_ edgeOrder, k graph.EdgeKey) bool {
 		keys = append(keys, k)
 		return len(keys) <= graph.MaxBatch
 	})
@@ -430,8 +430,8 @@ func inKey(k graph.EdgeKey) []byte {
 
 // NodesByType returns a page of the nodes of one type, ordered by ID.
 func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*graph.NodePage, error) {
-	if _, ok := s.model.Node(typ); !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.model.NodeTypeNames()), graph.ErrInvalid)
+	if _, ok := s.Model().Node(typ); !ok {
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
 	}
 	page := &graph.NodePage{Nodes: []*graph.Node{}}
 	limit := p.Size()
@@ -476,9 +476,9 @@ func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*gra
 // Lookup returns a page of the IDs of nodes whose indexed property matches,
 // in value order, then ID order.
 func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, error) {
-	nt, ok := s.model.Node(q.Type)
+	nt, ok := s.Model().Node(q.Type)
 	if !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(s.model.NodeTypeNames()), graph.ErrInvalid)
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
 	}
 	if !nt.IsIndexed(q.Property) {
 		return nil, fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", q.Type, q.Property, list(nt.Indexed), graph.ErrInvalid)

@@ -71,7 +71,7 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 	var p *graph.Plan
 	err = s.read(func(tx *bbolt.Tx) error {
 		var err error
-		p, err = graph.PlanBatch(ctx, s.model, &boltSnap{s: s, tx: tx}, b, t)
+		p, err = graph.PlanBatch(ctx, s.Model(), &boltSnap{s: s, tx: tx}, b, t)
 		return err
 	})
 	if err != nil {
@@ -286,7 +286,7 @@ func (s *Store) ApplyStream(ctx context.Context, batches <-chan *graph.StreamBat
 			if prev != nil {
 				snap = graph.OverlaySnapshot(snap, prev)
 			}
-			gp, err := graph.PlanBatch(ctx, s.model, snap, b, t)
+			gp, err := graph.PlanBatch(ctx, s.Model(), snap, b, t)
 			if err == nil {
 				p = newCommitPlan(gp)
 			}
@@ -698,7 +698,7 @@ func writeOp(b *bbolt.Bucket, op kvOp) error {
 // nodeIndexKeys returns the property index keys and the search tokens of a
 // node record; props, if given, are its decoded properties.
 func (s *Store) nodeIndexKeys(id graph.ID, r *graph.NodeRecord, props graph.Props) ([][]byte, map[string]byte) {
-	nt, ok := s.model.Node(r.Type)
+	nt, ok := s.Model().Node(r.Type)
 	if !ok || len(nt.Indexed) == 0 && len(nt.Search) == 0 {
 		return nil, nil
 	}

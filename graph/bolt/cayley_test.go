@@ -1175,7 +1175,7 @@ func TestCommitFailingInCayleyWritesNothing(t *testing.T) {
 	s.wmu.Lock()
 	var p *commitPlan
 	err = s.read(func(tx *bbolt.Tx) error {
-		gp, err := graph.PlanBatch(t.Context(), s.model, &boltSnap{s: s, tx: tx}, b, now())
+		gp, err := graph.PlanBatch(t.Context(), s.Model(), &boltSnap{s: s, tx: tx}, b, now())
 		if err == nil {
 			p = newCommitPlan(gp)
 		}

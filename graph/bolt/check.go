@@ -12,6 +12,8 @@ import (
 	cproto "github.com/cayleygraph/cayley/graph/proto"
 	"github.com/cayleygraph/quad"
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/lore-dev/lore/schema"
 )
 
 // derived holds what the records imply for the derived buckets.
@@ -38,7 +40,7 @@ func (s *Store) Check(ctx context.Context) (*graph.CheckReport, error) {
 			r.Addf("bbolt: %v", err)
 		}
 		var err error
-		if d, err = s.checkRecords(ctx, tx, r, nil); err != nil {
+		if d, err = s.checkRecords(ctx, tx, s.Model(), r, nil); err != nil {
 			return err
 		}
 		s.checkDerived(tx, d, r)
@@ -52,7 +54,7 @@ func (s *Store) Check(ctx context.Context) (*graph.CheckReport, error) {
 // checkRecords reads every record and what it implies for the derived
 // buckets; read, if set, is called with the records read so far, every
 // progressEvery records.
-func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, r *graph.CheckReport, read func(n int64)) (*derived, error) {
+func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, m *schema.Model, r *graph.CheckReport, read func(n int64)) (*derived, error) {
 	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, tokKeys: map[string]byte{}, counts: map[string]int64{}, deg: map[string]int64{}, summaries: map[graph.ID][]byte{}}
 	tick := func() {
 		if n := r.Nodes + r.Edges; read != nil && n%progressEvery == 0 {
@@ -75,7 +77,7 @@ func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, r *graph.CheckRe
 		if err := id.Check(); err != nil {
 			r.Addf("node %q: %v", id, err)
 		}
-		nt, ok := s.model.Node(rec.Type)
+		nt, ok := m.Node(rec.Type)
 		if !ok {
 			r.Addf("node %q: type %q is not in the model", id, rec.Type)
 			return nil
@@ -114,7 +116,7 @@ func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, r *graph.CheckRe
 			r.Addf("edge %s: record does not decode: %v", key, err)
 			return nil
 		}
-		et, ok := s.model.Edge(key.Label)
+		et, ok := m.Edge(key.Label)
 		if !ok {
 			r.Addf("edge %s: label %q is not in the model", key, key.Label)
 			return nil
@@ -336,6 +338,18 @@ const progressEvery = 10000
 func (s *Store) rebuildDerived(ctx context.Context, progress func(RebuildProgress)) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	d, err := s.derive(ctx, s.Model(), progress)
+	if err != nil {
+		return err
+	}
+	s.rw.Lock()
+	defer s.rw.Unlock()
+	return s.db.DB().Update(func(tx *bbolt.Tx) error { return writeDerived(tx, d) })
+}
+
+// derive reads every record and returns the derived data model m implies
+// for them, reporting progress as rebuildDerived says. The caller holds wmu.
+func (s *Store) derive(ctx context.Context, m *schema.Model, progress func(RebuildProgress)) (*derived, error) {
 	var d *derived
 	var total int64
 	err := s.read(func(tx *bbolt.Tx) error {
@@ -352,79 +366,81 @@ func (s *Store) rebuildDerived(ctx context.Context, progress func(RebuildProgres
 		}
 		var err error
 		r := &graph.CheckReport{}
-		d, err = s.checkRecords(ctx, tx, r, read)
+		d, err = s.checkRecords(ctx, tx, m, r, read)
 		total = r.Nodes + r.Edges
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if progress != nil {
 		progress(RebuildProgress{Done: total, Total: total, Writing: true})
 	}
-	s.rw.Lock()
-	defer s.rw.Unlock()
-	return s.db.DB().Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bType, bProp, bTok, bDeg, bIn} {
-			if err := tx.DeleteBucket(b); err != nil {
-				return err
-			}
-			if _, err := tx.CreateBucket(b); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket(bMeta)
-		c := meta.Cursor()
-		var stale [][]byte
-		for k, _ := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, _ = c.Next() {
-			stale = append(stale, bytes.Clone(k))
-		}
-		for _, k := range stale {
-			if err := meta.Delete(k); err != nil {
-				return err
-			}
-		}
-		var ops []kvOp
-		for k := range d.typeKeys {
-			ops = append(ops, kvOp{bucket: bType, key: []byte(k)})
-		}
-		for k := range d.propKeys {
-			ops = append(ops, kvOp{bucket: bProp, key: []byte(k)})
-		}
-		for k, w := range d.tokKeys {
-			ops = append(ops, kvOp{bucket: bTok, key: []byte(k), val: []byte{w}})
-		}
-		for k, n := range d.counts {
-			ops = append(ops, kvOp{bucket: bMeta, key: []byte(k), val: u64(uint64(n))})
-		}
-		err := tx.Bucket(bEdges).ForEach(func(k, _ []byte) error {
-			ops = append(ops, kvOp{bucket: bIn, key: inKey(graph.EdgeKeyFromBytes(k))})
-			return nil
-		})
-		if err != nil {
+	return d, nil
+}
+
+// writeDerived replaces the derived buckets with d in tx, and clears the
+// mark of stale derived data. The caller holds wmu and rw.
+func writeDerived(tx *bbolt.Tx, d *derived) error {
+	for _, b := range [][]byte{bType, bProp, bTok, bDeg, bIn} {
+		if err := tx.DeleteBucket(b); err != nil {
 			return err
 		}
-		// Every node record gets the summary its edges imply, and the
-		// current record layout.
-		want := summaries(d.deg)
-		err = tx.Bucket(bNodes).ForEach(func(k, v []byte) error {
-			rec, err := decodeNodeRec(v)
-			if err != nil {
-				return corrupt(fmt.Sprintf("node %q", k), err)
-			}
-			rec.Deg = want[string(k)]
-			if enc := rec.encode(); !bytes.Equal(enc, v) {
-				ops = append(ops, kvOp{bucket: bNodes, key: bytes.Clone(k), val: enc})
-			}
-			return nil
-		})
-		if err != nil {
+		if _, err := tx.CreateBucket(b); err != nil {
 			return err
 		}
-		sortOps(ops)
-		if err := writeOps(tx, ops); err != nil {
+	}
+	meta := tx.Bucket(bMeta)
+	c := meta.Cursor()
+	var stale [][]byte
+	for k, _ := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, _ = c.Next() {
+		stale = append(stale, bytes.Clone(k))
+	}
+	for _, k := range stale {
+		if err := meta.Delete(k); err != nil {
 			return err
 		}
-		return meta.Delete(metaDeferred)
+	}
+	var ops []kvOp
+	for k := range d.typeKeys {
+		ops = append(ops, kvOp{bucket: bType, key: []byte(k)})
+	}
+	for k := range d.propKeys {
+		ops = append(ops, kvOp{bucket: bProp, key: []byte(k)})
+	}
+	for k, w := range d.tokKeys {
+		ops = append(ops, kvOp{bucket: bTok, key: []byte(k), val: []byte{w}})
+	}
+	for k, n := range d.counts {
+		ops = append(ops, kvOp{bucket: bMeta, key: []byte(k), val: u64(uint64(n))})
+	}
+	err := tx.Bucket(bEdges).ForEach(func(k, _ []byte) error {
+		ops = append(ops, kvOp{bucket: bIn, key: inKey(graph.EdgeKeyFromBytes(k))})
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	// Every node record gets the summary its edges imply, and the
+	// current record layout.
+	want := summaries(d.deg)
+	err = tx.Bucket(bNodes).ForEach(func(k, v []byte) error {
+		rec, err := decodeNodeRec(v)
+		if err != nil {
+			return corrupt(fmt.Sprintf("node %q", k), err)
+		}
+		rec.Deg = want[string(k)]
+		if enc := rec.encode(); !bytes.Equal(enc, v) {
+			ops = append(ops, kvOp{bucket: bNodes, key: bytes.Clone(k), val: enc})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sortOps(ops)
+	if err := writeOps(tx, ops); err != nil {
+		return err
+	}
+	return meta.Delete(metaDeferred)
 }

@@ -38,7 +38,7 @@ func Compact(ctx context.Context, cfg Config) (st *CompactStats, err error) {
 	if err := os.RemoveAll(tmpDir); err != nil {
 		return nil, err
 	}
-	fresh, err := Open(ctx, Config{Path: tmpDir, Model: old.model, NoSync: true, MmapSize: cfg.MmapSize})
+	fresh, err := Open(ctx, Config{Path: tmpDir, Model: old.Model(), NoSync: true, MmapSize: cfg.MmapSize})
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,7 @@ func Run(t *testing.T, b Backend) {
 		{"Changed", testChanged},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Reopen", testReopen},
+		{"UseModel", testUseModel},
 		{"Close", testClose},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, b) })

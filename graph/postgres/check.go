@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/schema"
 )
 
 // Check verifies the store under the commit lock (writers wait): counts
@@ -24,7 +25,11 @@ func (s *Store) Check(ctx context.Context) (*graph.CheckReport, error) {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockCommit); err != nil {
 			return err
 		}
-		return s.checkTx(ctx, tx, r)
+		m, err := s.refreshModel(ctx, tx)
+		if err != nil {
+			return err
+		}
+		return s.checkTx(ctx, tx, m, r)
 	})
 	return r, err
 }
@@ -55,16 +60,20 @@ func (s *Store) Repair(ctx context.Context) (*graph.CheckReport, error) {
 				return err
 			}
 		}
-		if err := s.rebuildDerived(ctx, tx, s.model.NodeTypeNames()); err != nil {
+		m, err := s.refreshModel(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := s.rebuildDerived(ctx, tx, m, m.NodeTypeNames()); err != nil {
 			return err
 		}
 		r.Repaired = []string{"counts", "edge summaries", "property index", "postings"}
-		return s.checkTx(ctx, tx, r)
+		return s.checkTx(ctx, tx, m, r)
 	})
 	return r, err
 }
 
-func (s *Store) checkTx(ctx context.Context, tx pgx.Tx, r *graph.CheckReport) error {
+func (s *Store) checkTx(ctx context.Context, tx pgx.Tx, m *schema.Model, r *graph.CheckReport) error {
 	var last, base int64
 	if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM lore_nodes), (SELECT count(*) FROM lore_edges), (SELECT count(*) FROM lore_changes), `+lastSeqSQL+`, `+baseSQL).
 		Scan(&r.Nodes, &r.Edges, &r.Changes, &last, &base); err != nil {
@@ -94,13 +103,13 @@ func (s *Store) checkTx(ctx context.Context, tx pgx.Tx, r *graph.CheckReport) er
 			return fmt.Errorf("checking %ss: %w", p.what, err)
 		}
 	}
-	return s.checkDerived(ctx, tx, r)
+	return s.checkDerived(ctx, tx, m, r)
 }
 
 // checkDerived compares the property index and postings with what the
 // records derive: the expected rows are copied into temporary tables and
 // compared both ways.
-func (s *Store) checkDerived(ctx context.Context, tx pgx.Tx, r *graph.CheckReport) error {
+func (s *Store) checkDerived(ctx context.Context, tx pgx.Tx, m *schema.Model, r *graph.CheckReport) error {
 	for _, q := range []string{
 		`CREATE TEMP TABLE want_prop (type text COLLATE "C", prop text COLLATE "C", val bytea, id text COLLATE "C") ON COMMIT DROP`,
 		`CREATE TEMP TABLE want_post (token bytea, type text COLLATE "C", id text COLLATE "C", weight smallint) ON COMMIT DROP`,
@@ -125,7 +134,7 @@ func (s *Store) checkDerived(ctx context.Context, tx pgx.Tx, r *graph.CheckRepor
 			r.Addf("node %q: corrupt properties: %v", id, err)
 			continue
 		}
-		keys, toks := s.indexRows(graph.ID(id), typ, p)
+		keys, toks := indexRows(m, graph.ID(id), typ, p)
 		for _, k := range keys {
 			props = append(props, []any{k.typ, k.prop, k.val, k.id})
 		}

@@ -128,6 +128,12 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 		conn.Close(ctx)
 		return nil, false
 	}
+	// The load holds the commit lock: no model is put in use until it
+	// ends, and it writes with the one in use now.
+	if _, err := s.refreshModel(ctx, conn); err != nil {
+		conn.Close(ctx)
+		return nil, false
+	}
 	ld := &load{conn: conn, fast: fast, deferred: fast}
 	s.load = ld
 	return func(ok bool) error { return s.endLoad(ld, ok) }, true
@@ -325,7 +331,7 @@ func (s *Store) ApplyStream(ctx context.Context, in <-chan *graph.StreamBatch, h
 			snap = graph.OverlaySnapshot(snap, cur.p)
 		}
 		t := graph.NormalizeTime(time.Now())
-		p, err := graph.PlanBatch(ctx, s.model, snap, b, t)
+		p, err := graph.PlanBatch(ctx, s.Model(), snap, b, t)
 		if cur != nil && !finish() {
 			return
 		}
@@ -365,7 +371,7 @@ func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
 	}
 	seq++
 	p.Result.Seq, p.Change.Seq = seq, seq
-	wr := s.planWrites(p, ld.fast)
+	wr := planWrites(s.Model(), p, ld.fast)
 	wr.last.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
 	wr.last.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(seq))
 	if err := ld.restoreKeys(ctx, tx, wr, true); err != nil {

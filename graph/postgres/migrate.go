@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -153,11 +155,15 @@ func schemaCurrent(ctx context.Context, pool *pgxpool.Pool) error {
 // the default one for a new store. Another model than the stored one must
 // fit the store; if it changes what is derived from the records of node
 // types the store holds, the derived indexes are rebuilt under the commit
-// lock, in the transaction that saves the model.
-func (s *Store) adoptModel(ctx context.Context, model *schema.Model) error {
-	var stored []byte
-	err := s.pool.QueryRow(ctx, `SELECT value FROM lore_meta WHERE key = 'model'`).Scan(&stored)
-	if err != nil && err != pgx.ErrNoRows {
+// lock, in the transaction that saves the model. Replacing a stored model
+// commits a change-log entry (graph.OpModel) in that transaction, and its
+// number as 'modelSeq', which every replica follows (see model.go).
+//
+// With at, the model is put in use only if the change log still ends at
+// *at (the data was checked against it there); else ErrConflict.
+func (s *Store) adoptModel(ctx context.Context, model *schema.Model, at *uint64) error {
+	stored, seq, err := storedModel(ctx, s.pool)
+	if err != nil {
 		return err
 	}
 	var old *schema.Model
@@ -166,23 +172,44 @@ func (s *Store) adoptModel(ctx context.Context, model *schema.Model) error {
 			return fmt.Errorf("stored model: %w", err)
 		}
 	}
-	switch {
-	case model != nil:
-		s.model = model
-	case old != nil:
-		s.model = old
-	default:
-		s.model = schema.Default()
+	m := cmp.Or(model, old)
+	if m == nil {
+		m = schema.Default()
 	}
-	if bytes.Equal(stored, s.model.JSON()) {
+	if bytes.Equal(stored, m.JSON()) || s.readOnly {
+		s.setModel(&inUse{m: m, seq: seq})
+		if s.readOnly {
+			return s.checkReadModel(ctx, old)
+		}
 		return nil
-	}
-	if s.readOnly {
-		return s.checkReadModel(ctx, old)
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockCommit); err != nil {
 			return err
+		}
+		// Read again under the lock: another replica may have put a model
+		// in use since.
+		if stored, seq, err = storedModel(ctx, tx); err != nil {
+			return err
+		}
+		if bytes.Equal(stored, m.JSON()) {
+			s.setModel(&inUse{m: m, seq: seq})
+			return nil
+		}
+		if at != nil {
+			last, err := s.lastSeq(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if last != *at {
+				return fmt.Errorf("%w: the store was written after change %d, which the model was checked at (it is at %d now)", graph.ErrConflict, *at, last)
+			}
+		}
+		old = nil
+		if stored != nil {
+			if old, err = schema.Load(stored); err != nil {
+				return fmt.Errorf("stored model: %w", err)
+			}
 		}
 		held, err := countsOf(ctx, tx)
 		if err != nil {
@@ -191,28 +218,48 @@ func (s *Store) adoptModel(ctx context.Context, model *schema.Model) error {
 		var missing []string
 		for _, c := range held {
 			if c.kind == "node" {
-				if _, ok := s.model.Node(c.name); !ok {
+				if _, ok := m.Node(c.name); !ok {
 					missing = append(missing, "node type "+c.name)
 				}
-			} else if _, ok := s.model.Edge(c.name); !ok {
+			} else if _, ok := m.Edge(c.name); !ok {
 				missing = append(missing, "edge label "+c.name)
 			}
 		}
 		if len(missing) > 0 {
 			return fmt.Errorf("the model lacks %s, which the store holds: %w", strings.Join(missing, ", "), graph.ErrInvalid)
 		}
-		if old == nil {
-			old = schema.Default()
-		}
-		stale := staleTypes(held, old, s.model)
-		if len(stale) > 0 {
-			if err := s.rebuildDerived(ctx, tx, stale); err != nil {
+		if stale := staleTypes(held, cmp.Or(old, schema.Default()), m); len(stale) > 0 {
+			if err := s.rebuildDerived(ctx, tx, m, stale); err != nil {
 				return fmt.Errorf("rebuilding the indexes of %s for the new model: %w", strings.Join(stale, ", "), err)
 			}
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO lore_meta (key, value) VALUES ('model', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, s.model.JSON())
-		return err
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO lore_meta (key, value) VALUES ('model', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, m.JSON())
+		seq = 0
+		if old != nil {
+			// A change of the model in use: recorded in the log, in order
+			// with the writes (a new store's first model is none).
+			if seq, err = s.lastSeq(ctx, tx); err != nil {
+				return err
+			}
+			seq++
+			b.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(modelChange(seq)))
+			b.Queue(`INSERT INTO lore_meta (key, value) VALUES ('modelSeq', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, binary.BigEndian.AppendUint64(nil, seq))
+			b.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(seq))
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		s.setModel(&inUse{m: m, seq: seq})
+		return nil
 	})
+}
+
+// storedModel reads the model in use and the entry that put it in use.
+func storedModel(ctx context.Context, q querier) (raw []byte, seq uint64, err error) {
+	var v []byte
+	err = q.QueryRow(ctx, `SELECT (SELECT value FROM lore_meta WHERE key = 'model'), (`+modelSeqSQL+`)`).Scan(&raw, &v)
+	return raw, decodeModelSeq(v), err
 }
 
 // staleTypes returns the node types the store holds whose derived rows
@@ -237,8 +284,8 @@ func (s *Store) checkReadModel(ctx context.Context, old *schema.Model) error {
 		return err
 	}
 	for _, c := range held {
-		_, okN := s.model.Node(c.name)
-		_, okE := s.model.Edge(c.name)
+		_, okN := s.Model().Node(c.name)
+		_, okE := s.Model().Edge(c.name)
 		if c.kind == "node" && !okN || c.kind == "edge" && !okE {
 			return fmt.Errorf("the model lacks %s %s, which the store holds: %w", c.kind, c.name, graph.ErrInvalid)
 		}
@@ -246,7 +293,7 @@ func (s *Store) checkReadModel(ctx context.Context, old *schema.Model) error {
 	if old == nil {
 		old = schema.Default()
 	}
-	if stale := staleTypes(held, old, s.model); len(stale) > 0 {
+	if stale := staleTypes(held, old, s.Model()); len(stale) > 0 {
 		return fmt.Errorf("the model changes what Lore indexes for %s, and a read does not rebuild indexes; open the store once with this model to write (for example lore check --repair --model FILE): %w",
 			strings.Join(stale, ", "), graph.ErrInvalid)
 	}
@@ -272,7 +319,7 @@ func countsOf(ctx context.Context, q querier) ([]count, error) {
 
 // rebuildDerived rewrites the property index and postings of the nodes
 // of the given types from their records, inside tx.
-func (s *Store) rebuildDerived(ctx context.Context, tx pgx.Tx, types []string) error {
+func (s *Store) rebuildDerived(ctx context.Context, tx pgx.Tx, m *schema.Model, types []string) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM lore_prop WHERE type = ANY($1)`, types); err != nil {
 		return err
 	}
@@ -293,7 +340,7 @@ func (s *Store) rebuildDerived(ctx context.Context, tx pgx.Tx, types []string) e
 		if err != nil {
 			return fmt.Errorf("node %q: corrupt properties: %w", id, err)
 		}
-		keys, toks := s.indexRows(graph.ID(id), typ, p)
+		keys, toks := indexRows(m, graph.ID(id), typ, p)
 		for _, k := range keys {
 			w.propAdd.add(k)
 		}

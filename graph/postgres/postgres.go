@@ -69,6 +69,13 @@
 // Changed's waiters if it is newer. The log table is the truth; a lost
 // notification costs at most one poll interval.
 //
+// # The model in use
+//
+// The model is the database's, not a replica's: putting another in use
+// commits a change-log entry (graph.OpModel), and every Store takes the
+// new model before it writes again and before it announces that entry.
+// See model.go.
+//
 // # Reads from a standby
 //
 // With Config.ReadURL, a Store reads from a hot standby of its database
@@ -199,9 +206,12 @@ const (
 // A Store is a graph.Store on PostgreSQL.
 type Store struct {
 	pool      *pgxpool.Pool
-	model     *schema.Model
 	cursorKey []byte
 	log       *slog.Logger
+
+	// model is the model in use (see model.go); modelMu orders its reloads.
+	model   atomic.Pointer[inUse]
+	modelMu sync.Mutex
 
 	wmu      sync.Mutex // one Apply at a time in this process (the advisory lock orders processes)
 	closed   atomic.Bool
@@ -313,7 +323,7 @@ func (s *Store) init(ctx context.Context, model *schema.Model) error {
 			return fmt.Errorf("cursor key: %w", err)
 		}
 	}
-	if err := s.adoptModel(ctx, model); err != nil {
+	if err := s.adoptModel(ctx, model, nil); err != nil {
 		return err
 	}
 	seq, err := s.lastSeq(ctx, s.pool)
@@ -338,7 +348,9 @@ func (s *Store) lastSeq(ctx context.Context, q querier) (uint64, error) {
 }
 
 // Model returns the model the store validates against.
-func (s *Store) Model() *schema.Model { return s.model }
+// It follows the database's: a model another process puts in use
+// replaces it (see model.go).
+func (s *Store) Model() *schema.Model { return s.model.Load().m }
 
 // CursorKey returns the store's cursor key, kept in the database so that
 // every replica authenticates the others' cursors (see graph.CursorKeyer).
@@ -461,6 +473,11 @@ func (s *Store) listen(ctx context.Context, cc *pgx.ConnConfig, pollMin, pollMax
 		newer := seq > s.seen
 		s.seenMu.Unlock()
 		if newer {
+			// A model another replica put in use is this Store's before
+			// the entry that records it is announced.
+			if _, err := s.refreshModel(ctx, s.pool); err != nil && ctx.Err() == nil {
+				s.log.Warn("postgres store: reloading the model in use", "err", err)
+			}
 			s.announce(seq)
 			wait = pollMin
 		} else {

@@ -176,8 +176,8 @@ func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, 
 	}
 	var labels []string
 	for _, l := range q.Labels {
-		if _, ok := s.model.Edge(l); !ok {
-			return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.model.EdgeLabels()), graph.ErrInvalid)
+		if _, ok := s.Model().Edge(l); !ok {
+			return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.Model().EdgeLabels()), graph.ErrInvalid)
 		}
 		labels = append(labels, l)
 	}
@@ -312,8 +312,8 @@ func edgesSQL(q graph.EdgeQuery, dir graph.Direction, labels []string, cur edgeC
 
 // NodesByType returns a page of the nodes of one type, ordered by ID.
 func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*graph.NodePage, error) {
-	if _, ok := s.model.Node(typ); !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.model.NodeTypeNames()), graph.ErrInvalid)
+	if _, ok := s.Model().Node(typ); !ok {
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
 	}
 	return s.scanNodes(ctx, typ, p)
 }
@@ -432,9 +432,9 @@ func propPrefix(typ, prop string) []byte {
 // Lookup returns a page of the IDs of nodes whose indexed property
 // matches, in value order, then ID order.
 func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, error) {
-	nt, ok := s.model.Node(q.Type)
+	nt, ok := s.Model().Node(q.Type)
 	if !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(s.model.NodeTypeNames()), graph.ErrInvalid)
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
 	}
 	if !nt.IsIndexed(q.Property) {
 		return nil, fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", q.Type, q.Property, list(nt.Indexed), graph.ErrInvalid)

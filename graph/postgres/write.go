@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/schema"
 )
 
 // idemRec is what lore_idempotency keeps of a keyed batch.
@@ -68,16 +69,23 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 		return nil, err
 	}
 	defer tx.Rollback(context.Background()) // after Commit, a no-op
+	m := s.Model()
 	if !b.DryRun && (ld == nil || !inLoad) {
 		// (A load's connection holds the commit lock for the whole load.)
 		// The commit point: every writer of every process waits here.
-		// Then, under it, a load still marked under way is a dead one.
+		// Then, under it, a load still marked under way is a dead one,
+		// and a model another replica put in use is this write's.
 		lb := &pgx.Batch{}
 		lb.Queue(`SELECT pg_advisory_xact_lock($1)`, lockCommit)
 		var dead bool
 		lb.Queue(loadMarkerSQL).QueryRow(func(r pgx.Row) error { return r.Scan(&dead) })
+		var modelSeq []byte
+		lb.Queue(modelSeqSQL).QueryRow(func(r pgx.Row) error { return r.Scan(&modelSeq) })
 		if err := tx.SendBatch(ctx, lb).Close(); err != nil {
 			return nil, fmt.Errorf("waiting for the commit lock: %w", err)
+		}
+		if m, err = s.followModel(ctx, tx, decodeModelSeq(modelSeq)); err != nil {
+			return nil, err
 		}
 		if dead {
 			tx.Rollback(ctx)
@@ -111,7 +119,7 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 		}
 	}
 	t := graph.NormalizeTime(time.Now())
-	p, err = graph.PlanBatch(ctx, s.model, &pgSnap{tx: tx}, b, t)
+	p, err = graph.PlanBatch(ctx, m, &pgSnap{tx: tx}, b, t)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +134,7 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 		seq++
 		p.Result.Seq, p.Change.Seq = seq, seq
 	}
-	wr := s.planWrites(p, ld != nil && inLoad && ld.fast)
+	wr := planWrites(m, p, ld != nil && inLoad && ld.fast)
 	batch := wr.last
 	if !p.Empty() {
 		batch.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
@@ -404,9 +412,10 @@ func (w *writes) exec(ctx context.Context, tx pgx.Tx) error {
 // batch are faster).
 const copyMin = 256
 
-// indexRows returns the property index rows and search tokens of a node.
-func (s *Store) indexRows(id graph.ID, typ string, props graph.Props) ([]propRow, map[string]byte) {
-	nt, ok := s.model.Node(typ)
+// indexRows returns the property index rows and search tokens of a node
+// under model m.
+func indexRows(m *schema.Model, id graph.ID, typ string, props graph.Props) ([]propRow, map[string]byte) {
+	nt, ok := m.Node(typ)
 	if !ok || len(nt.Indexed) == 0 && len(nt.Search) == 0 {
 		return nil, nil
 	}
@@ -423,14 +432,14 @@ func (s *Store) indexRows(id graph.ID, typ string, props graph.Props) ([]propRow
 	return rows, graph.NodeTokens(nt, props)
 }
 
-func (s *Store) recordIndexRows(id graph.ID, r *graph.NodeRecord, props graph.Props) ([]propRow, map[string]byte) {
+func recordIndexRows(m *schema.Model, id graph.ID, r *graph.NodeRecord, props graph.Props) ([]propRow, map[string]byte) {
 	if props == nil {
 		var err error
 		if props, err = graph.DecodeProps(r.Props); err != nil {
 			return nil, nil
 		}
 	}
-	return s.indexRows(id, r.Type, props)
+	return indexRows(m, id, r.Type, props)
 }
 
 func hasProp(rows []propRow, p propRow) bool {
@@ -450,8 +459,9 @@ type degKey struct {
 type countKey struct{ kind, name string }
 
 // planWrites returns the statements that write a plan's records and what
-// is derived from them; extra statements go in last.
-func (s *Store) planWrites(p *graph.Plan, noDegrees bool) *writes {
+// is derived from them under model m (the plan's); extra statements go in
+// last.
+func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool) *writes {
 	wr := &writes{first: &pgx.Batch{}}
 	wr.last = wr.first
 	bulk := len(p.Nodes)+len(p.Edges) >= copyMin
@@ -480,10 +490,10 @@ func (s *Store) planWrites(p *graph.Plan, noDegrees bool) *writes {
 		var oldRows, newRows []propRow
 		var oldToks, newToks map[string]byte
 		if op.Old != nil {
-			oldRows, oldToks = s.recordIndexRows(id, op.Old, nil)
+			oldRows, oldToks = recordIndexRows(m, id, op.Old, nil)
 		}
 		if op.New != nil {
-			newRows, newToks = s.recordIndexRows(id, op.New, op.Props)
+			newRows, newToks = recordIndexRows(m, id, op.New, op.Props)
 		}
 		switch {
 		case op.New != nil && op.Old == nil && bulk:
