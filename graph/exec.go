@@ -43,7 +43,10 @@ type QueryResult struct {
 	Nodes []map[string]any `json:"nodes"`
 	// Paths holds, with return.paths, one path per result, in the same order.
 	Paths []Path `json:"paths,omitempty"`
-	Count *int   `json:"count,omitempty"`
+	// Groups holds, with groupBy, a page of groups; Count is then the
+	// number of groups.
+	Groups []Group `json:"groups,omitempty"`
+	Count  *int    `json:"count,omitempty"`
 	// More is true when Cursor continues the results.
 	More      bool   `json:"more"`
 	Truncated bool   `json:"truncated"`
@@ -100,6 +103,8 @@ type queryCursor struct {
 	After []json.RawMessage `json:"a,omitempty"`
 	ID    ID                `json:"i,omitempty"`
 	Chunk int               `json:"c,omitempty"`
+	// G continues a grouped query (groupBy) after a group.
+	G *groupCursor `json:"g,omitempty"`
 
 	after []any // After decoded
 }
@@ -159,7 +164,14 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		return nil, err
 	}
 	stream := len(steps) == 0 && len(q.OrderBy) == 0 && (src.kind == srcSearch || src.byID())
+	if q.GroupBy == nil && cur.G != nil {
+		return nil, errBadCursor("a cursor of groups")
+	}
 	switch {
+	case q.GroupBy != nil:
+		if err := ex.group(res, src, steps, cur, fp); err != nil {
+			return nil, err
+		}
 	case q.Return.Count:
 		if q.Cursor != "" {
 			return nil, errBadCursor("a count has no pages")

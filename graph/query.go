@@ -51,6 +51,7 @@ type Query struct {
 	Where    json.RawMessage `json:"where,omitempty"`
 	Return   Return          `json:"return,omitzero"`
 	OrderBy  []Order         `json:"orderBy,omitempty"`
+	GroupBy  *GroupBy        `json:"groupBy,omitempty"`
 	Limit    int             `json:"limit,omitempty"`
 	Cursor   string          `json:"cursor,omitempty"`
 	Limits   Limits          `json:"limits,omitzero"`
@@ -316,6 +317,9 @@ func (q *Query) check(m *schema.Model) error {
 		default:
 			v.field(ptr+"/field", o.Field, scope, false)
 		}
+	}
+	if q.GroupBy != nil {
+		v.checkGroupBy(q, scope)
 	}
 	if q.Return.Count && (q.Return.Paths || len(q.Return.Fields) > 0 || len(q.Return.Degrees) > 0) {
 		v.add("/return", "count returns only the number of results; drop fields, degrees and paths, or count")

@@ -1,0 +1,385 @@
+package graph
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// A GroupBy groups a query's results by one key and counts each group:
+// a field (type, or a property), or a degree, exact or in buckets. A
+// node whose field holds an array counts once in the group of each
+// distinct element; a node with no value (missing, null, an empty array)
+// counts in the group whose key is null.
+//
+// Groups come in pages of the query's limit, by count (most first) or by
+// key (values in index order: false, true, numbers, strings, then
+// objects; null last), ties by key; the result's count is the number of
+// groups. Grouping needs every result, so a bound that stops the work
+// returns no group, as an orderBy does.
+type GroupBy struct {
+	Field  string  `json:"field,omitempty"`
+	Degree *Degree `json:"degree,omitempty"`
+	// Buckets, with Degree, are ascending lower bounds: a node's group is
+	// the largest bound at or below its degree (0 below the first).
+	Buckets []int64 `json:"buckets,omitempty"`
+	// Order is count (the default) or key.
+	Order string `json:"order,omitempty"`
+	// Desc reverses the order; its default is true for count, false for
+	// key. Null keys stay last.
+	Desc *bool `json:"desc,omitempty"`
+}
+
+// A Group is one group of a grouped query: its key and how many results
+// it holds.
+type Group struct {
+	Key   any   `json:"key"`
+	Count int64 `json:"count"`
+}
+
+// desc reports whether the groups are ordered from the largest down.
+func (g *GroupBy) desc() bool {
+	if g.Desc != nil {
+		return *g.Desc
+	}
+	return g.Order != "key"
+}
+
+// checkGroupBy checks a query's groupBy against the model and the rest of
+// the query.
+func (v *checker) checkGroupBy(q *Query, scope []string) {
+	g := q.GroupBy
+	switch {
+	case (g.Field == "") == (g.Degree == nil):
+		v.add("/groupBy", "give exactly one of: field (type or a property), degree")
+	case g.Degree != nil:
+		v.degree("/groupBy/degree", g.Degree)
+	default:
+		v.field("/groupBy/field", g.Field, scope, false)
+	}
+	if len(g.Buckets) > 0 && g.Degree == nil {
+		v.add("/groupBy/buckets", "buckets group degrees: set degree, or drop buckets")
+	}
+	for i := 1; i < len(g.Buckets); i++ {
+		if g.Buckets[i] <= g.Buckets[i-1] {
+			v.add(fmt.Sprintf("/groupBy/buckets/%d", i), fmt.Sprintf("bounds must increase: %d is not above %d", g.Buckets[i], g.Buckets[i-1]))
+		}
+	}
+	if g.Order != "" && g.Order != "count" && g.Order != "key" {
+		v.add("/groupBy/order", fmt.Sprintf("order %q; write count or key", g.Order))
+	}
+	if len(q.OrderBy) > 0 {
+		v.add("/orderBy", "groupBy orders the groups (groupBy.order: count or key): drop orderBy")
+	}
+	if !q.Return.isZero() {
+		v.add("/return", "groupBy returns groups ({key, count}) and their number, not nodes: drop return")
+	}
+}
+
+func (r Return) isZero() bool {
+	return len(r.Fields) == 0 && len(r.Degrees) == 0 && !r.Paths && !r.Count && !r.EdgeProperties
+}
+
+// groupCursor continues a grouped query after the group with encoded key
+// K (base64) and count N.
+type groupCursor struct {
+	K string `json:"k"`
+	N int64  `json:"n"`
+}
+
+// A group key is encoded so that byte order is key order: a scalar as
+// EncodeIndexValue encodes it, an object or array as tagJSON and its
+// JSON; "" is the null key, which the order puts last.
+const tagJSON = 0x06
+
+// encodeKey encodes one group key value.
+func encodeKey(v any) string {
+	if t, ok := v.(time.Time); ok {
+		v = t.UTC().Format(time.RFC3339Nano)
+	}
+	if v == nil {
+		return ""
+	}
+	if b, ok := EncodeIndexValue(v); ok {
+		return string(b)
+	}
+	data, _ := json.Marshal(v)
+	return string(append([]byte{tagJSON}, data...))
+}
+
+// decodeKey returns the value a key encodes, as a group reports it.
+func decodeKey(k string) any {
+	if k == "" {
+		return nil
+	}
+	switch k[0] {
+	case tagFalse:
+		return false
+	case tagTrue:
+		return true
+	case tagNumber:
+		bits := binary.BigEndian.Uint64([]byte(k[1:9]))
+		if bits&(1<<63) != 0 {
+			bits ^= 1 << 63
+		} else {
+			bits = ^bits
+		}
+		f := math.Float64frombits(bits)
+		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return json.Number(strconv.FormatInt(int64(f), 10))
+		}
+		return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+	case tagString:
+		s := []byte(k[1 : len(k)-2])
+		return string(bytes.ReplaceAll(s, []byte{0, 0xff}, []byte{0}))
+	}
+	return json.RawMessage(k[1:])
+}
+
+// groupKeys returns the encoded keys of a node's field: one per distinct
+// element of an array, the null key for no value.
+func groupKeys(n *Node, field string) []string {
+	v, ok := fieldValue(n, field)
+	if !ok {
+		return []string{""}
+	}
+	arr, isArr := v.([]any)
+	if !isArr {
+		return []string{encodeKey(v)}
+	}
+	var keys []string
+	for _, e := range arr {
+		if k := encodeKey(e); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return []string{""}
+	}
+	return keys
+}
+
+// bucket returns the key of degree d: d itself, or its bucket's bound.
+func (g *GroupBy) bucket(d int64) int64 {
+	if len(g.Buckets) == 0 {
+		return d
+	}
+	i, found := slices.BinarySearch(g.Buckets, d)
+	switch {
+	case found:
+		return g.Buckets[i]
+	case i == 0:
+		return 0
+	}
+	return g.Buckets[i-1]
+}
+
+// compareGroups orders groups as g says, ties by key; the null key is
+// last whatever the direction.
+func (g *GroupBy) compareGroups(ka string, na int64, kb string, nb int64) int {
+	if g.Order != "key" {
+		c := cmp.Compare(na, nb)
+		if g.desc() {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	switch {
+	case ka == kb:
+		return 0
+	case ka == "":
+		return 1
+	case kb == "":
+		return -1
+	}
+	c := cmp.Compare(ka, kb)
+	if g.Order == "key" && g.desc() {
+		c = -c
+	}
+	return c
+}
+
+// group answers a grouped query: it collects every result, reads each
+// one's key (its degree from the edge summaries, its type through a
+// NodeTyper, a property from the node), counts the groups and returns a
+// page of them.
+func (ex *executor) group(res *QueryResult, src *source, steps []Step, cur queryCursor, fp string) error {
+	q, g := ex.q, ex.q.GroupBy
+	var after *groupCursor
+	if q.Cursor != "" {
+		if cur.G == nil || cur.At != (startPos{}) || cur.N != 0 || cur.Rest || cur.ID != "" || len(cur.After) > 0 || cur.Chunk != 0 {
+			return errBadCursor("not a cursor of groups")
+		}
+		if _, err := base64.RawURLEncoding.DecodeString(cur.G.K); err != nil {
+			return errBadCursor("group key is not base64")
+		}
+		after = cur.G
+	}
+	counts, ok, err := ex.groupCounts(src, steps)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		ex.truncated(res)
+		res.note(fmt.Sprintf("groupBy needs every result, and the %s limit stopped the work before they were all found, so no group is returned: a partial count is not the count. Raise limits.maxVisited or limits.timeoutMs, or narrow the query.", res.Reason))
+		if q.Cursor != "" {
+			res.Cursor = q.Cursor
+			res.note("Call again with the same cursor to retry.")
+		}
+		return nil
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return g.compareGroups(a, counts[a], b, counts[b]) })
+	total := len(keys)
+	res.Count = &total
+	if after != nil {
+		k, _ := base64.RawURLEncoding.DecodeString(after.K)
+		i, _ := slices.BinarySearchFunc(keys, string(k), func(e, t string) int { return g.compareGroups(e, counts[e], t, after.N) })
+		for i < len(keys) && keys[i] == string(k) {
+			i++
+		}
+		keys = keys[i:]
+	}
+	limit := ex.pageLimit(res)
+	budget := res.Limits.MaxBytes - 2048 // room for the envelope
+	used := 0
+	for i, k := range keys {
+		gr := Group{Key: decodeKey(k), Count: counts[k]}
+		size := jsonSize(gr)
+		if i == limit || used+size > budget {
+			if i == 0 {
+				return fmt.Errorf("a group alone takes %d bytes, above the %d that limits.maxBytes leaves for results: %w", size, budget, ErrInvalid)
+			}
+			if i < limit {
+				res.Truncated, res.Reason = true, ReasonBytes
+				res.note("The page reached limits.maxBytes; continue with the cursor.")
+			}
+			last := keys[i-1]
+			res.Cursor = encodeCursor(ex.s, queryCursor{F: fp, G: &groupCursor{K: base64.RawURLEncoding.EncodeToString([]byte(last)), N: counts[last]}})
+			break
+		}
+		used += size
+		res.Groups = append(res.Groups, gr)
+	}
+	if res.Groups == nil {
+		res.Groups = []Group{}
+	}
+	return nil
+}
+
+// groupCounts counts the results per group key; ok is false when a bound
+// stopped the work first.
+func (ex *executor) groupCounts(src *source, steps []Step) (map[string]int64, bool, error) {
+	g := ex.q.GroupBy
+	if n, ok, err := ex.groupByTypeStats(steps); err != nil || ok {
+		return n, ok, err
+	}
+	c, err := ex.collect(src, queryCursor{}, steps)
+	if err != nil {
+		return nil, false, err
+	}
+	if !c.complete {
+		return nil, false, nil
+	}
+	counts := map[string]int64{}
+	for i := 0; i < len(c.ids); i += degreesChunk {
+		chunk := c.ids[i:min(i+degreesChunk, len(c.ids))]
+		switch {
+		case g.Degree != nil:
+			if err := ex.readDegrees(chunk, []*Degree{g.Degree}); err != nil {
+				return nil, false, err
+			}
+			for _, id := range chunk {
+				counts[encodeKey(g.bucket(ex.degs[degreeKey{id, g.Degree.Key()}]))]++
+			}
+			continue
+		case g.Field == "type":
+			if nt, isTyper := ex.s.(NodeTyper); isTyper {
+				if err := ex.readTypes(nt, c, chunk); err != nil {
+					return nil, false, err
+				}
+			}
+		}
+		var unread []ID
+		for _, id := range chunk {
+			if c.gkeys[id] == nil {
+				unread = append(unread, id)
+			}
+		}
+		nodes, err := ex.fetchWith(unread, func(*Node) bool { return true }, -1)
+		if err != nil {
+			return nil, false, err
+		}
+		if ex.cut {
+			return nil, false, nil
+		}
+		for _, n := range nodes {
+			c.gkeys[n.ID] = groupKeys(n, g.Field)
+		}
+		for _, id := range chunk {
+			for _, k := range c.gkeys[id] { // none for a node deleted since it was found
+				counts[k]++
+			}
+		}
+	}
+	return counts, true, nil
+}
+
+// readTypes reads the types of the nodes of chunk whose key is not known
+// yet, without their properties.
+func (ex *executor) readTypes(nt NodeTyper, c *collection, chunk []ID) error {
+	var unread []ID
+	for _, id := range chunk {
+		if c.gkeys[id] == nil {
+			unread = append(unread, id)
+		}
+	}
+	if len(unread) == 0 {
+		return nil
+	}
+	// Like fetchWith, it reads for nodes already paid for.
+	types, err := nt.NodeTypes(context.WithoutCancel(ex.b.ctx), unread)
+	if err != nil {
+		return err
+	}
+	for i, id := range unread {
+		if types[i] != "" {
+			c.gkeys[id] = []string{encodeKey(types[i])}
+		} else {
+			c.gkeys[id] = []string{} // deleted since it was found
+		}
+	}
+	return nil
+}
+
+// groupByTypeStats answers a grouping by type of a whole type from the
+// store's counts: one group.
+func (ex *executor) groupByTypeStats(steps []Step) (map[string]int64, bool, error) {
+	q := ex.q
+	if q.GroupBy.Field != "type" || len(steps) > 0 || q.where != nil || q.From.Type == "" || q.From.Search != "" || q.From.where != nil {
+		return nil, false, nil
+	}
+	st, err := ex.s.Stats(ex.b.ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	ex.b.spend(1)
+	counts := map[string]int64{}
+	if n := st.NodeTypes[q.From.Type]; n > 0 {
+		counts[encodeKey(q.From.Type)] = n
+	}
+	return counts, true, nil
+}

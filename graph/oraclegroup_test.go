@@ -1,0 +1,235 @@
+package graph_test
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/lore-dev/lore/graph"
+)
+
+// The oracle's groupBy: random groupings of random queries' results,
+// counted by brute force and checked page by page (grouping is ordered,
+// so pages are exactly-once and in order, and a bound returns no group).
+
+// oGroupFields are the fields the oracle groups by.
+var oGroupFields = []string{"type", "name", "n", "s", "u", "f", "t"}
+
+// randomGroupBy returns a grouping by a field or a degree, perhaps in
+// buckets, in some order.
+func randomGroupBy(rng *rand.Rand) *graph.GroupBy {
+	g := &graph.GroupBy{}
+	if rng.IntN(3) == 0 {
+		g.Degree = randomDegree(rng)
+		if rng.IntN(2) == 0 {
+			b := int64(rng.IntN(2))
+			for range 1 + rng.IntN(3) {
+				g.Buckets = append(g.Buckets, b)
+				b += 1 + int64(rng.IntN(3))
+			}
+		}
+	} else {
+		g.Field = oGroupFields[rng.IntN(len(oGroupFields))]
+	}
+	switch rng.IntN(3) {
+	case 1:
+		g.Order = "count"
+	case 2:
+		g.Order = "key"
+	}
+	if rng.IntN(3) == 0 {
+		d := rng.IntN(2) == 0
+		g.Desc = &d
+	}
+	return g
+}
+
+// oGroup is a group as the oracle computes it: key nil for null.
+type oGroup struct {
+	key   any
+	count int
+}
+
+// groupKeys returns the keys of a node: one per distinct array element,
+// nil (the null key) for no value.
+func (g *oGraph) groupKeys(id string, gb *graph.GroupBy) []any {
+	if gb.Degree != nil {
+		d := g.degree(id, gb.Degree)
+		key := d
+		if len(gb.Buckets) > 0 {
+			key = 0
+			for _, b := range gb.Buckets {
+				if int(b) <= d {
+					key = int(b)
+				}
+			}
+		}
+		return []any{key}
+	}
+	v, ok := g.field(g.nodes[id], gb.Field)
+	if !ok {
+		return []any{nil}
+	}
+	arr, isArr := v.([]string)
+	if !isArr {
+		return []any{v}
+	}
+	var keys []any
+	for _, e := range arr {
+		if !slices.Contains(keys, any(e)) {
+			keys = append(keys, e)
+		}
+	}
+	if len(keys) == 0 {
+		return []any{nil}
+	}
+	return keys
+}
+
+// oCompareKeys orders keys: false, true, numbers, strings; nil last.
+func oCompareKeys(a, b any) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return 1
+	case b == nil:
+		return -1
+	}
+	if c := cmp.Compare(kind(a), kind(b)); c != 0 {
+		return c
+	}
+	if ba, ok := a.(bool); ok {
+		return cmp.Compare(b2i(ba), b2i(b.(bool)))
+	}
+	c, _ := oCompare(a, b)
+	return c
+}
+
+// groups groups the result ids as gb says, in gb's order.
+func (g *oGraph) groups(gb *graph.GroupBy, ids []string) []oGroup {
+	var out []oGroup
+	for _, id := range ids {
+		for _, k := range g.groupKeys(id, gb) {
+			i := slices.IndexFunc(out, func(o oGroup) bool { return oCompareKeys(o.key, k) == 0 })
+			if i < 0 {
+				out = append(out, oGroup{key: k})
+				i = len(out) - 1
+			}
+			out[i].count++
+		}
+	}
+	byKey := gb.Order == "key"
+	desc := !byKey
+	if gb.Desc != nil {
+		desc = *gb.Desc
+	}
+	slices.SortFunc(out, func(a, b oGroup) int {
+		if !byKey {
+			c := cmp.Compare(a.count, b.count)
+			if desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		c := oCompareKeys(a.key, b.key)
+		if byKey && desc && a.key != nil && b.key != nil {
+			c = -c
+		}
+		return c
+	})
+	return out
+}
+
+// oKey turns a group key as the engine returns it into the oracle's.
+func oKey(v any) any {
+	if n, ok := v.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			return int(i)
+		}
+		f, _ := n.Float64()
+		return f
+	}
+	return v
+}
+
+func (o oGroup) String() string { return fmt.Sprintf("%v:%d", o.key, o.count) }
+
+// pageGroups pages through the groups with the limits and checks them:
+// every page the next groups in order, or, when a bound stopped the work,
+// no group and no cursor that skips ahead.
+func (r *oracleRun) pageGroups(limits map[string]int, exact bool) {
+	r.t.Helper()
+	want := r.g.groups(r.q.group, r.want)
+	var got []oGroup
+	cursor := ""
+	for calls := 0; ; calls++ {
+		if calls > 1000 {
+			r.fail("no end of the groups after %d calls with limits %v", calls, limits)
+			return
+		}
+		res, ok := r.call(cursor, limits)
+		if !ok {
+			return
+		}
+		doc := r.q.json(cursor, limits)
+		if res.Truncated && res.Reason != graph.ReasonBytes {
+			r.stats.truncated++
+			if len(res.Groups) > 0 || res.Cursor != cursor {
+				r.fail("%s: a grouping cut by %s returned %d groups, cursor %q", doc, res.Reason, len(res.Groups), res.Cursor)
+			}
+			if exact && cursor != "" && res.Reason == graph.ReasonWork {
+				r.fail("%s: a deterministic limit cut a grouping that an earlier page completed", doc)
+			}
+			return
+		}
+		if res.Count == nil || *res.Count != len(want) {
+			r.fail("%s: count %v, want %d groups", doc, ptrInt(res.Count), len(want))
+		}
+		if len(res.Nodes) > 0 {
+			r.fail("%s: a grouping returned nodes", doc)
+		}
+		var page []oGroup
+		for _, gr := range res.Groups {
+			page = append(page, oGroup{key: oKey(gr.Key), count: int(gr.Count)})
+		}
+		n := len(got)
+		if n+len(page) > len(want) || !slices.EqualFunc(page, want[n:n+len(page)], func(a, b oGroup) bool {
+			return a.count == b.count && oCompareKeys(a.key, b.key) == 0
+		}) {
+			r.fail("%s: groups %v, want the next of %v after %v", doc, page, want, got)
+			return
+		}
+		if len(page) == 0 && res.Cursor != "" {
+			r.fail("%s: an empty page of groups with a cursor", doc)
+			return
+		}
+		got = append(got, page...)
+		if res.Cursor == "" {
+			break
+		}
+		cursor = res.Cursor
+	}
+	if len(got) != len(want) {
+		r.fail("%s: groups %v, want %v", r.q.json("", limits), got, want)
+	}
+}
+
+// groupJSON renders gb as the query language writes it.
+func groupJSON(gb *graph.GroupBy) any {
+	data, _ := json.Marshal(gb)
+	var v any
+	json.Unmarshal(data, &v)
+	return v
+}
+
+func ptrInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
