@@ -159,14 +159,30 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	// Past its bound, a query still reads the results it found, but that
 	// stops a quarter of the timeout after the deadline.
 	ex := &executor{s: s, q: q, b: b, hardStop: start.Add(time.Duration(lim.TimeoutMs) * time.Millisecond * 5 / 4)}
-	src, err := ex.newSource(cur.At)
-	if err != nil {
-		return nil, err
-	}
-	stream := len(steps) == 0 && len(q.OrderBy) == 0 && (src.kind == srcSearch || src.byID())
 	if q.GroupBy == nil && cur.G != nil {
 		return nil, errBadCursor("a cursor of groups")
 	}
+	// A count the store's counts or indexes answer opens no source: its
+	// plan would read the index to estimate what the count reads anyway.
+	var src *source
+	if n, ok, complete, err := ex.countIndexed(steps); err != nil {
+		return nil, err
+	} else if ok {
+		if q.Cursor != "" {
+			return nil, errBadCursor("a count has no pages")
+		}
+		res.Count = &n
+		if !complete {
+			ex.truncated(res)
+			res.note(fmt.Sprintf("The count is a lower bound: the %s limit stopped it. Raise limits.maxVisited or limits.timeoutMs, or narrow the query.", res.Reason))
+		}
+		res.More = false
+		return res.finish(b, start), nil
+	}
+	if src, err = ex.newSource(cur.At); err != nil {
+		return nil, err
+	}
+	stream := len(steps) == 0 && len(q.OrderBy) == 0 && (src.kind == srcSearch || src.byID())
 	switch {
 	case q.GroupBy != nil:
 		if err := ex.group(res, src, steps, cur, fp); err != nil {

@@ -383,3 +383,73 @@ func (ex *executor) groupByTypeStats(steps []Step) (map[string]int64, bool, erro
 	}
 	return counts, true, nil
 }
+
+// countIndexed answers the count of a type's nodes from the store's
+// counts (Stats), and the count of those whose indexed property equals a
+// value, or one of several, from the index (Lookup), reading no node. It
+// reports false when the query is not of that shape; complete is false
+// when the work bound stopped it (n is then a lower bound).
+func (ex *executor) countIndexed(steps []Step) (n int, ok, complete bool, err error) {
+	q, b := ex.q, ex.b
+	if !q.Return.Count || q.GroupBy != nil || len(steps) > 0 || q.where != nil || q.From.Type == "" || q.From.Search != "" {
+		return 0, false, false, nil
+	}
+	f := q.From.where
+	if f == nil {
+		st, err := ex.s.Stats(b.ctx)
+		if err != nil {
+			return 0, false, false, ignoreDeadline(err)
+		}
+		b.spend(1)
+		return int(st.NodeTypes[q.From.Type]), true, true, nil
+	}
+	if len(f.conds) != 1 || len(f.and) > 0 || len(f.or) > 0 || f.not != nil {
+		return 0, false, false, nil
+	}
+	c := f.conds[0]
+	vals := []any{c.val}
+	if c.op == "in" {
+		vals = c.vals
+	}
+	if c.deg != nil || c.op != "eq" && c.op != "in" || len(vals) == 0 || !ex.typeIndexed()(c.field) {
+		return 0, false, false, nil
+	}
+	for _, v := range vals {
+		if _, enc := EncodeIndexValue(v); !enc || v == nil {
+			return 0, false, false, nil // the index and the filter may differ: count the nodes
+		}
+	}
+	var seen map[ID]bool // a node is listed once per value it holds
+	if len(vals) > 1 {
+		seen = map[ID]bool{}
+	}
+	for _, v := range vals {
+		iq := IndexQuery{Type: q.From.Type, Property: c.field, Eq: v, Page: Page{Limit: MaxPageSize}}
+		for {
+			page, err := ex.s.Lookup(b.ctx, iq)
+			if err != nil {
+				if ignoreDeadline(err) == nil {
+					b.stop(ReasonDeadline)
+					return n, true, false, nil
+				}
+				return 0, false, false, err
+			}
+			if !b.spend(len(page.IDs)) {
+				return n, true, false, nil
+			}
+			for _, id := range page.IDs {
+				if seen == nil || !seen[id] {
+					n++
+					if seen != nil {
+						seen[id] = true
+					}
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			iq.After = page.Next
+		}
+	}
+	return n, true, true, nil
+}
