@@ -359,6 +359,9 @@ func explain(vs []schema.Violation) []schema.Violation {
 				v.Message = "is not a key of a degree filter: edge, direction, eq, ne, lt, lte, gt, gte"
 			}
 		}
+		if v.Rule == "additionalProperties" && strings.HasPrefix(v.Pointer, "/groupBy/") && strings.Count(v.Pointer, "/") == 2 {
+			v.Message = "is not a key of groupBy: field, degree, buckets, order, desc"
+		}
 		out = append(out, v)
 	}
 	return out
