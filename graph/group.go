@@ -287,6 +287,9 @@ func (ex *executor) groupCounts(src *source, steps []Step) (map[string]int64, bo
 	if n, ok, err := ex.groupByTypeStats(steps); err != nil || ok {
 		return n, ok, err
 	}
+	if n, done, ok, err := ex.groupByIndex(steps); err != nil || done {
+		return n, ok, err
+	}
 	c, err := ex.collect(src, queryCursor{}, steps)
 	if err != nil {
 		return nil, false, err
@@ -452,4 +455,121 @@ func (ex *executor) countIndexed(steps []Step) (n int, ok, complete bool, err er
 		}
 	}
 	return n, true, true, nil
+}
+
+// groupByIndex answers a grouping of a whole type by an indexed property
+// from the index's entries (IndexScanner), reading no node: each entry
+// counts in its value's group, and the type's nodes with no entry in the
+// null group. It applies only where the model says the property holds
+// scalars or arrays of them: objects have no index entries. done is false
+// when it does not apply; ok is false when a bound stopped it.
+func (ex *executor) groupByIndex(steps []Step) (counts map[string]int64, done, ok bool, err error) {
+	q, b := ex.q, ex.b
+	field := q.GroupBy.Field
+	sc, isScanner := ex.s.(IndexScanner)
+	if !isScanner || field == "" || slices.Contains(metaFields, field) || len(steps) > 0 || q.where != nil ||
+		q.From.Type == "" || q.From.Search != "" || q.From.where != nil || !ex.typeIndexed()(field) {
+		return nil, false, false, nil
+	}
+	nt, _ := ex.s.Model().Node(q.From.Type)
+	scalar, arrays := propertyKind(nt.Schema, field)
+	if !scalar {
+		return nil, false, false, nil
+	}
+	st, err := ex.s.Stats(b.ctx)
+	if err != nil {
+		return nil, false, false, ignoreDeadline(err)
+	}
+	b.spend(1)
+	counts = map[string]int64{}
+	var ids map[ID]struct{} // nodes with an entry, when a node may have several
+	if arrays {
+		ids = map[ID]struct{}{}
+	}
+	entries, cut := int64(0), false
+	err = sc.ScanIndex(b.ctx, q.From.Type, field, func(v []byte, id ID) bool {
+		if !b.spend(1) {
+			cut = true
+			return false
+		}
+		k := string(v)
+		if v[0] == tagNull {
+			k = ""
+		}
+		counts[k]++
+		entries++
+		if ids != nil {
+			ids[id] = struct{}{}
+		}
+		return true
+	})
+	switch {
+	case err != nil && ignoreDeadline(err) == nil:
+		b.stop(ReasonDeadline)
+		return nil, true, false, nil
+	case err != nil:
+		return nil, true, false, err
+	case cut:
+		return nil, true, false, nil
+	}
+	if ids != nil {
+		entries = int64(len(ids))
+	}
+	if none := st.NodeTypes[q.From.Type] - entries; none > 0 {
+		counts[""] += none
+	}
+	return counts, true, true, nil
+}
+
+// propertyKind reads a node type's schema: scalar is true when property
+// holds scalars or arrays of them, arrays when it may hold arrays.
+func propertyKind(typeSchema json.RawMessage, property string) (scalar, arrays bool) {
+	var s struct {
+		Properties map[string]struct {
+			Type  any `json:"type"`
+			Items *struct {
+				Type any `json:"type"`
+			} `json:"items"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(typeSchema, &s) != nil {
+		return false, false
+	}
+	p, ok := s.Properties[property]
+	if !ok {
+		return false, false
+	}
+	scalarTypes := func(t any) (bool, bool) {
+		var ts []string
+		switch x := t.(type) {
+		case string:
+			ts = []string{x}
+		case []any:
+			for _, e := range x {
+				s, _ := e.(string)
+				ts = append(ts, s)
+			}
+		}
+		hasArray := false
+		for _, t := range ts {
+			switch t {
+			case "string", "number", "integer", "boolean", "null":
+			case "array":
+				hasArray = true
+			default:
+				return false, false
+			}
+		}
+		return len(ts) > 0, hasArray
+	}
+	scalar, arrays = scalarTypes(p.Type)
+	if arrays {
+		if p.Items == nil {
+			return false, false
+		}
+		if itemScalar, nested := scalarTypes(p.Items.Type); !itemScalar || nested {
+			return false, false
+		}
+	}
+	return scalar, arrays
 }

@@ -553,6 +553,35 @@ func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, 
 	return page, err
 }
 
+// ScanIndex calls f for each entry of the index of typ's property, in
+// value order, then by ID, within one read transaction (which holds off
+// the writer: a caller bounds its work through f).
+func (s *Store) ScanIndex(ctx context.Context, typ, property string, f func(value []byte, id graph.ID) bool) error {
+	nt, ok := s.model.Node(typ)
+	if !ok {
+		return fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.model.NodeTypeNames()), graph.ErrInvalid)
+	}
+	if !nt.IsIndexed(property) {
+		return fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", typ, property, list(nt.Indexed), graph.ErrInvalid)
+	}
+	prefix := propPrefix(typ, property)
+	return s.read(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bProp).Cursor()
+		i := 0
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if i++; i%4096 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			rest := k[len(prefix):]
+			n := graph.IndexValueLen(rest)
+			if !f(rest[:n], graph.ID(rest[n:])) {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
 // Stats counts nodes per type, edges per label and Cayley's quads.
 func (s *Store) Stats(ctx context.Context) (*graph.Stats, error) {
 	st := &graph.Stats{NodeTypes: map[string]int64{}, EdgeLabels: map[string]int64{}}

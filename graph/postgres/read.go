@@ -429,6 +429,41 @@ func propPrefix(typ, prop string) []byte {
 	return []byte(typ + "\x00" + prop + "\x00")
 }
 
+// ScanIndex calls f for each entry of the index of typ's property, by
+// value, then by ID, from one query (so one committed state), until f
+// returns false.
+func (s *Store) ScanIndex(ctx context.Context, typ, property string, f func(value []byte, id graph.ID) bool) error {
+	nt, ok := s.model.Node(typ)
+	if !ok {
+		return fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.model.NodeTypeNames()), graph.ErrInvalid)
+	}
+	if !nt.IsIndexed(property) {
+		return fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", typ, property, list(nt.Indexed), graph.ErrInvalid)
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	_, err := readOn(ctx, s, func(db querier) (struct{}, error) {
+		rows, err := db.Query(ctx, `SELECT val, id FROM lore_prop WHERE type = $1 AND prop = $2 ORDER BY val, id`, typ, property)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var val []byte
+			var id string
+			if err := rows.Scan(&val, &id); err != nil {
+				return struct{}{}, err
+			}
+			if !f(val, graph.ID(id)) {
+				return struct{}{}, nil
+			}
+		}
+		return struct{}{}, rows.Err()
+	})
+	return err
+}
+
 // Lookup returns a page of the IDs of nodes whose indexed property
 // matches, in value order, then ID order.
 func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, error) {
