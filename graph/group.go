@@ -522,54 +522,69 @@ func (ex *executor) groupByIndex(steps []Step) (counts map[string]int64, done, o
 }
 
 // propertyKind reads a node type's schema: scalar is true when property
-// holds scalars or arrays of them, arrays when it may hold arrays.
+// holds scalars (by its type, or its enum or const) or arrays of them,
+// arrays when it may hold arrays.
 func propertyKind(typeSchema json.RawMessage, property string) (scalar, arrays bool) {
 	var s struct {
-		Properties map[string]struct {
-			Type  any `json:"type"`
-			Items *struct {
-				Type any `json:"type"`
-			} `json:"items"`
-		} `json:"properties"`
+		Properties map[string]*kindSchema `json:"properties"`
 	}
-	if json.Unmarshal(typeSchema, &s) != nil {
+	if json.Unmarshal(typeSchema, &s) != nil || s.Properties[property] == nil {
 		return false, false
 	}
-	p, ok := s.Properties[property]
-	if !ok {
-		return false, false
-	}
-	scalarTypes := func(t any) (bool, bool) {
-		var ts []string
-		switch x := t.(type) {
-		case string:
-			ts = []string{x}
-		case []any:
-			for _, e := range x {
-				s, _ := e.(string)
-				ts = append(ts, s)
-			}
-		}
-		hasArray := false
-		for _, t := range ts {
-			switch t {
-			case "string", "number", "integer", "boolean", "null":
-			case "array":
-				hasArray = true
-			default:
-				return false, false
-			}
-		}
-		return len(ts) > 0, hasArray
-	}
-	scalar, arrays = scalarTypes(p.Type)
+	p := s.Properties[property]
+	scalar, arrays = p.kind()
 	if arrays {
 		if p.Items == nil {
 			return false, false
 		}
-		if itemScalar, nested := scalarTypes(p.Items.Type); !itemScalar || nested {
+		if itemScalar, nested := p.Items.kind(); !itemScalar || nested {
 			return false, false
 		}
 	}
 	return scalar, arrays
+}
+
+// A kindSchema is what propertyKind reads of a property's schema.
+type kindSchema struct {
+	Type  any         `json:"type"`
+	Enum  []any       `json:"enum"`
+	Const *any        `json:"const"`
+	Items *kindSchema `json:"items"`
+}
+
+// kind reports whether the schema admits only scalars and arrays, and
+// whether arrays.
+func (k *kindSchema) kind() (scalar, arrays bool) {
+	var ts []string
+	switch x := k.Type.(type) {
+	case string:
+		ts = []string{x}
+	case []any:
+		for _, e := range x {
+			s, _ := e.(string)
+			ts = append(ts, s)
+		}
+	case nil: // no type: an enum or a const of scalars says it
+		vals := k.Enum
+		if k.Const != nil {
+			vals = append(vals, *k.Const)
+		}
+		for _, v := range vals {
+			switch v.(type) {
+			case map[string]any, []any:
+				return false, false
+			}
+		}
+		return len(vals) > 0, false
+	}
+	for _, t := range ts {
+		switch t {
+		case "string", "number", "integer", "boolean", "null":
+		case "array":
+			arrays = true
+		default:
+			return false, false
+		}
+	}
+	return len(ts) > 0, arrays
 }
