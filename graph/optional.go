@@ -216,6 +216,18 @@ type IndexScanner interface {
 	ScanIndex(ctx context.Context, typ, property string, f func(value []byte, id ID) bool) error
 }
 
+// A TypeIDLister lists the IDs of a type's nodes without reading the
+// nodes. A query whose start set is a whole type (no from.where) and that
+// needs the start nodes as IDs only (it traverses from them, counts or
+// groups them) lists them through it; without it, it reads them with
+// Store.NodesByType.
+type TypeIDLister interface {
+	// NodeIDsByType returns a page of the IDs of the nodes of one type,
+	// ordered by ID; its cursor is the last ID listed, as NodesByType's.
+	// A type the model lacks is ErrInvalid.
+	NodeIDsByType(ctx context.Context, typ string, p Page) (*IDPage, error)
+}
+
 // A NodeTyper reads the types of nodes without their properties. A
 // traversal step that filters by type alone uses it; without it, the step
 // reads the nodes whole.

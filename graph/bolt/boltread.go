@@ -473,6 +473,37 @@ func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*gra
 	return page, err
 }
 
+// NodeIDsByType returns a page of the IDs of the nodes of one type, by
+// ID, from the type index alone.
+func (s *Store) NodeIDsByType(ctx context.Context, typ string, p graph.Page) (*graph.IDPage, error) {
+	if _, ok := s.model.Node(typ); !ok {
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.model.NodeTypeNames()), graph.ErrInvalid)
+	}
+	page := &graph.IDPage{IDs: []graph.ID{}}
+	limit := p.Size()
+	err := s.read(func(tx *bbolt.Tx) error {
+		prefix := typeKey(typ, "")
+		c := tx.Bucket(bType).Cursor()
+		k, _ := c.Seek(prefix)
+		if p.After != "" {
+			after := typeKey(typ, graph.ID(p.After))
+			k, _ = c.Seek(after)
+			if bytes.Equal(k, after) {
+				k, _ = c.Next()
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if len(page.IDs) == limit {
+				page.Next = string(page.IDs[len(page.IDs)-1])
+				break
+			}
+			page.IDs = append(page.IDs, graph.ID(k[len(prefix):]))
+		}
+		return nil
+	})
+	return page, err
+}
+
 // Lookup returns a page of the IDs of nodes whose indexed property matches,
 // in value order, then ID order.
 func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, error) {

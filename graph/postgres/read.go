@@ -318,6 +318,44 @@ func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*gra
 	return s.scanNodes(ctx, typ, p)
 }
 
+// NodeIDsByType returns a page of the IDs of the nodes of one type, by
+// ID, reading no properties.
+func (s *Store) NodeIDsByType(ctx context.Context, typ string, p graph.Page) (*graph.IDPage, error) {
+	if _, ok := s.model.Node(typ); !ok {
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.model.NodeTypeNames()), graph.ErrInvalid)
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	limit := p.Size()
+	var args sqlArgs
+	sql := `SELECT id FROM lore_nodes WHERE type = ` + args.add(typ)
+	if p.After != "" {
+		sql += ` AND id > ` + args.add(p.After) + `::text COLLATE "C"`
+	}
+	sql += ` ORDER BY type, id LIMIT ` + args.add(int64(limit+1))
+	return readOn(ctx, s, func(db querier) (*graph.IDPage, error) {
+		rows, err := db.Query(ctx, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		page := &graph.IDPage{IDs: []graph.ID{}}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return nil, err
+			}
+			if len(page.IDs) == limit {
+				page.Next = string(page.IDs[limit-1])
+				break
+			}
+			page.IDs = append(page.IDs, graph.ID(id))
+		}
+		return page, rows.Err()
+	})
+}
+
 // ScanNodes returns a page of every node, ordered by ID.
 func (s *Store) ScanNodes(ctx context.Context, p graph.Page) (*graph.NodePage, error) {
 	return s.scanNodes(ctx, "", p)
