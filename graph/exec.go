@@ -39,6 +39,11 @@ import (
 //     Nodes is empty, Truncated and Note say so, and no cursor skips ahead.
 //   - Count is exact unless Truncated; then it is a lower bound. A count
 //     has no cursor.
+//   - With groupBy, Groups holds a page of groups in their order and
+//     Count their number; limit and cursor page through the groups exactly
+//     once. As with orderBy, groups come only when every result was
+//     found: when a bound cut the work, Groups is empty and Truncated and
+//     Note say so.
 type QueryResult struct {
 	Nodes []map[string]any `json:"nodes"`
 	// Paths holds, with return.paths, one path per result, in the same order.

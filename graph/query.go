@@ -25,6 +25,7 @@ import (
 //	  "where":    {"lifecycle": "production"},
 //	  "return":   {"fields": ["id", "type", "name"], "degrees": [{"edge": "dependsOn", "direction": "in"}], "paths": false, "count": false},
 //	  "orderBy":  [{"field": "name", "desc": false}, {"degree": {"edge": "dependsOn", "direction": "in"}, "desc": true}],
+//	  "groupBy":  {"field": "lifecycle", "order": "count"} | {"degree": {"edge": "dependsOn", "direction": "in"}, "buckets": [1, 10, 100]},
 //	  "limit": 50, "cursor": "…",
 //	  "limits": {"timeoutMs": 2000, "maxVisited": 100000}
 //	}
@@ -41,6 +42,9 @@ import (
 // gt, gte), {"degree": {…}} in place of "field" in an orderBy entry, and
 // return.degrees, which adds to each result "degrees": {"dependsOn:in":
 // 12}. A Degree says which edges count.
+//
+// A GroupBy returns groups of the results, each with its count, in
+// place of the results themselves.
 //
 // A traversal step reaches the nodes whose shortest distance from some of
 // its start nodes lies within its hops (step.go says it exactly); Run and
