@@ -24,6 +24,9 @@ type collection struct {
 	seen  map[ID]bool // found, whether or not where kept it
 	keys  map[ID][]any
 	paths map[ID]*Path
+	// gkeys holds, for a groupBy on a field, the group keys of the
+	// results read while collecting them.
+	gkeys map[ID][]string
 
 	// unit is the cursor's unit (nil without one), tail what followed it.
 	unit, tail *segment
@@ -48,7 +51,7 @@ type segment struct {
 // chunk, until it ends or a bound stops the work: first the cursor's
 // unit, if any, then onwards.
 func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collection, error) {
-	c := &collection{seen: map[ID]bool{}, keys: map[ID][]any{}, paths: map[ID]*Path{}}
+	c := &collection{seen: map[ID]bool{}, keys: map[ID][]any{}, paths: map[ID]*Path{}, gkeys: map[ID][]string{}}
 	chunk := cmp.Or(cur.Chunk, 1)
 	seg := &segment{at: src.pos(), chunk: chunk}
 	left := cur.N // start nodes left in the unit
@@ -156,10 +159,13 @@ func (ex *executor) add(c *collection, found []ID, pathOf func(ID) *Path, read m
 		if pathOf != nil {
 			c.paths[id] = pathOf(id)
 		}
+		if n != nil && q.GroupBy != nil && q.GroupBy.Field != "" {
+			c.gkeys[id] = groupKeys(n, q.GroupBy.Field)
+		}
 	}
 	if q.where == nil && len(q.OrderBy) == 0 {
 		for _, id := range fresh {
-			push(id, nil)
+			push(id, read[id])
 		}
 		return nil
 	}

@@ -58,9 +58,19 @@ func TestPostgresAnswersLikeEmbedded(t *testing.T) {
 		for _, id := range g.ids {
 			c.same("node "+id, func(s graph.Store) (any, error) { return s.Node(t.Context(), graph.ID(id)) })
 		}
+		for _, typ := range oTypes { // groupings the stores answer from their indexes (IndexScanner)
+			for _, field := range []string{"n", "s", "t"} {
+				c.samePages(&oQuery{typ: typ, group: &graph.GroupBy{Field: field}}, 1+rng.IntN(3))
+			}
+		}
 		for qi := range queries {
 			q := randomQuery(rng, g)
 			c.samePages(q, 1+rng.IntN(7))
+			if qi%4 == 0 { // groupBy, which randomQuery draws rarely
+				q.group = randomGroupBy(rng)
+				q.count, q.paths, q.fields, q.degrees, q.order = false, false, nil, nil, nil
+				c.samePages(q, 1+rng.IntN(7))
+			}
 			id := graph.ID(g.ids[rng.IntN(len(g.ids))])
 			to := graph.ID(g.ids[rng.IntN(len(g.ids))])
 			dir := []graph.Direction{graph.Out, graph.In, graph.Both}[qi%3]

@@ -29,7 +29,7 @@ func cursorStore(f *testing.F) graph.Store {
 // cursorQueries are the queries whose cursors are fuzzed: a page of an
 // ordered type scan, a traversal with paths, a ranked search, a type scan
 // cut by the work limit (its cursor resumes the scan), an indexed range,
-// and a traversal from IDs cut by the work limit.
+// a traversal from IDs cut by the work limit, and a page of groups.
 var cursorQueries = []string{
 	`{"from":{"type":"Service"},"orderBy":[{"field":"name"}],"limit":2}`,
 	`{"from":{"type":"Service","where":{"tier":{"lte":1}}},"traverse":[{"edge":"dependsOn","direction":"both","hops":[1,2]}],"return":{"paths":true},"limit":3}`,
@@ -37,6 +37,7 @@ var cursorQueries = []string{
 	`{"from":{"type":"Person"},"limit":2,"limits":{"maxVisited":3}}`,
 	`{"from":{"type":"Service","where":{"tier":{"gte":0}}},"limit":2,"limits":{"maxVisited":4}}`,
 	`{"from":{"ids":["service/checkout","service/payments","team/payments"]},"traverse":[{"hops":[1,3]}],"limit":2,"limits":{"maxVisited":20}}`,
+	`{"from":{"type":"Person"},"groupBy":{"field":"role"},"limit":2}`,
 }
 
 var cursorLimits = graph.Limits{MaxResults: 50, MaxHops: 4, MaxVisited: 5000, TimeoutMs: 500, MaxBytes: 64 << 10}

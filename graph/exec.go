@@ -39,11 +39,19 @@ import (
 //     Nodes is empty, Truncated and Note say so, and no cursor skips ahead.
 //   - Count is exact unless Truncated; then it is a lower bound. A count
 //     has no cursor.
+//   - With groupBy, Groups holds a page of groups in their order and
+//     Count their number; limit and cursor page through the groups exactly
+//     once. As with orderBy, groups come only when every result was
+//     found: when a bound cut the work, Groups is empty and Truncated and
+//     Note say so.
 type QueryResult struct {
 	Nodes []map[string]any `json:"nodes"`
 	// Paths holds, with return.paths, one path per result, in the same order.
 	Paths []Path `json:"paths,omitempty"`
-	Count *int   `json:"count,omitempty"`
+	// Groups holds, with groupBy, a page of groups; Count is then the
+	// number of groups.
+	Groups []Group `json:"groups,omitempty"`
+	Count  *int    `json:"count,omitempty"`
 	// More is true when Cursor continues the results.
 	More      bool   `json:"more"`
 	Truncated bool   `json:"truncated"`
@@ -100,6 +108,8 @@ type queryCursor struct {
 	After []json.RawMessage `json:"a,omitempty"`
 	ID    ID                `json:"i,omitempty"`
 	Chunk int               `json:"c,omitempty"`
+	// G continues a grouped query (groupBy) after a group.
+	G *groupCursor `json:"g,omitempty"`
 
 	after []any // After decoded
 }
@@ -154,12 +164,35 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	// Past its bound, a query still reads the results it found, but that
 	// stops a quarter of the timeout after the deadline.
 	ex := &executor{s: s, q: q, b: b, hardStop: start.Add(time.Duration(lim.TimeoutMs) * time.Millisecond * 5 / 4)}
-	src, err := ex.newSource(cur.At)
-	if err != nil {
+	if q.GroupBy == nil && cur.G != nil {
+		return nil, errBadCursor("a cursor of groups")
+	}
+	// A count the store's counts or indexes answer opens no source: its
+	// plan would read the index to estimate what the count reads anyway.
+	var src *source
+	if n, ok, complete, err := ex.countIndexed(steps); err != nil {
+		return nil, err
+	} else if ok {
+		if q.Cursor != "" {
+			return nil, errBadCursor("a count has no pages")
+		}
+		res.Count = &n
+		if !complete {
+			ex.truncated(res)
+			res.note(fmt.Sprintf("The count is a lower bound: the %s limit stopped it. Raise limits.maxVisited or limits.timeoutMs, or narrow the query.", res.Reason))
+		}
+		res.More = false
+		return res.finish(b, start), nil
+	}
+	if src, err = ex.newSource(cur.At); err != nil {
 		return nil, err
 	}
 	stream := len(steps) == 0 && len(q.OrderBy) == 0 && (src.kind == srcSearch || src.byID())
 	switch {
+	case q.GroupBy != nil:
+		if err := ex.group(res, src, steps, cur, fp); err != nil {
+			return nil, err
+		}
 	case q.Return.Count:
 		if q.Cursor != "" {
 			return nil, errBadCursor("a count has no pages")

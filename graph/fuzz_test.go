@@ -31,6 +31,8 @@ func FuzzQuery(f *testing.F) {
 		`{"from":{"type":"Service","where":{"tier":{"in":[0,1]}}},"traverse":[{"direction":"both","hops":[1,6]}],"orderBy":[{"field":"name"}],"limits":{"maxVisited":40}}`,
 		`{"from":{"type":"Service"},"traverse":[{"edge":"dependsOn"}],"cursor":"eyJmIjoieCIsInQiOi0xfQ"}`,
 		`{"from":{"type":"Service"},"cursor":"eyJmIjoieCIsInAiOi0zfQ"}`,
+		`{"from":{"type":"Service"},"groupBy":{"field":"lifecycle","order":"key","desc":true},"limit":2}`,
+		`{"from":{"ids":["team/payments"]},"traverse":[{"direction":"both"}],"groupBy":{"degree":{"edge":"dependsOn","direction":"in"},"buckets":[1,3]},"cursor":"eyJmIjoieCIsImciOnsiayI6IiIsIm4iOjF9fQ"}`,
 		`{"from":{}}`, `[]`, `{"from":{"ids":[]}}`, `{"from":{"type":"Service","where":{"and":[]}}}`,
 	} {
 		f.Add([]byte(seed))

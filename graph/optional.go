@@ -222,6 +222,31 @@ type AdjacentCounter interface {
 	CountAdjacent(ctx context.Context, id ID, labels []string, dir Direction, maxWork int) (n, work int, complete bool, err error)
 }
 
+// An IndexScanner reads a property index's entries without reading the
+// nodes. Run uses it to group a whole type by an indexed property;
+// without it, the grouping reads every node of the type.
+type IndexScanner interface {
+	// ScanIndex calls f for each entry of the index of typ's property
+	// (the entries Lookup lists), in Lookup's order, with the entry's
+	// value as EncodeIndexValue encodes it (valid only during the call)
+	// and its node's ID, until f returns false or the entries end. It
+	// reads one committed state. A type the model lacks or a property it
+	// does not index is ErrInvalid.
+	ScanIndex(ctx context.Context, typ, property string, f func(value []byte, id ID) bool) error
+}
+
+// A TypeIDLister lists the IDs of a type's nodes without reading the
+// nodes. A query whose start set is a whole type (no from.where) and that
+// needs the start nodes as IDs only (it traverses from them, counts or
+// groups them) lists them through it; without it, it reads them with
+// Store.NodesByType.
+type TypeIDLister interface {
+	// NodeIDsByType returns a page of the IDs of the nodes of one type,
+	// ordered by ID; its cursor is the last ID listed, as NodesByType's.
+	// A type the model lacks is ErrInvalid.
+	NodeIDsByType(ctx context.Context, typ string, p Page) (*IDPage, error)
+}
+
 // A NodeTyper reads the types of nodes without their properties. A
 // traversal step that filters by type alone uses it; without it, the step
 // reads the nodes whole.

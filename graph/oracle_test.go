@@ -37,7 +37,7 @@ type oracleRun struct {
 }
 
 type oracleStats struct {
-	queries, calls, truncated, cutOrdered, partial, lossless, deadlineCuts int
+	queries, calls, truncated, cutOrdered, partial, lossless, deadlineCuts, groupings int
 }
 
 func (r *oracleRun) fail(format string, args ...any) {
@@ -106,6 +106,11 @@ func (r *oracleRun) pageIDs(res *graph.QueryResult, doc string) []string {
 func (r *oracleRun) page(limits map[string]int, exact bool) {
 	r.t.Helper()
 	q := r.q
+	if q.group != nil {
+		r.stats.groupings++
+		r.pageGroups(limits, exact)
+		return
+	}
 	ranked := q.search != "" && len(q.steps) == 0 && len(q.order) == 0
 	var got []string
 	var partial []string
@@ -252,8 +257,8 @@ func TestQueryOracle(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d queries, %d calls; %d truncated pages (%d by the deadline), %d cut ordered reads, %d pagings with partial start nodes, %d cut pagings that still held every result",
-		stats.queries, stats.calls, stats.truncated, stats.deadlineCuts, stats.cutOrdered, stats.partial, stats.lossless)
+	t.Logf("%d queries, %d calls; %d truncated pages (%d by the deadline), %d cut ordered reads, %d pagings with partial start nodes, %d cut pagings that still held every result; %d pagings of groups",
+		stats.queries, stats.calls, stats.truncated, stats.deadlineCuts, stats.cutOrdered, stats.partial, stats.lossless, stats.groupings)
 }
 
 // A path is a shortest walk from the start node it names, also when

@@ -410,6 +410,7 @@ type oQuery struct {
 	limit  int
 	// degrees are return.degrees.
 	degrees []graph.Degree
+	group   *graph.GroupBy
 }
 
 func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
@@ -502,6 +503,10 @@ func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
 	if rng.IntN(5) > 0 {
 		q.limit = 1 + rng.IntN(8)
 	}
+	if rng.IntN(6) == 0 {
+		q.group = randomGroupBy(rng)
+		q.count, q.paths, q.fields, q.degrees, q.order = false, false, nil, nil, nil
+	}
 	return q
 }
 
@@ -573,6 +578,9 @@ func (q *oQuery) json(cursor string, limits map[string]int) string {
 	}
 	if len(q.order) > 0 {
 		doc["orderBy"] = q.order
+	}
+	if q.group != nil {
+		doc["groupBy"] = groupJSON(q.group)
 	}
 	if q.limit > 0 {
 		doc["limit"] = q.limit

@@ -25,6 +25,7 @@ import (
 //	  "where":    {"lifecycle": "production"},
 //	  "return":   {"fields": ["id", "type", "name"], "degrees": [{"edge": "dependsOn", "direction": "in"}], "paths": false, "count": false},
 //	  "orderBy":  [{"field": "name", "desc": false}, {"degree": {"edge": "dependsOn", "direction": "in"}, "desc": true}],
+//	  "groupBy":  {"field": "lifecycle", "order": "count"} | {"degree": {"edge": "dependsOn", "direction": "in"}, "buckets": [1, 10, 100]},
 //	  "limit": 50, "cursor": "…",
 //	  "limits": {"timeoutMs": 2000, "maxVisited": 100000}
 //	}
@@ -42,6 +43,9 @@ import (
 // return.degrees, which adds to each result "degrees": {"dependsOn:in":
 // 12}. A Degree says which edges count.
 //
+// A GroupBy returns groups of the results, each with its count, in
+// place of the results themselves.
+//
 // A traversal step reaches the nodes whose shortest distance from some of
 // its start nodes lies within its hops (step.go says it exactly); Run and
 // QueryResult say how results are bounded and paged.
@@ -51,6 +55,7 @@ type Query struct {
 	Where    json.RawMessage `json:"where,omitempty"`
 	Return   Return          `json:"return,omitzero"`
 	OrderBy  []Order         `json:"orderBy,omitempty"`
+	GroupBy  *GroupBy        `json:"groupBy,omitempty"`
 	Limit    int             `json:"limit,omitempty"`
 	Cursor   string          `json:"cursor,omitempty"`
 	Limits   Limits          `json:"limits,omitzero"`
@@ -317,6 +322,9 @@ func (q *Query) check(m *schema.Model) error {
 			v.field(ptr+"/field", o.Field, scope, false)
 		}
 	}
+	if q.GroupBy != nil {
+		v.checkGroupBy(q, scope)
+	}
 	if q.Return.Count && (q.Return.Paths || len(q.Return.Fields) > 0 || len(q.Return.Degrees) > 0) {
 		v.add("/return", "count returns only the number of results; drop fields, degrees and paths, or count")
 	}
@@ -354,6 +362,9 @@ func explain(vs []schema.Violation) []schema.Violation {
 			if strings.HasSuffix(v.Pointer[:strings.LastIndex(v.Pointer, "/")], "/degree") {
 				v.Message = "is not a key of a degree filter: edge, direction, eq, ne, lt, lte, gt, gte"
 			}
+		}
+		if v.Rule == "additionalProperties" && strings.HasPrefix(v.Pointer, "/groupBy/") && strings.Count(v.Pointer, "/") == 2 {
+			v.Message = "is not a key of groupBy: field, degree, buckets, order, desc"
 		}
 		out = append(out, v)
 	}

@@ -64,6 +64,10 @@ type source struct {
 	loaded   bool
 	pageNext string // the store's cursor after the page; "" at the end
 
+	// idsOnly: the start nodes are a whole type, listed by ID alone
+	// (TypeIDLister), as the query needs no more of them.
+	idsOnly bool
+
 	end bool // the start set is exhausted
 	// cut is set when the budget stopped the source before the end; pos
 	// then says where it stopped, past every entry it examined, so a resume
@@ -128,6 +132,9 @@ func (ex *executor) newSource(at startPos) (*source, error) {
 		switch p := src.at.Plan; {
 		case p == 1:
 			src.kind = srcType
+			_, lister := ex.s.(TypeIDLister)
+			src.idsOnly = lister && q.From.where == nil &&
+				(len(q.Traverse) > 0 || q.where == nil && len(q.OrderBy) == 0 && (q.Return.Count || q.GroupBy != nil && q.GroupBy.Field == ""))
 			if at.Q != 0 || at.K != 0 {
 				return nil, errBadCursor("type scan position out of range")
 			}
@@ -217,7 +224,7 @@ func (src *source) next(n int) ([]start, error) {
 		}
 		st := src.page[src.idx]
 		src.idx++
-		if st.node != nil && src.keep(st.node) {
+		if src.idsOnly || st.node != nil && src.keep(st.node) {
 			out = append(out, st)
 		}
 		if src.idx == len(src.page) {
@@ -271,6 +278,19 @@ func (src *source) load() error {
 	src.page, src.pageNext, src.idx = nil, "", src.at.K
 	switch src.kind {
 	case srcType:
+		if src.idsOnly {
+			ip, err := ex.s.(TypeIDLister).NodeIDsByType(b.ctx, ex.q.From.Type, Page{After: src.at.A, Limit: typePage})
+			if err != nil {
+				return src.failed(err)
+			}
+			after := src.at.A
+			for _, id := range ip.IDs {
+				src.page = append(src.page, start{id: id, at: startPos{Plan: 1, A: after}})
+				after = string(id)
+			}
+			src.pageNext = ip.Next
+			break
+		}
 		np, err := ex.s.NodesByType(b.ctx, ex.q.From.Type, Page{After: src.at.A, Limit: typePage})
 		if err != nil {
 			return src.failed(err)

@@ -176,6 +176,8 @@ var toolCases = []toolCase{
 	{name: "query", tool: "query_graph", args: `{"from":{"type":"Service","where":{"tier":0}},"return":{"fields":["id","name"]}}`, want: `"id":"service/billing"`},
 	{name: "query count", tool: "query_graph", args: `{"from":{"ids":["service/billing"]},"traverse":[{"edge":"dependsOn","hops":[1,3]}],"return":{"count":true}}`, want: `"count":`},
 	{name: "query more", tool: "query_graph", args: `{"from":{"type":"Service"},"limit":1}`, want: `"more":true`},
+	{name: "query groupBy", tool: "query_graph", args: `{"from":{"type":"Service"},"groupBy":{"field":"lifecycle"},"limit":1}`, want: `"groups":[{"count":21,"key":"production"}]`},
+	{name: "query groupBy invalid", tool: "query_graph", args: `{"from":{"type":"Service"},"groupBy":{"field":"lifecycle","buckets":[1]}}`, wantErr: "/groupBy/buckets: buckets group degrees"},
 	{name: "query invalid", tool: "query_graph", args: `{"from":{"type":"Spaceship"},"traverse":[{"edge":"flies"}]}`, wantErr: "/traverse/0/edge"},
 	{name: "query edgeWhere", tool: "query_graph", args: `{"from":{"type":"Team"},"traverse":[{"edge":"memberOf","direction":"in","edgeWhere":{"role":"lead"}}],"return":{"count":true}}`, want: `"count":6`},
 	{name: "query edgeWhere unknown", tool: "query_graph", args: `{"from":{"type":"Team"},"traverse":[{"edge":"memberOf","direction":"in","edgeWhere":{"rank":1}}]}`, wantErr: "/traverse/0/edgeWhere/rank"},

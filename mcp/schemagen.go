@@ -52,7 +52,8 @@ var limitConsts = map[string]int64{
 var graphFieldTags = map[string]reflect.StructTag{
 	"Query.from":         `desc:"ids | type (+where) | search (+type)"`,
 	"Query.where":        `desc:"{field: v | {eq|ne|lt|lte|gt|gte|in|contains|prefix|exists: v}}; and/or/not"`,
-	"Query.limits":       `schema:"opaque" desc:"Lower the ceilings"`,
+	"Query.limits":       `schema:"opaque"`,
+	"Query.groupBy":      `schema:"opaque" desc:"{field|degree(+buckets), order:count|key, desc}"`,
 	"Order.degree":       `schema:"opaque"`,
 	"Return.degrees":     `schema:"opaque"`,
 	"Step.hops":          `desc:"n or [min,max]"`,
@@ -319,13 +320,14 @@ func constrain(p *jschema, tag reflect.StructTag, mode schemaMode) error {
 		switch k {
 		case "opaque":
 			// graph.ParseQuery checks what is inside against the query
-			// language's schema; the inventory keeps the bare type.
+			// language's schema; the inventory keeps the bare type (and
+			// the desc tag, if any).
 			if mode == inputSchema {
 				t := "object"
 				if p.Type == "array" {
 					t = "array"
 				}
-				*p = jschema{Type: t}
+				*p = jschema{Type: t, Desc: p.Desc}
 			}
 			continue
 		}

@@ -98,8 +98,8 @@ func (o *describeOut) text() string {
 }
 
 func describeModel() *Tool {
-	return define(readTool("describe_model", "Describe the model",
-		"Node types (with properties) and edge labels, with counts. Call first; pass type for its full JSON Schema."),
+	return define(readTool("describe_model", "Describe model",
+		"Node types (with properties), edge labels, counts. Call first; pass type for its JSON Schema."),
 		func(ctx context.Context, c *Catalog, in *describeIn) (*describeOut, error) {
 			st, err := c.store.Stats(ctx)
 			if err != nil {
@@ -261,7 +261,7 @@ func display(n *graph.Node) string {
 
 func searchNodes() *Tool {
 	return define(readTool("search_nodes", "Search nodes",
-		"Ranked text search over node names and text; every word must match (the last as a prefix). Finds IDs from words."),
+		"Ranked search of node names and text: all words match, the last as a prefix. Finds IDs from words."),
 		func(ctx context.Context, c *Catalog, in *searchIn) (*searchOut, error) {
 			r, err := graph.Search(ctx, c.store, graph.SearchQuery{Text: in.Query, Type: in.Type, Limit: in.Limit, Cursor: in.Cursor}, c.ceilings)
 			if err != nil {
@@ -312,8 +312,8 @@ func (o neighborsOut) text() string {
 }
 
 func neighbors() *Tool {
-	return define(readTool("neighbors", "Neighbours of a node",
-		"The nodes linked to one node, breadth first up to depth hops, with the edges that reach them."),
+	return define(readTool("neighbors", "Neighbours",
+		"Nodes linked to a node, breadth first up to depth hops, with the edges reaching them."),
 		func(ctx context.Context, c *Catalog, in *neighborsIn) (*neighborsOut, error) {
 			r, err := graph.Neighbors(ctx, c.store, graph.NeighborsQuery{ID: in.ID, Labels: in.Edge, Direction: graph.Direction(in.Direction),
 				Depth: in.Depth, Limits: graph.Limits{MaxResults: in.Limit}}, c.ceilings)
@@ -419,9 +419,12 @@ type queryOut struct {
 
 func (o queryOut) text() string {
 	var b strings.Builder
-	if o.Count != nil {
+	switch {
+	case o.Groups != nil:
+		fmt.Fprintf(&b, "%d groups", *o.Count)
+	case o.Count != nil:
 		fmt.Fprintf(&b, "count: %d", *o.Count)
-	} else {
+	default:
 		fmt.Fprintf(&b, "%d results", len(o.Nodes))
 	}
 	if o.Truncated {
@@ -435,6 +438,10 @@ func (o queryOut) text() string {
 		b.WriteString(o.Note + "\n")
 	}
 	var d strings.Builder
+	for _, g := range o.Groups {
+		k, _ := json.Marshal(g.Key)
+		fmt.Fprintf(&d, "%s: %d\n", clip(string(k), 300), g.Count)
+	}
 	for _, n := range o.Nodes {
 		// Fields the query did not return are left out, not shown as <nil>.
 		var parts []string
@@ -458,8 +465,8 @@ func queryGraph() *Tool {
 	// graph.Query; graph.ParseQuery then checks the query against the
 	// language's full schema (graph.QuerySchema) and the model, reporting
 	// every problem by pointer.
-	t := readTool("query_graph", "Query the graph",
-		"Bounded query: start set, steps, filters, fields, order. For multi-hop questions.")
+	t := readTool("query_graph", "Query graph",
+		"Bounded multi-hop query: start set, steps, filters, fields, order, or groupBy counts.")
 	t.schemaIn = reflect.TypeFor[graph.Query]()
 	return define(t,
 		func(ctx context.Context, c *Catalog, in *json.RawMessage) (*queryOut, error) {
@@ -529,8 +536,8 @@ func (o *changesOut) text() string {
 const maxCursor = 1<<53 - 1
 
 func changesSince() *Tool {
-	return define(readTool("changes_since", "Changes since a cursor",
-		"What each write changed after a cursor (0: the start); pass the returned cursor next. A truncated entry goes on at cursor seq-1, offset part.next."),
+	return define(readTool("changes_since", "Changes since",
+		"Each write's changes after a cursor (0: the start); pass the returned cursor next. A truncated entry resumes at cursor seq-1, offset part.next."),
 		func(ctx context.Context, c *Catalog, in *changesIn) (*changesOut, error) {
 			return c.changes(ctx, in)
 		})

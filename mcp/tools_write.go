@@ -136,7 +136,7 @@ type upsertNodesIn struct {
 }
 
 func upsertNodes() *Tool {
-	t := writeTool("upsert_nodes", "Create or update nodes",
+	t := writeTool("upsert_nodes", "Upsert nodes",
 		"Create nodes or replace their properties (merge: true patches, null removes). All or nothing.")
 	t.Idempotent = true
 	return define(t, func(ctx context.Context, c *Catalog, in *upsertNodesIn) (*writeOut, error) {
@@ -162,8 +162,8 @@ type upsertEdgesIn struct {
 }
 
 func upsertEdges() *Tool {
-	t := writeTool("upsert_edges", "Create or update edges",
-		"Link nodes: create edges or replace their properties. key only for keyed labels. All or nothing.")
+	t := writeTool("upsert_edges", "Upsert edges",
+		"Create edges or replace their properties; key only for keyed labels. All or nothing.")
 	t.Idempotent = true
 	return define(t, func(ctx context.Context, c *Catalog, in *upsertEdgesIn) (*writeOut, error) {
 		b := &graph.Batch{IdempotencyKey: in.IdempotencyKey, Op: "upsert_edges"}

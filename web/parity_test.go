@@ -65,6 +65,12 @@ var scenarios = []scenario{
 		gql: `{ queryGraph(from: {ids: ["team/payments"]}, traverse: [{edge: "memberOf", direction: in, edgeWhere: {role: {in: ["lead", "tech lead"]}}}], return: {fields: ["id"], paths: true, edgeProperties: true}) { nodes paths { nodes edges } count more note partial cursor edgeProperties ` + readFields + ` } }`},
 	{name: "query degree", tool: "query_graph", args: `{"from":{"type":"Service"},"where":{"degree":{"edge":"dependsOn","direction":"in","gte":1}},"orderBy":[{"degree":{"edge":"dependsOn","direction":"in"},"desc":true}],"limit":3,"return":{"fields":["id"],"degrees":[{"edge":"dependsOn","direction":"in"},{"direction":"both"}]}}`,
 		gql: `{ queryGraph(from: {type: "Service"}, where: {degree: {edge: "dependsOn", direction: "in", gte: 1}}, orderBy: [{degree: {edge: "dependsOn", direction: "in"}, desc: true}], limit: 3, return: {fields: ["id"], degrees: [{edge: "dependsOn", direction: "in"}, {direction: "both"}]}) { nodes paths { nodes edges } count more note partial cursor ` + readFields + ` } }`},
+	{name: "query groupBy", tool: "query_graph", args: `{"from":{"type":"Service"},"groupBy":{"field":"language","order":"count"},"limit":2}`,
+		gql: `{ queryGraph(from: {type: "Service"}, groupBy: {field: "language", order: "count"}, limit: 2) { nodes groups { key count } count more note partial cursor ` + readFields + ` } }`},
+	{name: "query groupBy degree", tool: "query_graph", args: `{"from":{"type":"Service"},"groupBy":{"degree":{"edge":"dependsOn","direction":"in"},"buckets":[1,3],"order":"key"}}`,
+		gql: `{ queryGraph(from: {type: "Service"}, groupBy: {degree: {edge: "dependsOn", direction: "in"}, buckets: [1, 3], order: "key"}) { nodes groups { key count } count more note partial cursor ` + readFields + ` } }`},
+	{name: "query groupBy invalid", tool: "query_graph", args: `{"from":{"type":"Service"},"groupBy":{"field":"licence"}}`,
+		gql: `{ queryGraph(from: {type: "Service"}, groupBy: {field: "licence"}) { count } }`, code: "invalid_argument", pointers: []string{"/groupBy/field"}},
 	{name: "query capped", tool: "query_graph", args: `{"from":{"type":"Service"},"limit":2,"limits":{"maxResults":1000000}}`,
 		gql: `{ queryGraph(from: {type: "Service"}, limit: 2, limits: {maxResults: 1000000}) { nodes paths { nodes edges } count more note partial cursor ` + readFields + ` } }`},
 	{name: "changes", tool: "changes_since", args: `{"cursor":0,"limit":2}`,
@@ -107,7 +113,7 @@ func TestParity(t *testing.T) {
 	seen := map[string]bool{}
 	t.Cleanup(func() {
 		// The table reaches the fields the issue found missing.
-		for _, k := range []string{"count", "paths", "reason", "capped", "stats", "limits", "edgeLabels", "nodeTypes", "more", "cursor", "replayed", "nodeCount", "edges", "score", "edgeProperties", "properties"} {
+		for _, k := range []string{"count", "paths", "reason", "capped", "stats", "limits", "edgeLabels", "nodeTypes", "more", "cursor", "replayed", "nodeCount", "edges", "score", "edgeProperties", "properties", "groups"} {
 			if !seen[k] {
 				t.Errorf("no scenario returns %q", k)
 			}

@@ -228,9 +228,14 @@ type ComplexityRoot struct {
 		GetEdge       func(childComplexity int, id string) int
 		GetNode       func(childComplexity int, id string) int
 		Neighbors     func(childComplexity int, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) int
-		QueryGraph    func(childComplexity int, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, limit *int, cursor *string, limits any) int
+		QueryGraph    func(childComplexity int, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, groupBy any, limit *int, cursor *string, limits any) int
 		Resource      func(childComplexity int, uri string) int
 		SearchNodes   func(childComplexity int, query string, typeArg *string, limit *int, cursor *string) int
+	}
+
+	QueryGraphGroup struct {
+		Count func(childComplexity int) int
+		Key   func(childComplexity int) int
 	}
 
 	QueryGraphResult struct {
@@ -238,6 +243,7 @@ type ComplexityRoot struct {
 		Count          func(childComplexity int) int
 		Cursor         func(childComplexity int) int
 		EdgeProperties func(childComplexity int) int
+		Groups         func(childComplexity int) int
 		Limits         func(childComplexity int) int
 		More           func(childComplexity int) int
 		Nodes          func(childComplexity int) int
@@ -348,7 +354,7 @@ type QueryResolver interface {
 	SearchNodes(ctx context.Context, query string, typeArg *string, limit *int, cursor *string) (*model.SearchNodesResult, error)
 	Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) (*model.NeighborsResult, error)
 	FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool) (*model.FindPathsResult, error)
-	QueryGraph(ctx context.Context, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, limit *int, cursor *string, limits any) (*model.QueryGraphResult, error)
+	QueryGraph(ctx context.Context, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, groupBy any, limit *int, cursor *string, limits any) (*model.QueryGraphResult, error)
 	ChangesSince(ctx context.Context, cursor *int, limit *int, offset *int) (*model.ChangesSinceResult, error)
 	Resource(ctx context.Context, uri string) (*model.Resource, error)
 }
@@ -1220,7 +1226,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.QueryGraph(childComplexity, args["from"].(model.QueryGraphFromInput), args["traverse"].([]*model.QueryGraphTraverseInput), args["where"].(any), args["return"].(*model.QueryGraphReturnInput), args["orderBy"].([]*model.QueryGraphOrderByInput), args["limit"].(*int), args["cursor"].(*string), args["limits"].(any)), true
+		return e.ComplexityRoot.Query.QueryGraph(childComplexity, args["from"].(model.QueryGraphFromInput), args["traverse"].([]*model.QueryGraphTraverseInput), args["where"].(any), args["return"].(*model.QueryGraphReturnInput), args["orderBy"].([]*model.QueryGraphOrderByInput), args["groupBy"].(any), args["limit"].(*int), args["cursor"].(*string), args["limits"].(any)), true
 	case "Query.resource":
 		if e.ComplexityRoot.Query.Resource == nil {
 			break
@@ -1243,6 +1249,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.SearchNodes(childComplexity, args["query"].(string), args["type"].(*string), args["limit"].(*int), args["cursor"].(*string)), true
+
+	case "QueryGraphGroup.count":
+		if e.ComplexityRoot.QueryGraphGroup.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphGroup.Count(childComplexity), true
+	case "QueryGraphGroup.key":
+		if e.ComplexityRoot.QueryGraphGroup.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphGroup.Key(childComplexity), true
 
 	case "QueryGraphResult.capped":
 		if e.ComplexityRoot.QueryGraphResult.Capped == nil {
@@ -1268,6 +1287,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.QueryGraphResult.EdgeProperties(childComplexity), true
+	case "QueryGraphResult.groups":
+		if e.ComplexityRoot.QueryGraphResult.Groups == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.Groups(childComplexity), true
 	case "QueryGraphResult.limits":
 		if e.ComplexityRoot.QueryGraphResult.Limits == nil {
 			break
@@ -2123,12 +2148,24 @@ func (ec *executionContext) childFields_Path(ctx context.Context, field graphql.
 	return nil, fmt.Errorf("no field named %q was found under type Path", field.Name)
 }
 
+func (ec *executionContext) childFields_QueryGraphGroup(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "key":
+		return ec.fieldContext_QueryGraphGroup_key(ctx, field)
+	case "count":
+		return ec.fieldContext_QueryGraphGroup_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type QueryGraphGroup", field.Name)
+}
+
 func (ec *executionContext) childFields_QueryGraphResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "nodes":
 		return ec.fieldContext_QueryGraphResult_nodes(ctx, field)
 	case "paths":
 		return ec.fieldContext_QueryGraphResult_paths(ctx, field)
+	case "groups":
+		return ec.fieldContext_QueryGraphResult_groups(ctx, field)
 	case "count":
 		return ec.fieldContext_QueryGraphResult_count(ctx, field)
 	case "more":
@@ -2842,30 +2879,38 @@ func (ec *executionContext) field_Query_queryGraph_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["orderBy"] = arg4
-	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
-		func(ctx context.Context, v any) (*int, error) {
-			return ec.unmarshalOInt2ᚖint(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["limit"] = arg5
-	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "cursor",
-		func(ctx context.Context, v any) (*string, error) {
-			return ec.unmarshalOString2ᚖstring(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["cursor"] = arg6
-	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "limits",
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "groupBy",
 		func(ctx context.Context, v any) (any, error) {
 			return ec.unmarshalOJSON2interface(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["limits"] = arg7
+	args["groupBy"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "limit",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["limit"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "cursor",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cursor"] = arg7
+	arg8, err := graphql.ProcessArgField(ctx, rawArgs, "limits",
+		func(ctx context.Context, v any) (any, error) {
+			return ec.unmarshalOJSON2interface(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["limits"] = arg8
 	return args, nil
 }
 
@@ -6384,7 +6429,13 @@ func (ec *executionContext) _Query_queryGraph(ctx context.Context, field graphql
 						return nil
 					}
 					return fc.Args["where"].(any)
-				}(), fc.Args["return"].(*model.QueryGraphReturnInput), fc.Args["orderBy"].([]*model.QueryGraphOrderByInput), fc.Args["limit"].(*int), fc.Args["cursor"].(*string),
+				}(), fc.Args["return"].(*model.QueryGraphReturnInput), fc.Args["orderBy"].([]*model.QueryGraphOrderByInput),
+				func() any {
+					if fc.Args["groupBy"] == nil {
+						return nil
+					}
+					return fc.Args["groupBy"].(any)
+				}(), fc.Args["limit"].(*int), fc.Args["cursor"].(*string),
 				func() any {
 					if fc.Args["limits"] == nil {
 						return nil
@@ -6588,6 +6639,52 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _QueryGraphGroup_key(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphGroup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphGroup_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v any) graphql.Marshaler {
+			return ec.marshalOJSON2interface(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphGroup_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryGraphGroup", field, false, false, "JSON")
+}
+
+func (ec *executionContext) _QueryGraphGroup_count(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphGroup) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphGroup_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphGroup_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryGraphGroup", field, false, false, "Int")
+}
+
 func (ec *executionContext) _QueryGraphResult_nodes(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6638,6 +6735,38 @@ func (ec *executionContext) fieldContext_QueryGraphResult_paths(_ context.Contex
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Path(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _QueryGraphResult_groups(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_groups(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Groups, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.QueryGraphGroup) graphql.Marshaler {
+			return ec.marshalOQueryGraphGroup2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐQueryGraphGroupᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_groups(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "QueryGraphResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_QueryGraphGroup(ctx, field)
 		},
 	}
 	return fc, nil
@@ -11138,6 +11267,44 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	return out
 }
 
+var queryGraphGroupImplementors = []string{"QueryGraphGroup"}
+
+func (ec *executionContext) _QueryGraphGroup(ctx context.Context, sel ast.SelectionSet, obj *model.QueryGraphGroup) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, queryGraphGroupImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("QueryGraphGroup")
+		case "key":
+			out.Values[i] = ec._QueryGraphGroup_key(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._QueryGraphGroup_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var queryGraphResultImplementors = []string{"QueryGraphResult"}
 
 func (ec *executionContext) _QueryGraphResult(ctx context.Context, sel ast.SelectionSet, obj *model.QueryGraphResult) graphql.Marshaler {
@@ -11156,6 +11323,11 @@ func (ec *executionContext) _QueryGraphResult(ctx context.Context, sel ast.Selec
 			}
 		case "paths":
 			out.Values[i] = ec._QueryGraphResult_paths(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "groups":
+			out.Values[i] = ec._QueryGraphResult_groups(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -12440,6 +12612,14 @@ func (ec *executionContext) unmarshalNQueryGraphFromInput2githubᚗcomᚋloreᚑ
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNQueryGraphGroup2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐQueryGraphGroup(ctx context.Context, sel ast.SelectionSet, v *model.QueryGraphGroup) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "QueryGraphGroup!")
+		return graphql.Null
+	}
+	return ec._QueryGraphGroup(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNQueryGraphOrderByInput2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐQueryGraphOrderByInput(ctx context.Context, v any) (*model.QueryGraphOrderByInput, error) {
 	res, err := ec.unmarshalInputQueryGraphOrderByInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
@@ -13088,6 +13268,25 @@ func (ec *executionContext) marshalOPath2ᚕᚖgithubᚗcomᚋloreᚑdevᚋlore�
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNPath2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐPath(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalOQueryGraphGroup2ᚕᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐQueryGraphGroupᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.QueryGraphGroup) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 4, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNQueryGraphGroup2ᚖgithubᚗcomᚋloreᚑdevᚋloreᚋgenᚋgqlᚋmodelᚐQueryGraphGroup(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {

@@ -473,6 +473,37 @@ func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*gra
 	return page, err
 }
 
+// NodeIDsByType returns a page of the IDs of the nodes of one type, by
+// ID, from the type index alone.
+func (s *Store) NodeIDsByType(ctx context.Context, typ string, p graph.Page) (*graph.IDPage, error) {
+	if _, ok := s.Model().Node(typ); !ok {
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
+	}
+	page := &graph.IDPage{IDs: []graph.ID{}}
+	limit := p.Size()
+	err := s.read(func(tx *bbolt.Tx) error {
+		prefix := typeKey(typ, "")
+		c := tx.Bucket(bType).Cursor()
+		k, _ := c.Seek(prefix)
+		if p.After != "" {
+			after := typeKey(typ, graph.ID(p.After))
+			k, _ = c.Seek(after)
+			if bytes.Equal(k, after) {
+				k, _ = c.Next()
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if len(page.IDs) == limit {
+				page.Next = string(page.IDs[len(page.IDs)-1])
+				break
+			}
+			page.IDs = append(page.IDs, graph.ID(k[len(prefix):]))
+		}
+		return nil
+	})
+	return page, err
+}
+
 // Lookup returns a page of the IDs of nodes whose indexed property matches,
 // in value order, then ID order.
 func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, error) {
@@ -551,6 +582,36 @@ func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, 
 		return nil
 	})
 	return page, err
+}
+
+// ScanIndex calls f for each entry of the index of typ's property, in
+// value order, then by ID, within one read transaction (which holds off
+// the writer: a caller bounds its work through f).
+func (s *Store) ScanIndex(ctx context.Context, typ, property string, f func(value []byte, id graph.ID) bool) error {
+	m := s.Model()
+	nt, ok := m.Node(typ)
+	if !ok {
+		return fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(m.NodeTypeNames()), graph.ErrInvalid)
+	}
+	if !nt.IsIndexed(property) {
+		return fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", typ, property, list(nt.Indexed), graph.ErrInvalid)
+	}
+	prefix := propPrefix(typ, property)
+	return s.read(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bProp).Cursor()
+		i := 0
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if i++; i%4096 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			rest := k[len(prefix):]
+			n := graph.IndexValueLen(rest)
+			if !f(rest[:n], graph.ID(rest[n:])) {
+				return nil
+			}
+		}
+		return nil
+	})
 }
 
 // Stats counts nodes per type, edges per label and Cayley's quads.

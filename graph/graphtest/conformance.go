@@ -1015,6 +1015,7 @@ func (m *model) check(t *testing.T, s graph.Store) {
 	}
 	m.checkEdges(t, s, ids)
 	m.checkLookups(t, s, ids)
+	m.checkTypeIDs(t, s)
 	m.checkPostings(t, s, ids)
 	// Stats.
 	st, err := s.Stats(ctx)
@@ -1223,6 +1224,86 @@ func (m *model) checkLookups(t *testing.T, s graph.Store, ids []graph.ID) {
 				t.Fatalf("Lookup %s.%s eq %v in [%v, %v] by %d: %v, want %v", q.Type, q.Property, q.Eq, q.Min, q.Max, limit, got, want)
 			}
 		}
+	}
+	// An IndexScanner lists the same entries as a Lookup of the whole
+	// index, with their values.
+	sc, ok := s.(graph.IndexScanner)
+	if !ok {
+		return
+	}
+	for _, q := range []graph.IndexQuery{{Type: "Service", Property: "tier"}, {Type: "Service", Property: "lifecycle"}, {Type: "Person", Property: "email"}} {
+		var want []string
+		for _, id := range ids {
+			n := m.nodes[id]
+			if v, ok := n.props[q.Property]; ok && n.typ == q.Type {
+				for _, enc := range graph.IndexEntries(v) {
+					want = append(want, string(enc)+"\x00"+string(id))
+				}
+			}
+		}
+		slices.Sort(want)
+		var got []string
+		if err := sc.ScanIndex(t.Context(), q.Type, q.Property, func(v []byte, id graph.ID) bool {
+			got = append(got, string(v)+"\x00"+string(id))
+			return true
+		}); err != nil {
+			t.Fatalf("ScanIndex %s.%s: %v", q.Type, q.Property, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("ScanIndex %s.%s: %q, want %q", q.Type, q.Property, got, want)
+		}
+		n := 0
+		sc.ScanIndex(t.Context(), q.Type, q.Property, func([]byte, graph.ID) bool { n++; return n < 2 })
+		if want := min(2, len(want)); n != want {
+			t.Fatalf("ScanIndex %s.%s went on after f returned false: %d calls, want %d", q.Type, q.Property, n, want)
+		}
+	}
+	if err := sc.ScanIndex(t.Context(), "Topic", "name", func([]byte, graph.ID) bool { return true }); !errors.Is(err, graph.ErrInvalid) {
+		t.Errorf("ScanIndex of a property the model does not index: %v, want ErrInvalid", err)
+	}
+}
+
+// checkTypeIDs checks that a TypeIDLister lists each type's IDs as
+// NodesByType lists its nodes, page by page.
+func (m *model) checkTypeIDs(t *testing.T, s graph.Store) {
+	t.Helper()
+	tl, ok := s.(graph.TypeIDLister)
+	if !ok {
+		return
+	}
+	for _, typ := range s.Model().NodeTypeNames() {
+		var want []graph.ID
+		for after := ""; ; {
+			page, err := s.NodesByType(t.Context(), typ, graph.Page{After: after, Limit: graph.MaxPageSize})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range page.Nodes {
+				want = append(want, n.ID)
+			}
+			if after = page.Next; after == "" {
+				break
+			}
+		}
+		for _, limit := range []int{1, 3, graph.MaxPageSize} {
+			var got []graph.ID
+			for after := ""; ; {
+				page, err := tl.NodeIDsByType(t.Context(), typ, graph.Page{After: after, Limit: limit})
+				if err != nil {
+					t.Fatalf("NodeIDsByType %s: %v", typ, err)
+				}
+				got = append(got, page.IDs...)
+				if after = page.Next; after == "" {
+					break
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("NodeIDsByType %s by %d: %v, want %v", typ, limit, got, want)
+			}
+		}
+	}
+	if _, err := tl.NodeIDsByType(t.Context(), "NoSuchType", graph.Page{}); !errors.Is(err, graph.ErrInvalid) {
+		t.Errorf("NodeIDsByType of a type the model lacks: %v, want ErrInvalid", err)
 	}
 }
 

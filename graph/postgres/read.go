@@ -318,6 +318,44 @@ func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*gra
 	return s.scanNodes(ctx, typ, p)
 }
 
+// NodeIDsByType returns a page of the IDs of the nodes of one type, by
+// ID, reading no properties.
+func (s *Store) NodeIDsByType(ctx context.Context, typ string, p graph.Page) (*graph.IDPage, error) {
+	if _, ok := s.Model().Node(typ); !ok {
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	limit := p.Size()
+	var args sqlArgs
+	sql := `SELECT id FROM lore_nodes WHERE type = ` + args.add(typ)
+	if p.After != "" {
+		sql += ` AND id > ` + args.add(p.After) + `::text COLLATE "C"`
+	}
+	sql += ` ORDER BY type, id LIMIT ` + args.add(int64(limit+1))
+	return readOn(ctx, s, func(db querier) (*graph.IDPage, error) {
+		rows, err := db.Query(ctx, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		page := &graph.IDPage{IDs: []graph.ID{}}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return nil, err
+			}
+			if len(page.IDs) == limit {
+				page.Next = string(page.IDs[limit-1])
+				break
+			}
+			page.IDs = append(page.IDs, graph.ID(id))
+		}
+		return page, rows.Err()
+	})
+}
+
 // ScanNodes returns a page of every node, ordered by ID.
 func (s *Store) ScanNodes(ctx context.Context, p graph.Page) (*graph.NodePage, error) {
 	return s.scanNodes(ctx, "", p)
@@ -427,6 +465,42 @@ func (s *Store) ScanEdges(ctx context.Context, p graph.Page) (*graph.EdgePage, e
 // type NUL property NUL value ID).
 func propPrefix(typ, prop string) []byte {
 	return []byte(typ + "\x00" + prop + "\x00")
+}
+
+// ScanIndex calls f for each entry of the index of typ's property, by
+// value, then by ID, from one query (so one committed state), until f
+// returns false.
+func (s *Store) ScanIndex(ctx context.Context, typ, property string, f func(value []byte, id graph.ID) bool) error {
+	m := s.Model()
+	nt, ok := m.Node(typ)
+	if !ok {
+		return fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(m.NodeTypeNames()), graph.ErrInvalid)
+	}
+	if !nt.IsIndexed(property) {
+		return fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", typ, property, list(nt.Indexed), graph.ErrInvalid)
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	_, err := readOn(ctx, s, func(db querier) (struct{}, error) {
+		rows, err := db.Query(ctx, `SELECT val, id FROM lore_prop WHERE type = $1 AND prop = $2 ORDER BY val, id`, typ, property)
+		if err != nil {
+			return struct{}{}, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var val []byte
+			var id string
+			if err := rows.Scan(&val, &id); err != nil {
+				return struct{}{}, err
+			}
+			if !f(val, graph.ID(id)) {
+				return struct{}{}, nil
+			}
+		}
+		return struct{}{}, rows.Err()
+	})
+	return err
 }
 
 // Lookup returns a page of the IDs of nodes whose indexed property

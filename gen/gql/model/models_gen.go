@@ -221,6 +221,11 @@ type QueryGraphFromInput struct {
 	Search *string  `json:"search,omitempty"`
 }
 
+type QueryGraphGroup struct {
+	Key   any `json:"key,omitempty"`
+	Count int `json:"count"`
+}
+
 type QueryGraphOrderByInput struct {
 	Field  *string `json:"field,omitempty"`
 	Degree any     `json:"degree,omitempty"`
@@ -228,19 +233,20 @@ type QueryGraphOrderByInput struct {
 }
 
 type QueryGraphResult struct {
-	Nodes          []any      `json:"nodes"`
-	Paths          []*Path    `json:"paths,omitempty"`
-	Count          *int       `json:"count,omitempty"`
-	More           bool       `json:"more"`
-	Truncated      bool       `json:"truncated"`
-	Reason         *string    `json:"reason,omitempty"`
-	Note           *string    `json:"note,omitempty"`
-	Partial        []string   `json:"partial,omitempty"`
-	Cursor         *string    `json:"cursor,omitempty"`
-	Limits         *Limits    `json:"limits"`
-	Capped         []string   `json:"capped,omitempty"`
-	Stats          *ReadStats `json:"stats"`
-	EdgeProperties any        `json:"edgeProperties,omitempty"`
+	Nodes          []any              `json:"nodes"`
+	Paths          []*Path            `json:"paths,omitempty"`
+	Groups         []*QueryGraphGroup `json:"groups,omitempty"`
+	Count          *int               `json:"count,omitempty"`
+	More           bool               `json:"more"`
+	Truncated      bool               `json:"truncated"`
+	Reason         *string            `json:"reason,omitempty"`
+	Note           *string            `json:"note,omitempty"`
+	Partial        []string           `json:"partial,omitempty"`
+	Cursor         *string            `json:"cursor,omitempty"`
+	Limits         *Limits            `json:"limits"`
+	Capped         []string           `json:"capped,omitempty"`
+	Stats          *ReadStats         `json:"stats"`
+	EdgeProperties any                `json:"edgeProperties,omitempty"`
 }
 
 type QueryGraphReturnInput struct {
