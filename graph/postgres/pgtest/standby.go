@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +31,15 @@ type Standby struct {
 	port int
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
+	slot string        // the server's replication slot that keeps the standby's WAL
 }
+
+// slotPrefix names the replication slots standbys take on the test server:
+// lore_standby_PID_N, so that a slot a killed test left behind (which
+// would keep WAL forever) can be told from one a running test uses.
+const slotPrefix = "lore_standby_"
+
+var slotSeq atomic.Int64
 
 // hbaLine is the pg_hba.conf entry the server needs for pg_basebackup and
 // streaming replication from 127.0.0.1.
@@ -68,12 +77,16 @@ func NewStandby(t testing.TB) *Standby {
 	}
 	defer conn.Close(ctx)
 	allowReplication(ctx, t, conn)
+	dropOrphanSlots(ctx, t, conn)
 
 	dir, err := os.MkdirTemp("", "lore-standby-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb := &Standby{t: t, dir: dir}
+	// A slot makes the server keep the WAL the standby has not received:
+	// without one, a server busy with other tests can recycle a segment
+	// between the backup's end and the standby's first connection.
+	sb := &Standby{t: t, dir: dir, slot: fmt.Sprintf("%s%d_%d", slotPrefix, os.Getpid(), slotSeq.Add(1))}
 	t.Cleanup(sb.cleanup)
 	if err := os.Chown(dir, uid, gid); err != nil {
 		t.Fatal(err)
@@ -83,7 +96,7 @@ func NewStandby(t testing.TB) *Standby {
 	}
 	cc := conn.Config()
 	data := filepath.Join(dir, "data")
-	bb := sb.asPostgres(filepath.Join(bindir, "pg_basebackup"), "-D", data, "-R", "-X", "stream", "-c", "fast",
+	bb := sb.asPostgres(filepath.Join(bindir, "pg_basebackup"), "-D", data, "-R", "-X", "stream", "-c", "fast", "-C", "-S", sb.slot,
 		"-h", cc.Host, "-p", strconv.Itoa(int(cc.Port)), "-U", cc.User)
 	if out, err := bb.CombinedOutput(); err != nil {
 		t.Fatalf("pg_basebackup: %v\n%s\nThe server needs wal_level=replica, max_wal_senders > 0 and the pg_hba.conf line %q (then SELECT pg_reload_conf()).", err, out, hbaLine)
@@ -329,5 +342,42 @@ func (sb *Standby) cleanup() {
 	}
 	if err := os.RemoveAll(sb.dir); err != nil {
 		sb.t.Errorf("removing the standby's directory: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if conn, err := connect(ctx); err == nil {
+		// The walsender may take a moment to let the slot go.
+		for {
+			_, err = conn.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", sb.slot)
+			var n int
+			if err == nil {
+				err = conn.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", sb.slot).Scan(&n)
+			}
+			if err != nil || n == 0 || ctx.Err() != nil {
+				break
+			}
+		}
+		conn.Close(ctx)
+		if err != nil {
+			sb.t.Errorf("dropping the replication slot %s: %v", sb.slot, err)
+		}
+	}
+}
+
+// dropOrphanSlots drops the standbys' slots whose test process is gone.
+func dropOrphanSlots(ctx context.Context, t testing.TB, conn *pgx.Conn) {
+	rows, err := conn.Query(ctx, "SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE $1 AND NOT active", slotPrefix+"%")
+	if err != nil {
+		t.Fatalf("listing replication slots: %v", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("listing replication slots: %v", err)
+	}
+	for _, name := range names {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(name, slotPrefix), "_")
+		if n, err := strconv.Atoi(pid); err == nil && n != os.Getpid() && syscall.Kill(n, 0) != nil {
+			conn.Exec(ctx, "SELECT pg_drop_replication_slot($1)", name)
+		}
 	}
 }
