@@ -79,6 +79,9 @@ type load struct {
 	conn     *pgx.Conn
 	fast     bool // the load writes the edge summaries at its end
 	deferred bool // the keys of lore_prop and lore_postings are dropped
+	// loaded is what the load committed, while ApplyStream planned all
+	// its batches; nil once one was not (see loaded).
+	loaded *loaded
 }
 
 // restoreKeys builds the deferred keys in tx if the writes of a load's
@@ -128,7 +131,7 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 		conn.Close(ctx)
 		return nil, false
 	}
-	ld := &load{conn: conn, fast: fast, deferred: fast}
+	ld := &load{conn: conn, fast: fast, deferred: fast, loaded: newLoaded()}
 	s.load = ld
 	return func(ok bool) error { return s.endLoad(ld, ok) }, true
 }
@@ -274,7 +277,8 @@ func undoLoad(ctx context.Context, q beginner, wait bool) (live bool, err error)
 // (see graph.Pipeliner). During an all-or-nothing load they are the
 // load's own, and each is planned while the one before it commits: no
 // other writer can commit meanwhile, so what the load committed plus the
-// plan in flight is the state the batch applies to.
+// plan in flight is the state the batch applies to, and the load knows
+// which elements it committed (see loaded).
 func (s *Store) ApplyStream(ctx context.Context, in <-chan *graph.StreamBatch, handle func(*graph.StreamBatch, *graph.Result, error) bool) {
 	s.wmu.Lock()
 	ld := s.load
@@ -285,6 +289,10 @@ func (s *Store) ApplyStream(ctx context.Context, in <-chan *graph.StreamBatch, h
 		done chan error
 	}
 	var cur *flight
+	var l *loaded
+	if ld != nil {
+		l = ld.loaded
+	}
 	// finish waits for the batch in flight and reports it.
 	finish := func() bool {
 		f := cur
@@ -292,6 +300,9 @@ func (s *Store) ApplyStream(ctx context.Context, in <-chan *graph.StreamBatch, h
 		if err := <-f.done; err != nil {
 			handle(f.sb, nil, err)
 			return false
+		}
+		if l != nil {
+			l.add(f.p)
 		}
 		return handle(f.sb, f.p.Result, nil)
 	}
@@ -310,6 +321,9 @@ func (s *Store) ApplyStream(ctx context.Context, in <-chan *graph.StreamBatch, h
 			if cur != nil && !finish() {
 				return
 			}
+			if l != nil {
+				l, ld.loaded = nil, nil // a write planned without it
+			}
 			var res *graph.Result
 			var err error
 			if b != nil && b.Len() > 0 {
@@ -321,6 +335,9 @@ func (s *Store) ApplyStream(ctx context.Context, in <-chan *graph.StreamBatch, h
 			continue
 		}
 		var snap graph.Snapshot = &pgSnap{tx: s.pool}
+		if l != nil {
+			snap = loadSnap{&pgSnap{tx: s.pool}, l}
+		}
 		if cur != nil {
 			snap = graph.OverlaySnapshot(snap, cur.p)
 		}
