@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,9 +61,10 @@ const (
 // planning of a node delete (then a scan), and builds them at its end; an
 // undone load builds them again if they are missing.
 const (
-	dropIndexes = `DROP INDEX lore_nodes_type; DROP INDEX lore_edges_in`
-	addIndexes  = `CREATE INDEX IF NOT EXISTS lore_nodes_type ON lore_nodes (type, id);
-		CREATE INDEX IF NOT EXISTS lore_edges_in ON lore_edges (to_id, label, from_id, key)`
+	dropIndexes  = `DROP INDEX lore_nodes_type; DROP INDEX lore_edges_in`
+	addNodesType = `CREATE INDEX IF NOT EXISTS lore_nodes_type ON lore_nodes (type, id)`
+	addEdgesIn   = `CREATE INDEX IF NOT EXISTS lore_edges_in ON lore_edges (to_id, label, from_id, key)`
+	addIndexes   = addNodesType + `; ` + addEdgesIn
 )
 
 // A fast load writes no edge summaries (lore_degrees) as it commits: its
@@ -177,15 +179,10 @@ func (s *Store) endLoad(ld *load, ok bool) (err error) {
 	s.load = nil
 	ctx := context.Background()
 	if ok {
-		end := `SET synchronous_commit = on; BEGIN; `
-		if ld.deferred {
-			end += addPostingsKey + `; ` + addPropKey + `; `
+		err = s.buildDeferred(ctx, ld)
+		if err == nil {
+			_, err = ld.conn.Exec(ctx, `SET synchronous_commit = on; DELETE FROM lore_meta WHERE key = 'loading'`)
 		}
-		if ld.fast {
-			end += writeDegrees + `; ` + addIndexes + `; `
-		}
-		end += `DELETE FROM lore_meta WHERE key = 'loading'; COMMIT`
-		_, err = ld.conn.Exec(ctx, end)
 		ld.conn.Close(ctx) // which releases the locks
 		if err == nil {
 			return nil
@@ -208,6 +205,44 @@ func (s *Store) endLoad(ld *load, ok bool) (err error) {
 	}
 	s.changed.Notify()
 	return err
+}
+
+// buildDeferred builds what the load ld deferred to its end: the keys,
+// the secondary indexes and the edge summaries. It builds them in two
+// lanes, each a transaction of its own, one on the load's connection and
+// one on a connection of the pool, so that PostgreSQL builds two at a
+// time: at 100k nodes, one after the other took 3.2 s, with Lore waiting
+// and one core idle. Each lane commits on its own; the load's marker,
+// deleted after both, keeps the load undoable until then, and undoing it
+// builds what is missing.
+func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
+	var lanes [2][]string
+	if ld.deferred {
+		lanes[0] = append(lanes[0], addPostingsKey)
+		lanes[1] = append(lanes[1], addPropKey)
+	}
+	if ld.fast {
+		lanes[0] = append(lanes[0], addNodesType)
+		lanes[1] = append(lanes[1], writeDegrees, addEdgesIn)
+	}
+	run := func(q beginner, stmts []string) error {
+		if len(stmts) == 0 {
+			return nil
+		}
+		return pgx.BeginFunc(ctx, q, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, strings.Join(stmts, "; "))
+			return err
+		})
+	}
+	var err1 error
+	var wg sync.WaitGroup
+	wg.Go(func() { err1 = run(s.pool, lanes[1]) })
+	err0 := run(ld.conn, lanes[0])
+	wg.Wait()
+	if err := errors.Join(err0, err1); err != nil {
+		return fmt.Errorf("building what the load deferred: %w", err)
+	}
+	return nil
 }
 
 // beginner is what undoLoad runs its transaction on.
