@@ -68,12 +68,22 @@ const (
 )
 
 // A fast load writes no edge summaries (lore_degrees) as it commits: its
-// last commit counts them from the edges at once (at 100k nodes, the
-// commits' upserts of 200k summaries took 2.9 s of a 13 s load). Readers
-// meanwhile see the edges, and no summaries of them.
-const writeDegrees = `DELETE FROM lore_degrees;
-	INSERT INTO lore_degrees (node_id, label, inbound, n) SELECT from_id, label, false, count(*) FROM lore_edges GROUP BY from_id, label;
-	INSERT INTO lore_degrees (node_id, label, inbound, n) SELECT to_id, label, true, count(*) FROM lore_edges GROUP BY to_id, label`
+// end counts them from the edges at once (at 100k nodes, the commits'
+// upserts of 200k summaries took 2.9 s of a 13 s load). Readers
+// meanwhile see the edges, and no summaries of them. Nothing else writes
+// the summaries during the load, so their key is dropped with the others
+// and built after them: one scan of the edges and a key built once took
+// a quarter less time than two scans inserting into the key (200k
+// summaries, six interleaved runs on a shared machine: 1.1-2.5 s against
+// 1.4-5.0 s).
+const (
+	dropDegreesKey = `ALTER TABLE lore_degrees DROP CONSTRAINT lore_degrees_pkey`
+	addDegreesKey  = `ALTER TABLE lore_degrees ADD CONSTRAINT lore_degrees_pkey PRIMARY KEY (node_id, label, inbound)`
+	writeDegrees   = `DELETE FROM lore_degrees;
+	INSERT INTO lore_degrees (node_id, label, inbound, n) SELECT id, label, inbound, count(*)
+		FROM (SELECT from_id AS id, label, false AS inbound FROM lore_edges UNION ALL SELECT to_id, label, true FROM lore_edges) e GROUP BY id, label, inbound;
+	` + addDegreesKey
+)
 
 // load is an all-or-nothing load under way.
 type load struct {
@@ -161,7 +171,7 @@ func beginLoad(ctx context.Context, conn *pgx.Conn, fast bool) (bool, error) {
 		return false, err
 	}
 	if fast {
-		if _, err := conn.Exec(ctx, dropKeys+`; `+dropIndexes+`; SET synchronous_commit = off`); err != nil {
+		if _, err := conn.Exec(ctx, dropKeys+`; `+dropDegreesKey+`; `+dropIndexes+`; SET synchronous_commit = off`); err != nil {
 			return false, err
 		}
 	}
@@ -289,14 +299,15 @@ func undoLoad(ctx context.Context, q beginner, wait bool) (live bool, err error)
 		if _, err := tx.Exec(ctx, addIndexes); err != nil {
 			return err
 		}
-		var noPostingsKey, noPropKey bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass('lore_postings_pkey') IS NULL, to_regclass('lore_prop_pkey') IS NULL`).Scan(&noPostingsKey, &noPropKey); err != nil {
+		var noPostingsKey, noPropKey, noDegreesKey bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass('lore_postings_pkey') IS NULL, to_regclass('lore_prop_pkey') IS NULL, to_regclass('lore_degrees_pkey') IS NULL`).
+			Scan(&noPostingsKey, &noPropKey, &noDegreesKey); err != nil {
 			return err
 		}
 		for _, add := range []struct {
 			missing bool
 			sql     string
-		}{{noPostingsKey, addPostingsKey}, {noPropKey, addPropKey}} {
+		}{{noPostingsKey, addPostingsKey}, {noPropKey, addPropKey}, {noDegreesKey, addDegreesKey}} {
 			if add.missing {
 				if _, err := tx.Exec(ctx, add.sql); err != nil {
 					return err
