@@ -89,8 +89,9 @@ const (
 type load struct {
 	mu       sync.Mutex // held while a commit of the load uses conn (Close waits for it)
 	conn     *pgx.Conn
-	fast     bool // the load writes the edge summaries at its end
-	deferred bool // the keys of lore_prop and lore_postings are dropped
+	fast     bool        // the load writes the edge summaries at its end
+	deferred bool        // the keys of lore_prop and lore_postings are dropped
+	rows     derivedRows // the derived rows of the commit under way
 	// loaded is what the load committed, while ApplyStream planned all
 	// its batches; nil once one was not (see loaded).
 	loaded *loaded
@@ -428,7 +429,7 @@ func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
 	}
 	seq++
 	p.Result.Seq, p.Change.Seq = seq, seq
-	wr := s.planWrites(p, ld.fast)
+	wr := s.planWrites(p, ld.fast, ld.rows.reset())
 	wr.last.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
 	wr.last.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(seq))
 	if err := ld.restoreKeys(ctx, tx, wr, true); err != nil {
