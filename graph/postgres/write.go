@@ -342,7 +342,7 @@ func (r *postingRows) reset() {
 
 // derivedRows are the derived-index rows a commit deletes and adds. A
 // load's commits reuse theirs (see load.rows): the rows of a batch of
-// 50k nodes grew to a million slice elements, whose growth was a tenth
+// 50k nodes grew to a million slice elements, whose growth was 9%
 // of the load's CPU time in Lore.
 type derivedRows struct {
 	propDel, propAdd propRows
