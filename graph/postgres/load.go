@@ -33,7 +33,8 @@ import (
 //
 // A fast load commits with synchronous_commit off on its connection: each
 // commit is atomic but not flushed; the load's last commit, which deletes
-// the marker, is synchronous and flushes them all. A crash of PostgreSQL
+// the marker, is synchronous and flushes them all (and those of
+// buildDeferred). A crash of PostgreSQL
 // may lose the load's last commits, never the marker, so the load is then
 // undone whole.
 
@@ -45,8 +46,8 @@ import (
 // back, nothing may need it: the first commit of the load that deletes or
 // upserts rows of either table (an element given again in a later batch,
 // or a batch too small to copy) builds the keys first, in its
-// transaction, and the load goes on with them; else the load's last
-// commit builds them. Readers meanwhile scan the tables. The keys are
+// transaction, and the load goes on with them; else the load's end
+// builds them (see buildDeferred). Readers meanwhile scan the tables. The keys are
 // dropped after the marker is committed, so a load that dies with them
 // dropped is undone, which builds them again.
 const (
