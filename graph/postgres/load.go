@@ -34,9 +34,8 @@ import (
 // A fast load commits with synchronous_commit off on its connection: each
 // commit is atomic but not flushed; the load's last commit, which deletes
 // the marker, is synchronous and flushes them all (and those of
-// buildDeferred). A crash of PostgreSQL
-// may lose the load's last commits, never the marker, so the load is then
-// undone whole.
+// buildDeferred). A crash of PostgreSQL may lose the load's last commits,
+// never the marker, so the load is then undone whole.
 
 // A fast load also defers the primary keys of lore_prop and
 // lore_postings, its two largest tables, whose rows it copies in random
