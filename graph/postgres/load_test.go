@@ -226,10 +226,13 @@ func TestLostLoadIsUndone(t *testing.T) {
 				t.Fatal("an empty store did not start a load")
 			}
 			loadBatches(t, s, 2)
-			// lockLoad is 0x6c6f7265_00000003: pg_locks shows it as classid, objid.
+			// lockLoad is 0x6c6f7265_00000003: pg_locks shows it as classid,
+			// objid, for every database of the server (the loads of other
+			// tests, and of other packages' tests, hold it in theirs).
 			var killed bool
 			if err := s.Pool().QueryRow(t.Context(), `SELECT bool_or(pg_terminate_backend(pid)) FROM pg_locks
-				WHERE locktype = 'advisory' AND classid = x'6c6f7265'::int AND objid = 3 AND granted`).Scan(&killed); err != nil || !killed {
+				WHERE locktype = 'advisory' AND classid = x'6c6f7265'::int AND objid = 3 AND granted
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&killed); err != nil || !killed {
 				t.Fatalf("ending the load's connection: %v %v", killed, err)
 			}
 			if err := done(ok); (err != nil) != ok {
