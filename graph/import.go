@@ -724,9 +724,9 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 		case <-ctx.Done():
 			return false
 		}
+		limit = min(2*limit, size)
 		cur = newBatch()
 		clear(inBatch)
-		limit = min(2*limit, size)
 		return true
 	}
 	for ctx.Err() == nil {
@@ -763,10 +763,19 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 				el.edge.Merge = true
 			}
 		}
+		// A batch's first node or edge makes room for a whole batch of
+		// them: growing the slices as they filled was 8% of a load's
+		// CPU time in Lore.
 		if el.node != nil {
+			if cur.b.Nodes == nil {
+				cur.b.Nodes, cur.nodeLines = make([]NodeInput, 0, limit), make([]int64, 0, limit)
+			}
 			cur.b.Nodes = append(cur.b.Nodes, *el.node)
 			cur.nodeLines = append(cur.nodeLines, el.line)
 		} else {
+			if cur.b.Edges == nil {
+				cur.b.Edges, cur.edgeLines = make([]EdgeInput, 0, limit), make([]int64, 0, limit)
+			}
 			cur.b.Edges = append(cur.b.Edges, *el.edge)
 			cur.edgeLines = append(cur.edgeLines, el.line)
 		}

@@ -367,8 +367,8 @@ func (pl *planner) checkNodes() {
 		}
 		pl.seenNode[n.ID] = here
 		pl.nodeIDs = append(pl.nodeIDs, n.ID)
-		ok := revisionInRange(&pl.ps, here, nodeElem(n.ID), n.Revision) &&
-			expectedInRange(&pl.ps, here, nodeElem(n.ID), n.ExpectedRevision)
+		name := func() string { return nodeElem(n.ID) } // for the problems only
+		ok := revisionInRange(&pl.ps, here, name, n.Revision) && expectedInRange(&pl.ps, here, name, n.ExpectedRevision)
 		if _, known := pl.m.Node(n.Type); !known {
 			pl.ps.add(ErrInvalid, here.String()+"/type", nodeElem(n.ID), "unknown-type", "unknown node type %q; the model has %s", n.Type, list(pl.m.NodeTypeNames()))
 			ok = false
@@ -392,7 +392,7 @@ func (pl *planner) checkNodeDeletes() {
 		}
 		pl.seenNode[d.ID] = here
 		pl.nodeIDs = append(pl.nodeIDs, d.ID)
-		pl.delNodeOK[i] = expectedInRange(&pl.ps, here, nodeElem(d.ID), d.ExpectedRevision)
+		pl.delNodeOK[i] = expectedInRange(&pl.ps, here, func() string { return nodeElem(d.ID) }, d.ExpectedRevision)
 	}
 }
 
@@ -431,9 +431,9 @@ func (pl *planner) checkEdges() {
 	pl.edgeOK = make([]bool, len(pl.b.Edges))
 	for i, e := range pl.b.Edges {
 		here := elemRef{"edges", i}
+		name := func() string { return edgeElem(e.EdgeKey) } // for the problems only
 		pl.edgeOK[i] = pl.checkEdgeKey(here, e.EdgeKey) &&
-			revisionInRange(&pl.ps, here, edgeElem(e.EdgeKey), e.Revision) &&
-			expectedInRange(&pl.ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
+			revisionInRange(&pl.ps, here, name, e.Revision) && expectedInRange(&pl.ps, here, name, e.ExpectedRevision)
 		if pl.edgeOK[i] {
 			for _, id := range []ID{e.From, e.To} {
 				if _, ok := pl.seenNode[id]; !ok {
@@ -449,7 +449,7 @@ func (pl *planner) checkEdgeDeletes() {
 	pl.delEdgeOK = make([]bool, len(pl.b.DeleteEdges))
 	for i, e := range pl.b.DeleteEdges {
 		here := elemRef{"deleteEdges", i}
-		pl.delEdgeOK[i] = pl.checkEdgeKey(here, e.EdgeKey) && expectedInRange(&pl.ps, here, edgeElem(e.EdgeKey), e.ExpectedRevision)
+		pl.delEdgeOK[i] = pl.checkEdgeKey(here, e.EdgeKey) && expectedInRange(&pl.ps, here, func() string { return edgeElem(e.EdgeKey) }, e.ExpectedRevision)
 	}
 }
 
@@ -852,21 +852,21 @@ func (r *EdgeRecord) rev() int64 {
 }
 
 // revisionInRange checks a revision an input carries (0: none).
-func revisionInRange(ps *problems, here elemRef, elem string, rev int64) bool {
+func revisionInRange(ps *problems, here elemRef, elem func() string, rev int64) bool {
 	if rev >= 0 && rev <= MaxRevision {
 		return true
 	}
-	ps.add(ErrInvalid, here.String()+"/revision", elem, "revision", "revision %d is out of range; a revision is from 1 to %d", rev, int64(MaxRevision))
+	ps.add(ErrInvalid, here.String()+"/revision", elem(), "revision", "revision %d is out of range; a revision is from 1 to %d", rev, int64(MaxRevision))
 	return false
 }
 
 // expectedInRange checks an expected revision: 0 (the element must not
 // exist) to MaxRevision.
-func expectedInRange(ps *problems, here elemRef, elem string, want *int64) bool {
+func expectedInRange(ps *problems, here elemRef, elem func() string, want *int64) bool {
 	if want == nil || *want >= 0 && *want <= MaxRevision {
 		return true
 	}
-	ps.add(ErrInvalid, here.String()+"/expectedRevision", elem, "revision", "expected revision %d is out of range; give 0 (the element must not exist yet) to %d", *want, int64(MaxRevision))
+	ps.add(ErrInvalid, here.String()+"/expectedRevision", elem(), "revision", "expected revision %d is out of range; give 0 (the element must not exist yet) to %d", *want, int64(MaxRevision))
 	return false
 }
 

@@ -46,12 +46,13 @@ func emptyStore(t *testing.T, s *postgres.Store, last uint64) {
 }
 
 // keysPresent fails the test unless lore_prop and lore_postings have their
-// keys, and the records their secondary indexes (which a fast load defers).
+// keys, and the records their secondary indexes and the edge summaries
+// their key (which a fast load defers).
 func keysPresent(t *testing.T, s *postgres.Store) {
 	t.Helper()
 	var ok bool
 	if err := s.Pool().QueryRow(t.Context(), `SELECT to_regclass('lore_postings_pkey') IS NOT NULL AND to_regclass('lore_prop_pkey') IS NOT NULL
-		AND to_regclass('lore_nodes_type') IS NOT NULL AND to_regclass('lore_edges_in') IS NOT NULL`).Scan(&ok); err != nil || !ok {
+		AND to_regclass('lore_nodes_type') IS NOT NULL AND to_regclass('lore_edges_in') IS NOT NULL AND to_regclass('lore_degrees_pkey') IS NOT NULL`).Scan(&ok); err != nil || !ok {
 		t.Errorf("a key or index a fast load defers is missing (%v)", err)
 	}
 }
@@ -225,10 +226,13 @@ func TestLostLoadIsUndone(t *testing.T) {
 				t.Fatal("an empty store did not start a load")
 			}
 			loadBatches(t, s, 2)
-			// lockLoad is 0x6c6f7265_00000003: pg_locks shows it as classid, objid.
+			// lockLoad is 0x6c6f7265_00000003: pg_locks shows it as classid,
+			// objid, for every database of the server (the loads of other
+			// tests, and of other packages' tests, hold it in theirs).
 			var killed bool
 			if err := s.Pool().QueryRow(t.Context(), `SELECT bool_or(pg_terminate_backend(pid)) FROM pg_locks
-				WHERE locktype = 'advisory' AND classid = x'6c6f7265'::int AND objid = 3 AND granted`).Scan(&killed); err != nil || !killed {
+				WHERE locktype = 'advisory' AND classid = x'6c6f7265'::int AND objid = 3 AND granted
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&killed); err != nil || !killed {
 				t.Fatalf("ending the load's connection: %v %v", killed, err)
 			}
 			if err := done(ok); (err != nil) != ok {
@@ -242,6 +246,55 @@ func TestLostLoadIsUndone(t *testing.T) {
 			if err := s.Pool().QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM lore_meta WHERE key = 'loading')`).Scan(&marked); err != nil || marked {
 				t.Errorf("the load marker is left after a good import (%v)", err)
 			}
+		})
+	}
+}
+
+// A load's later batches are planned against what its earlier ones
+// committed: an element given again with the same content is unchanged,
+// with other content updated, and an edge whose end the load holds with
+// a type its label does not allow, or does not hold, is refused (and
+// the load undone).
+func TestLoadPlansAgainstWhatItLoaded(t *testing.T) {
+	s := open(t, pgtest.NewDatabase(t))
+	var data strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&data, `{"kind":"node","id":"service/s%d","type":"Service","properties":{"name":"service %d"}}`+"\n", i, i)
+	}
+	data.WriteString(`{"kind":"node","id":"topic/t","type":"Topic","properties":{"name":"t"}}` + "\n")
+	for i := range 10 {
+		fmt.Fprintf(&data, `{"kind":"edge","from":"service/s%d","label":"dependsOn","to":"service/s%d"}`+"\n", i, (i+1)%10)
+	}
+	data.WriteString(`{"kind":"node","id":"service/s0","type":"Service","properties":{"name":"service 0"}}` + "\n")
+	data.WriteString(`{"kind":"node","id":"service/s1","type":"Service","properties":{"name":"renamed"}}` + "\n")
+	data.WriteString(`{"kind":"edge","from":"service/s2","label":"dependsOn","to":"service/s3"}` + "\n")
+	data.WriteString(`{"kind":"edge","from":"service/s3","label":"dependsOn","to":"service/s4","properties":{"critical":true}}` + "\n")
+	st, err := graph.Import(t.Context(), s, strings.NewReader(data.String()), graph.ImportOptions{BatchSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Created != 21 || st.Updated != 2 || st.Unchanged != 2 {
+		t.Errorf("created %d, updated %d, unchanged %d; want 21, 2, 2", st.Created, st.Updated, st.Unchanged)
+	}
+	if n, err := s.Node(t.Context(), "service/s1"); err != nil || n.Properties["name"] != "renamed" {
+		t.Errorf("service/s1: %v %v, want it renamed", n, err)
+	}
+	if e, err := s.Edge(t.Context(), graph.EdgeKey{From: "service/s3", Label: "dependsOn", To: "service/s4"}); err != nil || e.Properties["critical"] != true {
+		t.Errorf("edge s3->s4: %v %v, want critical", e, err)
+	}
+	graphtest.CheckOK(t, s)
+
+	for name, bad := range map[string]string{
+		"wrong type": `{"kind":"edge","from":"service/s0","label":"dependsOn","to":"topic/t"}`,
+		"missing":    `{"kind":"edge","from":"service/s0","label":"dependsOn","to":"service/none"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := open(t, pgtest.NewDatabase(t))
+			in := data.String() + bad + "\n"
+			if _, err := graph.Import(t.Context(), s, strings.NewReader(in), graph.ImportOptions{BatchSize: 4}); err == nil {
+				t.Fatal("the import succeeded")
+			}
+			emptyStore(t, s, 6) // the six batches before the bad one
 		})
 	}
 }

@@ -48,10 +48,12 @@
 // read once and committed as it is read, on a connection that holds the
 // commit lock for the whole load (other processes' writers wait; this
 // Store's are ErrConflict), each batch planned while the one before it
-// commits, and undone (TRUNCATE) if it fails or its process dies. A fast
-// load (the default) flushes its commits once, at its end, and builds the
-// derived keys, secondary indexes and edge summaries at its end too. See
-// load.go.
+// commits, against what the load committed (which the load keeps track
+// of, so that planning reads only elements given again), and undone
+// (TRUNCATE) if it fails or its process dies. A fast load (the default)
+// flushes its commits once, at its end, and builds the derived keys,
+// secondary indexes and edge summaries at its end too, two at a time.
+// See load.go and loadsnap.go.
 //
 // # Reads
 //
