@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -104,6 +105,13 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 	}
 	r := &modelReport{Model: pos[1], Changes: schema.Diff(s.Model(), m), Warnings: m.Warnings()}
 	view := s
+	interimM, interim := m, false // see interimModel
+	if mig != nil {
+		if interimM, interim, err = interimModel(ctx, s, m); err != nil {
+			checked()
+			return err
+		}
+	}
 	if mig != nil {
 		// The data as the migration will leave it: each value must convert,
 		// and the new model must take every element.
@@ -125,7 +133,16 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 		return &exitError{1, fmt.Errorf("%s was not applied: the migration cannot change %s; nothing was written", pos[1], plural(r.Migration.Failed, "node"))}
 	}
 	if pos[0] == "apply" && r.Fit.Fits() && (len(r.Changes) > 0 || migrates && r.Migration.Changed > 0) {
-		s, err := useModel(ctx, e, o, s, inPlace, m, pos[1], path, view, at, *first)
+		// A migration that moves the nodes of a type the new model drops
+		// (retypeNodes) runs under the new model with that type still in
+		// it; the new model itself is put in use once the type is empty.
+		use := m
+		if migrates && r.Migration.Changed > 0 {
+			use = interimM
+		} else {
+			interim = false
+		}
+		s, err := useModel(ctx, e, o, s, inPlace, use, pos[1], path, view, at, *first)
 		if err != nil {
 			return err
 		}
@@ -150,6 +167,21 @@ func cmdModel(ctx context.Context, e *env, args []string) error {
 			}
 			r.Migration = rep
 			r.Migrated = true
+		}
+		if interim {
+			var at uint64
+			if inPlace {
+				st, err := s.Stats(ctx)
+				if err != nil {
+					return err
+				}
+				at = st.LastSeq
+			} else if err := s.Close(); err != nil {
+				return err
+			}
+			if s, err = useModel(ctx, e, o, s, inPlace, m, pos[1], path, s, at, *first); err != nil {
+				return fmt.Errorf("the data is migrated but %s could not be put in use: %w; run the same lore model apply again", pos[1], err)
+			}
 		}
 		if !inPlace {
 			if err := s.Close(); err != nil {
@@ -287,4 +319,56 @@ func (r *modelReport) write(w io.Writer) {
 	case f.Fits():
 		fmt.Fprintf(w, "every stored element fits: lore model apply %s puts it in use\n", r.Model)
 	}
+}
+
+// interimModel returns the model a migration runs under before m is put
+// in use: m itself, or, when m drops node types the store still holds
+// nodes of (which the migration re-types), m with those types as the
+// store's model has them, so that the store takes the model while their
+// nodes are moved. interim reports the second case.
+func interimModel(ctx context.Context, s graph.Store, m *schema.Model) (*schema.Model, bool, error) {
+	st, err := s.Stats(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	old := s.Model()
+	var keep []string
+	for _, t := range old.NodeTypeNames() {
+		if _, ok := m.Node(t); !ok && st.NodeTypes[t] > 0 {
+			keep = append(keep, t)
+		}
+	}
+	if len(keep) == 0 {
+		return m, false, nil
+	}
+	var doc, oldDoc struct {
+		Defs map[string]json.RawMessage `json:"$defs"`
+	}
+	var rest map[string]json.RawMessage
+	if err := json.Unmarshal(m.JSON(), &rest); err != nil {
+		return nil, false, err
+	}
+	if err := json.Unmarshal(m.JSON(), &doc); err != nil {
+		return nil, false, err
+	}
+	if err := json.Unmarshal(old.JSON(), &oldDoc); err != nil {
+		return nil, false, err
+	}
+	for _, t := range keep {
+		doc.Defs[t] = oldDoc.Defs[t]
+	}
+	defs, err := json.Marshal(doc.Defs)
+	if err != nil {
+		return nil, false, err
+	}
+	rest["$defs"] = defs
+	data, err := json.Marshal(rest)
+	if err != nil {
+		return nil, false, err
+	}
+	im, err := schema.Load(data)
+	if err != nil {
+		return nil, false, fmt.Errorf("the new model with %s kept while the migration moves their nodes: %w", strings.Join(keep, ", "), err)
+	}
+	return im, true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,8 +128,20 @@ func TestModelDiffAndApply(t *testing.T) {
 // about concepts, not topics, rejects the stored about edge; with a
 // migration that re-types the topics (and then gives concepts a
 // description: a step on a type the store's model lacks yet) it fits,
-// apply re-types them (the edge kept), and lore check passes.
+// apply re-types them (the edge kept), and lore check passes. The same
+// with Topic dropped from the model (a rename of the type: the migration
+// runs with Topic still in the model, which then goes), by the process
+// itself and through a holder that has the store.
 func TestModelApplyRetype(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		drop, held bool
+	}{{"Topic kept", false, false}, {"Topic dropped", true, false}, {"Topic dropped, through a holder", true, true}} {
+		t.Run(tc.name, func(t *testing.T) { testModelApplyRetype(t, tc.drop, tc.held) })
+	}
+}
+
+func testModelApplyRetype(t *testing.T, drop, held bool) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.ndjson")
 	os.WriteFile(data, []byte(`{"kind":"node","id":"document/d","type":"Document","properties":{"title":"Notes"}}
@@ -148,6 +161,24 @@ func TestModelApplyRetype(t *testing.T) {
 	concept["title"] = "Concept"
 	defs["Concept"] = concept
 	defs["about"].(map[string]any)["x-lore-edge"].(map[string]any)["to"] = []any{"Concept", "Service", "Team"}
+	rejected := "the new model rejects 0 node(s) and 1 edge(s)"
+	if drop {
+		delete(defs, "Topic")
+		for _, d := range defs {
+			if meta, ok := d.(map[string]any)["x-lore-edge"].(map[string]any); ok {
+				for _, side := range []string{"from", "to"} {
+					ends, _ := meta[side].([]any)
+					meta[side] = slices.DeleteFunc(slices.Clone(ends), func(v any) bool { return v == "Topic" })
+				}
+			}
+		}
+		rejected = "the new model rejects 1 node(s) and 1 edge(s)"
+	}
+	if held {
+		r := startRaw(t, store)
+		r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		r.next(`"id":1,"result"`)
+	}
 	model := filepath.Join(dir, "concepts.json")
 	raw, _ = json.Marshal(doc)
 	os.WriteFile(model, raw, 0o644)
@@ -160,7 +191,7 @@ func TestModelApplyRetype(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"model", "diff", "--store", store, model}, 0, "the new model rejects 0 node(s) and 1 edge(s)"},
+		{[]string{"model", "diff", "--store", store, model}, 0, rejected},
 		{[]string{"model", "diff", "--store", store, "--migrate", mig, model}, 0, "the new model rejects 0 node(s) and 0 edge(s) as migrated"},
 		{[]string{"model", "apply", "--store", store, "--migrate", mig, model}, 0, "the migration changed (in 1 batch) 1 of the 1 nodes"},
 		{[]string{"check", "--store", store}, 0, "ok"},
