@@ -754,7 +754,20 @@ func (pl *planner) planRetypes(ctx context.Context) error {
 	}
 	var edges []incident
 	var others []ID
+	ls, labelled := pl.snap.(LabelSnapshot)
 	for _, r := range pl.retyped {
+		if labelled {
+			// Only the node's own end of each edge changes type: when its
+			// new type may end every label it has, in each direction, no
+			// edge needs reading (a hub's too).
+			fits, err := pl.retypeFits(ctx, ls, r.id)
+			if err != nil {
+				return fmt.Errorf("re-typing node %q: %w", r.id, err)
+			}
+			if fits {
+				continue
+			}
+		}
 		inc, err := pl.snap.Incident(ctx, r.id)
 		if err != nil {
 			return fmt.Errorf("re-typing node %q: %w", r.id, err)
@@ -796,6 +809,38 @@ func (pl *planner) planRetypes(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// retypeFits reports whether the node id, re-typed, may still end every
+// edge it has, judged by the labels of its edges in each direction alone.
+// false: some label does not allow the new type (or the snapshot cannot
+// say), and the edges are read one by one to say which.
+func (pl *planner) retypeFits(ctx context.Context, ls LabelSnapshot, id ID) (bool, error) {
+	out, in, ok, err := ls.IncidentLabels(ctx, id)
+	if err != nil || !ok {
+		return false, err
+	}
+	t, _ := pl.typeOf(id)
+	for _, side := range []struct {
+		labels []string
+		allows func(*schema.EdgeType) []string
+	}{{out, func(e *schema.EdgeType) []string { return e.From }}, {in, func(e *schema.EdgeType) []string { return e.To }}} {
+		for _, l := range side.labels {
+			et, ok := pl.m.Edge(l)
+			if !ok || !slices.Contains(side.allows(et), t) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// A LabelSnapshot is a Snapshot that can say which labels the edges of a
+// node have, in each direction, without reading the edges (from its edge
+// summary, say). ok is false when it cannot say now; the planner then
+// reads the edges.
+type LabelSnapshot interface {
+	IncidentLabels(ctx context.Context, id ID) (out, in []string, ok bool, err error)
 }
 
 // planCascade deletes the edges of deleted nodes that the batch does not

@@ -77,6 +77,34 @@ func (b *boltSnap) Incident(ctx context.Context, id graph.ID) ([]graph.EdgeKey, 
 	return keys, nil
 }
 
+// IncidentLabels reads the labels of a node's edges from its edge
+// summary; not while a bulk load defers the summaries (bDeg holds them).
+func (b *boltSnap) IncidentLabels(_ context.Context, id graph.ID) (out, in []string, ok bool, err error) {
+	if k, _ := b.tx.Bucket(bDeg).Cursor().First(); k != nil {
+		return nil, nil, false, nil
+	}
+	v := b.tx.Bucket(bNodes).Get([]byte(id))
+	if v == nil {
+		return nil, nil, false, nil
+	}
+	r, err := decodeNodeRec(v)
+	if err != nil {
+		return nil, nil, false, corrupt(fmt.Sprintf("node %q", id), err)
+	}
+	es, err := decodeDeg(r.Deg)
+	if err != nil {
+		return nil, nil, false, corrupt(fmt.Sprintf("node %q", id), err)
+	}
+	for _, e := range es {
+		if e.dir == 'o' {
+			out = append(out, e.label)
+		} else {
+			in = append(in, e.label)
+		}
+	}
+	return out, in, true, nil
+}
+
 func getNodeRecs(tx *bbolt.Tx, ids []graph.ID) ([]*nodeRec, error) {
 	b := tx.Bucket(bNodes)
 	out := make([]*nodeRec, len(ids))

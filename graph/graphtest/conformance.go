@@ -45,6 +45,7 @@ func Run(t *testing.T, b Backend) {
 		{"DryRun", testDryRun},
 		{"CascadeDelete", testCascade},
 		{"Retype", testRetype},
+		{"RetypeHub", testRetypeHub},
 		{"RandomBatchesAgainstModel", testRandomBatches},
 		{"PagesSeeLaterWrites", testPagesSeeLaterWrites},
 		{"Since", testSince},

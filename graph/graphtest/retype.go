@@ -2,6 +2,7 @@ package graphtest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -186,4 +187,47 @@ func lastSeq(t *testing.T, s graph.Store) uint64 {
 		t.Fatal(err)
 	}
 	return st.LastSeq
+}
+
+// testRetypeHub: a node with more edges than a batch may hold is re-typed
+// when its new type may end every label it has (the planner need not read
+// its edges one by one), and its edges stay.
+func testRetypeHub(t *testing.T, b Backend) {
+	s := b.Open(t)
+	ctx := t.Context()
+	hub := graph.ID("topic/hub")
+	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{topic(string(hub), "Hub")}})
+	const n = graph.MaxBatch + 1
+	for lo := 0; lo < n; lo += graph.MaxBatch / 2 {
+		var bt graph.Batch
+		for i := lo; i < min(n, lo+graph.MaxBatch/2); i++ {
+			id := graph.ID(fmt.Sprintf("document/d%05d", i))
+			bt.Nodes = append(bt.Nodes, graph.NodeInput{ID: id, Type: "Document", Properties: graph.Props{"title": fmt.Sprint("d", i)}})
+			bt.Edges = append(bt.Edges, graph.EdgeInput{EdgeKey: graph.EdgeKey{From: id, Label: "about", To: hub}})
+		}
+		apply(t, s, &bt)
+	}
+	// about joins documents to topics, services and teams: a team may end
+	// them. A dry run (lore model diff) says so too.
+	toTeam := migration(t, `{"steps": [{"retypeNodes": {"from": "Topic", "to": "Team", "ids": ["topic/hub"]}}]}`)
+	if rep, err := graph.Migrate(ctx, s, toTeam, graph.MigrationOptions{DryRun: true}); err != nil || rep.Changed != 1 || rep.Failed != 0 {
+		t.Fatalf("a dry run re-typing a node with %d edges: %+v, %v", n, rep, err)
+	}
+	rep, err := graph.Migrate(ctx, s, toTeam, graph.MigrationOptions{})
+	if err != nil || rep.Changed != 1 {
+		t.Fatalf("re-typing a node with %d edges: %+v, %v", n, rep, err)
+	}
+	got, err := s.Node(ctx, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Type != "Team" || len(got.Edges) != 1 || got.Edges[0].Count != n {
+		t.Errorf("the re-typed hub: type %s, edges %+v; want Team with %d about edges in", got.Type, got.Edges, n)
+	}
+	// A type that may not end them is refused, saying why (the edges are
+	// then read, and there are too many to list).
+	_, err = graph.Migrate(ctx, s, migration(t, `{"steps": [{"retypeNodes": {"from": "Team", "to": "Person", "ids": ["topic/hub"]}}]}`), graph.MigrationOptions{})
+	if !errors.Is(err, graph.ErrInvalid) {
+		t.Errorf("re-typing the hub to a type about may not end: %v", err)
+	}
 }

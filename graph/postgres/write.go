@@ -297,6 +297,30 @@ func (p *pgSnap) Incident(ctx context.Context, id graph.ID) ([]graph.EdgeKey, er
 	return keys, nil
 }
 
+// IncidentLabels reads the labels of a node's edges from the edge indexes
+// (a node's edges by label, each direction).
+func (p *pgSnap) IncidentLabels(ctx context.Context, id graph.ID) (out, in []string, ok bool, err error) {
+	rows, err := p.tx.Query(ctx, `SELECT DISTINCT false, label FROM lore_edges WHERE from_id = $1
+		UNION SELECT DISTINCT true, label FROM lore_edges WHERE to_id = $1`, string(id))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var inbound bool
+		var label string
+		if err := rows.Scan(&inbound, &label); err != nil {
+			return nil, nil, false, err
+		}
+		if inbound {
+			in = append(in, label)
+		} else {
+			out = append(out, label)
+		}
+	}
+	return out, in, rows.Err() == nil, rows.Err()
+}
+
 func collectKeys(rows pgx.Rows) ([]graph.EdgeKey, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (graph.EdgeKey, error) {
 		var k graph.EdgeKey
