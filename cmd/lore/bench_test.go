@@ -14,10 +14,9 @@ import (
 
 // stdioProc is lore mcp driven with raw JSON-RPC lines, for timing.
 type stdioProc struct {
-	in    io.WriteCloser
-	out   *bufio.Reader
-	pid   int
-	store string // the store's directory, where the test set it
+	in  io.WriteCloser
+	out *bufio.Reader
+	pid int
 }
 
 func startStdioProc(b *testing.B, args ...string) *stdioProc {
