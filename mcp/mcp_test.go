@@ -166,6 +166,11 @@ var toolCases = []toolCase{
 	{name: "get edge missing", tool: "get_edge", args: `{"id":"memberOf(person/ada-okafor,team/nope)"}`, wantErr: "not_found"},
 	{name: "search", tool: "search_nodes", args: `{"query":"billing","type":"Service"}`, want: `"id":"service/billing"`},
 	{name: "search bad limit", tool: "search_nodes", args: `{"query":"x","limit":0}`, wantErr: "/limit"},
+	// A size above a tool's maximum is lowered to it and reported, on every tool.
+	{name: "search capped", tool: "search_nodes", args: `{"query":"billing","limit":5000}`, want: `"capped":["limit"]`},
+	{name: "neighbors capped", tool: "neighbors", args: `{"id":"service/billing","depth":99,"limit":5000}`, want: `"capped":["depth","limit"`},
+	{name: "paths capped", tool: "find_paths", args: `{"from":"person/ada-okafor","to":"service/billing","maxHops":99,"k":500}`, want: `"capped":["maxHops","k"`},
+	{name: "changes capped", tool: "changes_since", args: `{"limit":5000}`, want: `"capped":["limit"]`},
 	{name: "search unknown type", tool: "search_nodes", args: `{"query":"x","type":"Spaceship"}`, wantErr: "invalid_argument"},
 	{name: "neighbors", tool: "neighbors", args: `{"id":"service/billing","edge":"dependsOn","direction":"out"}`, want: `"depth":1`},
 	{name: "neighbors depth", tool: "neighbors", args: `{"id":"service/billing","depth":2,"limit":5}`, want: `"nodes":[`},
@@ -250,7 +255,7 @@ func TestTools(t *testing.T) {
 func TestInputErrorsListEveryViolation(t *testing.T) {
 	f := newFixture(t, nil)
 	cs := f.connect(t, legacy, nil)
-	res := f.call(t, cs, "neighbors", `{"id":7,"direction":"up","depth":99,"colour":"red"}`)
+	res := f.call(t, cs, "neighbors", `{"id":7,"direction":"up","depth":0,"colour":"red"}`)
 	if !res.IsError {
 		t.Fatal("want an error")
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/lore-dev/lore/graph"
@@ -215,12 +216,32 @@ func getNode(m *schema.Model) *Tool {
 	return t
 }
 
+// capAt lowers *v to max when it asks for more, naming field in capped:
+// every tool takes a size above its maximum and reports it, as query_graph
+// reports a limit above the server's ceilings.
+func capAt(v *int, max int, field string, capped *[]string) {
+	if *v > max {
+		*v = max
+		*capped = append(*capped, field)
+	}
+}
+
+// withCapped lists the tool's capped arguments, then the engine's, each once.
+func withCapped(tool, engine []string) []string {
+	for _, f := range engine {
+		if !slices.Contains(tool, f) {
+			tool = append(tool, f)
+		}
+	}
+	return tool
+}
+
 // ---- search_nodes
 
 type searchIn struct {
 	Query  string `json:"query" schema:"minLength=1,maxLength=MaxSearchText"`
 	Type   string `json:"type,omitempty"`
-	Limit  int    `json:"limit,omitempty" schema:"min=1,max=MaxSearchLimit,default=10"`
+	Limit  int    `json:"limit,omitempty" schema:"min=1,default=10"` // capped at MaxSearchLimit
 	Cursor string `json:"cursor,omitempty"`
 }
 
@@ -263,10 +284,13 @@ func searchNodes() *Tool {
 	return define(readTool("search_nodes", "Search nodes",
 		"Ranked search of node names and text: all words match, the last as a prefix. Finds IDs from words."),
 		func(ctx context.Context, c *Catalog, in *searchIn) (*searchOut, error) {
+			var capped []string
+			capAt(&in.Limit, MaxSearchLimit, "limit", &capped)
 			r, err := graph.Search(ctx, c.store, graph.SearchQuery{Text: in.Query, Type: in.Type, Limit: in.Limit, Cursor: in.Cursor}, c.ceilings)
 			if err != nil {
 				return nil, err
 			}
+			r.Capped = withCapped(capped, r.Capped)
 			return &searchOut{r}, nil
 		})
 }
@@ -277,8 +301,8 @@ type neighborsIn struct {
 	ID        graph.ID     `json:"id" schema:"minLength=1"`
 	Edge      graph.Labels `json:"edge,omitempty"`
 	Direction string       `json:"direction,omitempty" schema:"enum=out|in|both,default=\"both\""`
-	Depth     int          `json:"depth,omitempty" schema:"min=1,max=MaxDepth,default=1"`
-	Limit     int          `json:"limit,omitempty" schema:"min=1,max=MaxNeighborLimit,default=100"`
+	Depth     int          `json:"depth,omitempty" schema:"min=1,default=1"`   // capped at MaxNeighborDepth
+	Limit     int          `json:"limit,omitempty" schema:"min=1,default=100"` // capped at MaxNeighborLimit
 	// EdgeProperties adds each listed edge's properties.
 	EdgeProperties bool `json:"edgeProperties,omitempty"`
 }
@@ -315,11 +339,15 @@ func neighbors() *Tool {
 	return define(readTool("neighbors", "Neighbours",
 		"Nodes linked to a node, breadth first up to depth hops, with the edges reaching them."),
 		func(ctx context.Context, c *Catalog, in *neighborsIn) (*neighborsOut, error) {
+			var capped []string
+			capAt(&in.Depth, MaxNeighborDepth, "depth", &capped)
+			capAt(&in.Limit, MaxNeighborLimit, "limit", &capped)
 			r, err := graph.Neighbors(ctx, c.store, graph.NeighborsQuery{ID: in.ID, Labels: in.Edge, Direction: graph.Direction(in.Direction),
 				Depth: in.Depth, Limits: graph.Limits{MaxResults: in.Limit}}, c.ceilings)
 			if err != nil {
 				return nil, err
 			}
+			r.Capped = withCapped(capped, r.Capped)
 			out := &neighborsOut{NeighborsResult: r}
 			if in.EdgeProperties {
 				ids := make([]string, len(r.Edges))
@@ -339,10 +367,10 @@ func neighbors() *Tool {
 type pathsIn struct {
 	From      graph.ID     `json:"from"`
 	To        graph.ID     `json:"to"`
-	MaxHops   int          `json:"maxHops,omitempty" schema:"min=1,max=MaxPathHops"`
+	MaxHops   int          `json:"maxHops,omitempty" schema:"min=1"` // capped at MaxPathHops
 	Edge      graph.Labels `json:"edge,omitempty"`
 	Direction string       `json:"direction,omitempty" schema:"enum=out|in|both,default=\"both\""`
-	K         int          `json:"k,omitempty" schema:"min=1,max=MaxPaths,default=1"`
+	K         int          `json:"k,omitempty" schema:"min=1,default=1"` // capped at MaxPaths
 	// EdgeProperties adds the properties of the paths' edges.
 	EdgeProperties bool `json:"edgeProperties,omitempty"`
 }
@@ -389,11 +417,15 @@ func findPaths() *Tool {
 	return define(readTool("find_paths", "Find paths",
 		"The k shortest simple paths between two nodes, shortest first, as node and edge IDs."),
 		func(ctx context.Context, c *Catalog, in *pathsIn) (*pathsOut, error) {
+			var capped []string
+			capAt(&in.MaxHops, MaxPathHops, "maxHops", &capped)
+			capAt(&in.K, MaxPaths, "k", &capped)
 			r, err := graph.Paths(ctx, c.store, graph.PathsQuery{From: in.From, To: in.To, Labels: in.Edge, Direction: graph.Direction(in.Direction),
 				MaxHops: in.MaxHops, K: in.K}, c.ceilings)
 			if err != nil {
 				return nil, err
 			}
+			r.Capped = withCapped(capped, r.Capped)
 			out := &pathsOut{PathsResult: r}
 			if in.EdgeProperties {
 				var ids []string
@@ -496,7 +528,7 @@ func queryGraph() *Tool {
 
 type changesIn struct {
 	Cursor uint64 `json:"cursor,omitempty" schema:"max=maxCursor,default=0"`
-	Limit  int    `json:"limit,omitempty" schema:"min=1,max=MaxChanges,default=100"`
+	Limit  int    `json:"limit,omitempty" schema:"min=1,default=100"` // capped at MaxChanges
 	Offset int    `json:"offset,omitempty" schema:"min=0"`
 }
 
@@ -505,6 +537,9 @@ type changesOut struct {
 	// Cursor is the sequence number to pass next time.
 	Cursor uint64 `json:"cursor"`
 	More   bool   `json:"more"`
+	// Capped names the arguments that asked for more than the tool gives
+	// (limit), which were lowered to its maximum.
+	Capped []string `json:"capped,omitempty"`
 }
 
 func (o *changesOut) text() string {
@@ -539,7 +574,14 @@ func changesSince() *Tool {
 	return define(readTool("changes_since", "Changes since",
 		"Each write's changes after a cursor (0: the start); pass the returned cursor next. A truncated entry resumes at cursor seq-1, offset part.next."),
 		func(ctx context.Context, c *Catalog, in *changesIn) (*changesOut, error) {
-			return c.changes(ctx, in)
+			var capped []string
+			capAt(&in.Limit, MaxChanges, "limit", &capped)
+			out, err := c.changes(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			out.Capped = capped
+			return out, nil
 		})
 }
 

@@ -81,8 +81,11 @@ var scenarios = []scenario{
 		gql: `{ describeModel(type: "Team") { title version nodeTypes { name } edgeLabels { name } schema nodes edges } }`},
 	{name: "not found", tool: "get_node", args: `{"id":"service/nope"}`,
 		gql: `{ getNode(id: "service/nope") { node { id } } }`, code: "not_found"},
-	{name: "invalid", tool: "neighbors", args: `{"id":"service/billing","depth":99}`,
-		gql: `{ neighbors(id: "service/billing", depth: 99) { truncated } }`, code: "invalid_argument", pointers: []string{"/depth"}},
+	{name: "invalid", tool: "neighbors", args: `{"id":"service/billing","depth":0}`,
+		gql: `{ neighbors(id: "service/billing", depth: 0) { truncated } }`, code: "invalid_argument", pointers: []string{"/depth"}},
+	// A size above the tool's maximum is lowered and reported alike everywhere.
+	{name: "neighbors capped", tool: "neighbors", args: `{"id":"service/billing","depth":99,"limit":5000}`,
+		gql: `{ neighbors(id: "service/billing", depth: 99, limit: 5000) { nodes { node { ` + nodeFields + ` } depth } edges { from label to key } ` + readFields + ` } }`},
 	{name: "bad write", tool: "upsert_nodes", args: `{"nodes":[{"id":"topic/x","type":"Topic","properties":{"name":7}},{"id":"a b","type":"Topic","properties":{"name":"ok"}}]}`,
 		gql:  `mutation { upsertNodes(nodes: [{id: "topic/x", type: "Topic", properties: {name: 7}}, {id: "a b", type: "Topic", properties: {name: "ok"}}]) { seq } }`,
 		code: "invalid_argument", pointers: []string{"/nodes/0/properties/name", "/nodes/1/id"}},

@@ -377,6 +377,8 @@ func TestReadCommands(t *testing.T) {
 		{"query ceiling", []string{"query", "--store", store, "--max-visited", "3", query}, 0, `"reason": "work"`},
 		{"search", []string{"search", "--store", store, "--type", "Service", "billing"}, 0, `"id": "service/billing"`},
 		{"neighbors", []string{"neighbors", "--store", store, "--edge", "supersedes", "--depth", "2", "adr/0016-run-postgresql-on-a-managed-ha-cluster"}, 0, `"id": "adr/0002-use-mysql-for-transactional-data"`},
+		{"neighbors limit", []string{"neighbors", "--store", store, "--limit", "1", "service/billing"}, 0, `"reason": "results"`},
+		{"neighbors limit capped", []string{"neighbors", "--store", store, "--limit", "99999", "service/billing"}, 0, `"capped": [`},
 		{"paths", []string{"paths", "--store", store, "--edge", "dependsOn", "--direction", "out", "service/checkout", "service/postgres-cluster"}, 0, `"length": 2`},
 		{"paths missing", []string{"paths", "--store", store, "service/checkout", "service/nope"}, 1, "not found"},
 	} {

@@ -109,7 +109,7 @@ func cmdSearch(ctx context.Context, e *env, args []string) error {
 }
 
 func cmdNeighbors(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "neighbors", "neighbors [--edge L1,L2] [--direction out|in|both] [--depth N] [--json | -o table|json] ID")
+	fs := newFlagSet(e, "neighbors", "neighbors [--edge L1,L2] [--direction out|in|both] [--depth N] [--limit N] [--json | -o table|json] ID")
 	var sf storeFlags
 	var cf ceilingFlags
 	var of outputFlags
@@ -119,8 +119,10 @@ func cmdNeighbors(ctx context.Context, e *env, args []string) error {
 	edges := fs.String("edge", "", "comma-separated edge `labels` to follow (default: all)")
 	dir := fs.String("direction", "both", "out, in or both")
 	depth := fs.Int("depth", 1, "hops from the node")
+	limit := fs.Int("limit", 0, "the most nodes to list (default and most: --max-results; more is lowered to it and reported in capped)")
 	return readStore(ctx, e, fs, &sf, &of, args, 1, "neighbors takes one node ID", func(s graph.Store, pos []string) (any, view, error) {
-		r, err := graph.Neighbors(ctx, s, graph.NeighborsQuery{ID: graph.ID(pos[0]), Labels: splitList(*edges), Direction: graph.Direction(*dir), Depth: *depth}, cf.limits())
+		r, err := graph.Neighbors(ctx, s, graph.NeighborsQuery{ID: graph.ID(pos[0]), Labels: splitList(*edges), Direction: graph.Direction(*dir), Depth: *depth,
+			Limits: graph.Limits{MaxResults: max(*limit, 0)}}, cf.limits())
 		return r, func(w io.Writer) error {
 			root, err := s.Node(ctx, graph.ID(pos[0]))
 			if err != nil {

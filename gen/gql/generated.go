@@ -58,6 +58,7 @@ type ComplexityRoot struct {
 	}
 
 	ChangesSinceResult struct {
+		Capped  func(childComplexity int) int
 		Changes func(childComplexity int) int
 		Cursor  func(childComplexity int) int
 		More    func(childComplexity int) int
@@ -458,6 +459,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ChangePart.Offset(childComplexity), true
 
+	case "ChangesSinceResult.capped":
+		if e.ComplexityRoot.ChangesSinceResult.Capped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChangesSinceResult.Capped(childComplexity), true
 	case "ChangesSinceResult.changes":
 		if e.ComplexityRoot.ChangesSinceResult.Changes == nil {
 			break
@@ -1842,6 +1849,8 @@ func (ec *executionContext) childFields_ChangesSinceResult(ctx context.Context, 
 		return ec.fieldContext_ChangesSinceResult_cursor(ctx, field)
 	case "more":
 		return ec.fieldContext_ChangesSinceResult_more(ctx, field)
+	case "capped":
+		return ec.fieldContext_ChangesSinceResult_capped(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ChangesSinceResult", field.Name)
 }
@@ -3476,6 +3485,29 @@ func (ec *executionContext) _ChangesSinceResult_more(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_ChangesSinceResult_more(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ChangesSinceResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _ChangesSinceResult_capped(ctx context.Context, field graphql.CollectedField, obj *model.ChangesSinceResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChangesSinceResult_capped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ChangesSinceResult_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChangesSinceResult", field, false, false, "String")
 }
 
 func (ec *executionContext) _DeleteEdgesResult_seq(ctx context.Context, field graphql.CollectedField, obj *model.DeleteEdgesResult) (ret graphql.Marshaler) {
@@ -10101,6 +10133,11 @@ func (ec *executionContext) _ChangesSinceResult(ctx context.Context, sel ast.Sel
 		case "more":
 			out.Values[i] = ec._ChangesSinceResult_more(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capped":
+			out.Values[i] = ec._ChangesSinceResult_capped(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

@@ -39,6 +39,7 @@ type ChangesSinceResult struct {
 	Changes []*Change `json:"changes"`
 	Cursor  int       `json:"cursor"`
 	More    bool      `json:"more"`
+	Capped  []string  `json:"capped,omitempty"`
 }
 
 type DeleteEdgesEdgeInput struct {
