@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lore-dev/lore/graph"
