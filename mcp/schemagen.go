@@ -59,6 +59,7 @@ var graphFieldTags = map[string]reflect.StructTag{
 	"Step.hops":          `desc:"n or [min,max]"`,
 	"Node.properties":    `desc:"As lore://model defines the node's type"`,
 	"PathsResult.length": `desc:"Edges in paths[0]; -1: none"`,
+	"Group.key":          `schema:"scalar"`,
 }
 
 // A jschema is a JSON Schema being built; it marshals its keywords in a
@@ -329,6 +330,11 @@ func constrain(p *jschema, tag reflect.StructTag, mode schemaMode) error {
 				}
 				*p = jschema{Type: t, Desc: p.Desc}
 			}
+			continue
+		}
+		if k == "scalar" {
+			// A value of any JSON type but object and array (a group's key).
+			*p = jschema{Desc: p.Desc, AnyOf: []*jschema{{Type: "string"}, {Type: "number"}, {Type: "boolean"}, {Type: "null"}}}
 			continue
 		}
 		if k == "enum" {

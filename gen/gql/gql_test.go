@@ -113,7 +113,8 @@ var toolCases = []struct {
 	{name: "neighbors missing", tool: "neighbors", query: `{ neighbors(id: "service/nope") { truncated } }`, wantCode: "NOT_FOUND"},
 	{name: "paths", tool: "find_paths", query: `{ findPaths(from: "service/payments", to: "service/ledger") { paths { nodes edges } length } }`,
 		want: `"edges":["dependsOn(service/payments,service/ledger)"]`},
-	{name: "paths too long", tool: "find_paths", query: `{ findPaths(from: "service/payments", to: "service/ledger", maxHops: 99) { length } }`, wantCode: "INVALID_ARGUMENT"},
+	{name: "paths no hops", tool: "find_paths", query: `{ findPaths(from: "service/payments", to: "service/ledger", maxHops: 0) { length } }`, wantCode: "INVALID_ARGUMENT"},
+	{name: "paths capped", tool: "find_paths", query: `{ findPaths(from: "service/payments", to: "service/ledger", maxHops: 99, k: 500) { length capped } }`, want: `"capped":["maxHops","k"`},
 	{name: "query", tool: "query_graph", query: `{ queryGraph(from: {ids: ["service/billing"]}, traverse: [{edge: "dependsOn", direction: out}], return: {fields: ["id"]}) { nodes truncated } }`,
 		want: `"id":"service/ledger"`},
 	{name: "query unknown type", tool: "query_graph", query: `{ queryGraph(from: {type: "Nope"}) { nodes } }`, wantCode: "INVALID_ARGUMENT"},
@@ -188,13 +189,13 @@ func TestTools(t *testing.T) {
 // tool's schema refuses get the violations Invoke reports, by pointer.
 func TestViolationsAsInvoke(t *testing.T) {
 	f := newFixture(t, nil)
-	_, err := f.cat.Invoke(t.Context(), "neighbors", json.RawMessage(`{"id":"","depth":99,"limit":0}`))
+	_, err := f.cat.Invoke(t.Context(), "neighbors", json.RawMessage(`{"id":"","depth":0,"limit":0}`))
 	te, ok := err.(*mcp.Error)
 	if !ok || len(te.Violations) != 3 {
 		t.Fatalf("Invoke: want three violations, got %v", err)
 	}
 
-	res := f.query(t, `query($depth: Int) { neighbors(id: "", depth: $depth, limit: 0) { truncated } }`, map[string]any{"depth": 99})
+	res := f.query(t, `query($depth: Int) { neighbors(id: "", depth: $depth, limit: 0) { truncated } }`, map[string]any{"depth": 0})
 	if len(res.Errors) != 1 {
 		t.Fatalf("want one error, got %+v", res.Errors)
 	}

@@ -251,7 +251,7 @@ func TestTools(t *testing.T) {
 // listing each by pointer, the same list Invoke reports.
 func TestEveryViolation(t *testing.T) {
 	f := newFixture(t, nil)
-	args := `{"id":7,"direction":"up","depth":99,"colour":"red"}`
+	args := `{"id":7,"direction":"up","depth":0,"colour":"red"}`
 	p := problemOf(t, f.post(t, "neighbors", args, response), 400, mcp.CodeInvalid)
 	var got []string
 	for _, v := range p.Violations {
@@ -272,7 +272,7 @@ func TestEveryViolation(t *testing.T) {
 	}
 
 	// The GET form refuses bad parameters the same way, unknown ones included.
-	p = problemOf(t, f.do(t, f.request(t, http.MethodGet, gen.ToolsPath+"neighbors?id=7&direction=up&depth=99&colour=red", ""), response),
+	p = problemOf(t, f.do(t, f.request(t, http.MethodGet, gen.ToolsPath+"neighbors?id=7&direction=up&depth=0&colour=red", ""), response),
 		400, mcp.CodeInvalid)
 	got = nil
 	for _, v := range p.Violations {
