@@ -458,30 +458,13 @@ func inKey(k graph.EdgeKey) []byte {
 
 // NodesByType returns a page of the nodes of one type, ordered by ID.
 func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*graph.NodePage, error) {
-	if _, ok := s.Model().Node(typ); !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
+	if err := s.knownType(typ); err != nil {
+		return nil, err
 	}
 	page := &graph.NodePage{Nodes: []*graph.Node{}}
-	limit := p.Size()
 	err := s.read(func(tx *bbolt.Tx) error {
-		prefix := typeKey(typ, "")
-		c := tx.Bucket(bType).Cursor()
-		k, _ := c.Seek(prefix)
-		if p.After != "" {
-			after := typeKey(typ, graph.ID(p.After))
-			k, _ = c.Seek(after)
-			if bytes.Equal(k, after) {
-				k, _ = c.Next()
-			}
-		}
 		var ids []graph.ID
-		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			if len(ids) == limit {
-				page.Next = string(ids[len(ids)-1])
-				break
-			}
-			ids = append(ids, graph.ID(k[len(prefix):]))
-		}
+		ids, page.Next = typeIDs(tx, typ, p)
 		recs, err := getNodeRecs(tx, ids)
 		if err != nil {
 			return err
@@ -504,32 +487,49 @@ func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*gra
 // NodeIDsByType returns a page of the IDs of the nodes of one type, by
 // ID, from the type index alone.
 func (s *Store) NodeIDsByType(ctx context.Context, typ string, p graph.Page) (*graph.IDPage, error) {
-	if _, ok := s.Model().Node(typ); !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
+	if err := s.knownType(typ); err != nil {
+		return nil, err
 	}
-	page := &graph.IDPage{IDs: []graph.ID{}}
-	limit := p.Size()
+	page := &graph.IDPage{}
 	err := s.read(func(tx *bbolt.Tx) error {
-		prefix := typeKey(typ, "")
-		c := tx.Bucket(bType).Cursor()
-		k, _ := c.Seek(prefix)
-		if p.After != "" {
-			after := typeKey(typ, graph.ID(p.After))
-			k, _ = c.Seek(after)
-			if bytes.Equal(k, after) {
-				k, _ = c.Next()
-			}
-		}
-		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			if len(page.IDs) == limit {
-				page.Next = string(page.IDs[len(page.IDs)-1])
-				break
-			}
-			page.IDs = append(page.IDs, graph.ID(k[len(prefix):]))
-		}
+		page.IDs, page.Next = typeIDs(tx, typ, p)
 		return nil
 	})
+	if page.IDs == nil {
+		page.IDs = []graph.ID{}
+	}
 	return page, err
+}
+
+// knownType refuses a node type the model does not have.
+func (s *Store) knownType(typ string) error {
+	if _, ok := s.Model().Node(typ); !ok {
+		return fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
+	}
+	return nil
+}
+
+// typeIDs reads a page of the type index: the IDs of typ's nodes after
+// p.After, and the cursor after the page ("" at the end).
+func typeIDs(tx *bbolt.Tx, typ string, p graph.Page) (ids []graph.ID, next string) {
+	limit := p.Size()
+	prefix := typeKey(typ, "")
+	c := tx.Bucket(bType).Cursor()
+	k, _ := c.Seek(prefix)
+	if p.After != "" {
+		after := typeKey(typ, graph.ID(p.After))
+		k, _ = c.Seek(after)
+		if bytes.Equal(k, after) {
+			k, _ = c.Next()
+		}
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(ids) == limit {
+			return ids, string(ids[len(ids)-1])
+		}
+		ids = append(ids, graph.ID(k[len(prefix):]))
+	}
+	return ids, ""
 }
 
 // Lookup returns a page of the IDs of nodes whose indexed property matches,
