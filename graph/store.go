@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/lore-dev/lore/schema"
 )
@@ -229,4 +230,28 @@ type IndexQuery struct {
 	MinExclusive   bool
 	MaxExclusive   bool
 	Page
+}
+
+// KnownType returns the node type typ of m, or an error wrapping
+// ErrInvalid that lists m's node types: the check every backend makes of a
+// type it is asked to read.
+func KnownType(m *schema.Model, typ string) (*schema.NodeType, error) {
+	nt, ok := m.Node(typ)
+	if !ok {
+		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(m.NodeTypeNames()), ErrInvalid)
+	}
+	return nt, nil
+}
+
+// IndexedType is KnownType for a read of the index of typ's property prop,
+// which must be indexed.
+func IndexedType(m *schema.Model, typ, prop string) (*schema.NodeType, error) {
+	nt, err := KnownType(m, typ)
+	if err != nil {
+		return nil, err
+	}
+	if !nt.IsIndexed(prop) {
+		return nil, fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", typ, prop, list(nt.Indexed), ErrInvalid)
+	}
+	return nt, nil
 }

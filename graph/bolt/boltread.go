@@ -458,7 +458,7 @@ func inKey(k graph.EdgeKey) []byte {
 
 // NodesByType returns a page of the nodes of one type, ordered by ID.
 func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*graph.NodePage, error) {
-	if err := s.knownType(typ); err != nil {
+	if _, err := graph.KnownType(s.Model(), typ); err != nil {
 		return nil, err
 	}
 	page := &graph.NodePage{Nodes: []*graph.Node{}}
@@ -487,7 +487,7 @@ func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*gra
 // NodeIDsByType returns a page of the IDs of the nodes of one type, by
 // ID, from the type index alone.
 func (s *Store) NodeIDsByType(ctx context.Context, typ string, p graph.Page) (*graph.IDPage, error) {
-	if err := s.knownType(typ); err != nil {
+	if _, err := graph.KnownType(s.Model(), typ); err != nil {
 		return nil, err
 	}
 	page := &graph.IDPage{}
@@ -499,14 +499,6 @@ func (s *Store) NodeIDsByType(ctx context.Context, typ string, p graph.Page) (*g
 		page.IDs = []graph.ID{}
 	}
 	return page, err
-}
-
-// knownType refuses a node type the model does not have.
-func (s *Store) knownType(typ string) error {
-	if _, ok := s.Model().Node(typ); !ok {
-		return fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
-	}
-	return nil
 }
 
 // typeIDs reads a page of the type index: the IDs of typ's nodes after
@@ -535,12 +527,8 @@ func typeIDs(tx *bbolt.Tx, typ string, p graph.Page) (ids []graph.ID, next strin
 // Lookup returns a page of the IDs of nodes whose indexed property matches,
 // in value order, then ID order.
 func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, error) {
-	nt, ok := s.Model().Node(q.Type)
-	if !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
-	}
-	if !nt.IsIndexed(q.Property) {
-		return nil, fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", q.Type, q.Property, list(nt.Indexed), graph.ErrInvalid)
+	if _, err := graph.IndexedType(s.Model(), q.Type, q.Property); err != nil {
+		return nil, err
 	}
 	prefix := propPrefix(q.Type, q.Property)
 	lo, hi := prefix, append(bytes.Clone(prefix), 0xff)
@@ -616,13 +604,8 @@ func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, 
 // value order, then by ID, within one read transaction (which holds off
 // the writer: a caller bounds its work through f).
 func (s *Store) ScanIndex(ctx context.Context, typ, property string, f func(value []byte, id graph.ID) bool) error {
-	m := s.Model()
-	nt, ok := m.Node(typ)
-	if !ok {
-		return fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(m.NodeTypeNames()), graph.ErrInvalid)
-	}
-	if !nt.IsIndexed(property) {
-		return fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", typ, property, list(nt.Indexed), graph.ErrInvalid)
+	if _, err := graph.IndexedType(s.Model(), typ, property); err != nil {
+		return err
 	}
 	prefix := propPrefix(typ, property)
 	return s.read(func(tx *bbolt.Tx) error {

@@ -312,8 +312,8 @@ func edgesSQL(q graph.EdgeQuery, dir graph.Direction, labels []string, cur edgeC
 
 // NodesByType returns a page of the nodes of one type, ordered by ID.
 func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*graph.NodePage, error) {
-	if _, ok := s.Model().Node(typ); !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
+	if _, err := graph.KnownType(s.Model(), typ); err != nil {
+		return nil, err
 	}
 	return s.scanNodes(ctx, typ, p)
 }
@@ -321,8 +321,8 @@ func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*gra
 // NodeIDsByType returns a page of the IDs of the nodes of one type, by
 // ID, reading no properties.
 func (s *Store) NodeIDsByType(ctx context.Context, typ string, p graph.Page) (*graph.IDPage, error) {
-	if _, ok := s.Model().Node(typ); !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
+	if _, err := graph.KnownType(s.Model(), typ); err != nil {
+		return nil, err
 	}
 	if err := s.check(); err != nil {
 		return nil, err
@@ -471,13 +471,8 @@ func propPrefix(typ, prop string) []byte {
 // value, then by ID, from one query (so one committed state), until f
 // returns false.
 func (s *Store) ScanIndex(ctx context.Context, typ, property string, f func(value []byte, id graph.ID) bool) error {
-	m := s.Model()
-	nt, ok := m.Node(typ)
-	if !ok {
-		return fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(m.NodeTypeNames()), graph.ErrInvalid)
-	}
-	if !nt.IsIndexed(property) {
-		return fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", typ, property, list(nt.Indexed), graph.ErrInvalid)
+	if _, err := graph.IndexedType(s.Model(), typ, property); err != nil {
+		return err
 	}
 	if err := s.check(); err != nil {
 		return err
@@ -506,12 +501,8 @@ func (s *Store) ScanIndex(ctx context.Context, typ, property string, f func(valu
 // Lookup returns a page of the IDs of nodes whose indexed property
 // matches, in value order, then ID order.
 func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, error) {
-	nt, ok := s.Model().Node(q.Type)
-	if !ok {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(s.Model().NodeTypeNames()), graph.ErrInvalid)
-	}
-	if !nt.IsIndexed(q.Property) {
-		return nil, fmt.Errorf("property %s.%s is not indexed; indexed properties are %s: %w", q.Type, q.Property, list(nt.Indexed), graph.ErrInvalid)
+	if _, err := graph.IndexedType(s.Model(), q.Type, q.Property); err != nil {
+		return nil, err
 	}
 	var args sqlArgs
 	sql := `SELECT val, id FROM lore_prop WHERE type = ` + args.add(q.Type) + ` AND prop = ` + args.add(q.Property)
