@@ -175,7 +175,7 @@ func (ex *executor) add(c *collection, found []ID, pathOf func(ID) *Path, read m
 			unread = append(unread, id)
 		}
 	}
-	fetched, err := ex.fetchWith(unread, func(*Node) bool { return true }, -1)
+	fetched, err := ex.fetchWith(unread, q.readProps(), func(*Node) bool { return true }, -1)
 	if err != nil {
 		return err
 	}

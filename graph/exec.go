@@ -482,9 +482,14 @@ func tooLarge(id ID, size, budget int) error {
 // fetchWith reads nodes already paid for when they were reached (or
 // scanned), in order, keeping those that pass, until it has want of them
 // (want < 0: all). It runs even after a bound stopped the work, so the
-// results found so far are returned, but not past the hard stop.
-func (ex *executor) fetchWith(ids []ID, keep func(*Node) bool, want int) ([]*Node, error) {
+// results found so far are returned, but not past the hard stop. Unless
+// props is nil, it may read only the properties props of each node.
+func (ex *executor) fetchWith(ids []ID, props []string, keep func(*Node) bool, want int) ([]*Node, error) {
 	var out []*Node
+	read := ex.s.Nodes
+	if pr, ok := ex.s.(PropsReader); ok && props != nil {
+		read = func(ctx context.Context, ids []ID) ([]*Node, error) { return pr.NodesProps(ctx, ids, props) }
+	}
 	for i := 0; i < len(ids) && (want < 0 || len(out) < want); {
 		if !ex.hardStop.IsZero() && time.Now().After(ex.hardStop) {
 			ex.cut = true
@@ -496,7 +501,7 @@ func (ex *executor) fetchWith(ids []ID, keep func(*Node) bool, want int) ([]*Nod
 		}
 		chunk := ids[i:min(i+n, len(ids))]
 		i += len(chunk)
-		nodes, err := ex.s.Nodes(context.WithoutCancel(ex.b.ctx), chunk)
+		nodes, err := read(context.WithoutCancel(ex.b.ctx), chunk)
 		if err != nil {
 			return nil, err
 		}
@@ -510,6 +515,22 @@ func (ex *executor) fetchWith(ids []ID, keep func(*Node) bool, want int) ([]*Nod
 		}
 	}
 	return out, nil
+}
+
+// readProps names the properties that the query's where, orderBy and
+// groupBy read from the nodes it collects: those it reads to test and
+// order them, before it reads its page's nodes whole.
+func (q *Query) readProps() []string {
+	names := q.where.props([]string{})
+	for _, o := range q.OrderBy {
+		if o.Degree == nil && !metaField(o.Field) && !slices.Contains(names, o.Field) {
+			names = append(names, o.Field)
+		}
+	}
+	if g := q.GroupBy; g != nil && g.Field != "" && !metaField(g.Field) && !slices.Contains(names, g.Field) {
+		names = append(names, g.Field)
+	}
+	return names
 }
 
 // sortKey returns a node's orderBy values (nil where it has none), its

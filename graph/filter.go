@@ -43,6 +43,35 @@ type degreeRecord interface {
 }
 
 // degrees returns the degrees f's conditions read, each once (by key).
+// props adds to names the properties f reads, each once.
+func (f *filter) props(names []string) []string {
+	if f == nil {
+		return names
+	}
+	for _, c := range f.conds {
+		if c.deg == nil && !metaField(c.field) && !slices.Contains(names, c.field) {
+			names = append(names, c.field)
+		}
+	}
+	for _, g := range f.and {
+		names = g.props(names)
+	}
+	for _, g := range f.or {
+		names = g.props(names)
+	}
+	return f.not.props(names)
+}
+
+// metaField reports whether a node's field is one of its own (fieldValue)
+// rather than a property.
+func metaField(name string) bool {
+	switch name {
+	case "id", "type", "createdAt", "updatedAt", "revision":
+		return true
+	}
+	return false
+}
+
 func (f *filter) degrees() []*Degree {
 	if f == nil {
 		return nil

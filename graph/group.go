@@ -322,7 +322,7 @@ func (ex *executor) groupCounts(src *source, steps []Step) (map[string]int64, bo
 				unread = append(unread, id)
 			}
 		}
-		nodes, err := ex.fetchWith(unread, func(*Node) bool { return true }, -1)
+		nodes, err := ex.fetchWith(unread, ex.q.readProps(), func(*Node) bool { return true }, -1)
 		if err != nil {
 			return nil, false, err
 		}

@@ -247,6 +247,16 @@ type TypeIDLister interface {
 	NodeIDsByType(ctx context.Context, typ string, p Page) (*IDPage, error)
 }
 
+// A PropsReader reads nodes with some of their properties only. A query
+// reads the properties its filters, sort keys and groups name from every
+// node it tests, and the nodes it returns whole; without it, it reads
+// them whole with Store.Nodes.
+type PropsReader interface {
+	// NodesProps is Store.Nodes with each node's Properties holding only
+	// those of props it has.
+	NodesProps(ctx context.Context, ids []ID, props []string) ([]*Node, error)
+}
+
 // A NodeTyper reads the types of nodes without their properties. A
 // traversal step that filters by type alone uses it; without it, the step
 // reads the nodes whole.

@@ -125,7 +125,7 @@ func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error
 		out.ids = kept
 		return out, nil
 	}
-	nodes, err := ex.fetchWith(out.ids, func(n *Node) bool { return (st.Type == "" || n.Type == st.Type) && ex.match(st.where, n) }, -1)
+	nodes, err := ex.fetchWith(out.ids, st.where.props([]string{}), func(n *Node) bool { return (st.Type == "" || n.Type == st.Type) && ex.match(st.where, n) }, -1)
 	if err != nil {
 		return out, err
 	}

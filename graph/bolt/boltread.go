@@ -186,21 +186,53 @@ func (s *Store) Node(ctx context.Context, id graph.ID) (n *graph.Node, err error
 // Nodes returns the nodes with the given IDs, in order; missing ones are nil.
 func (s *Store) Nodes(ctx context.Context, ids []graph.ID) ([]*graph.Node, error) {
 	out := make([]*graph.Node, len(ids))
-	err := s.read(func(tx *bbolt.Tx) error {
-		recs, err := getNodeRecs(tx, ids)
-		if err != nil {
-			return err
-		}
-		for i, r := range recs {
-			if r != nil {
-				if out[i], err = r.node(ids[i]); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	err := s.read(func(tx *bbolt.Tx) error { return readNodes(tx, ids, nil, out) })
 	return out, err
+}
+
+// NodesProps is Nodes with only the properties props of each node
+// decoded (graph.PropsReader).
+func (s *Store) NodesProps(ctx context.Context, ids []graph.ID, props []string) ([]*graph.Node, error) {
+	out := make([]*graph.Node, len(ids))
+	err := s.read(func(tx *bbolt.Tx) error { return readNodes(tx, ids, props, out) })
+	return out, err
+}
+
+// readNodes reads the nodes ids into out (nil where there is none), with
+// the properties props only unless props is nil. It decodes each record
+// where bbolt holds it, with one cursor and one key
+// buffer for all, and shares the type names between nodes of one type.
+func readNodes(tx *bbolt.Tx, ids []graph.ID, props []string, out []*graph.Node) error {
+	c := tx.Bucket(bNodes).Cursor()
+	var key []byte
+	types := map[string]string{}
+	for i, id := range ids {
+		key = append(key[:0], id...)
+		k, v := c.Seek(key)
+		if v == nil || !bytes.Equal(k, key) {
+			continue
+		}
+		r, err := parseNodeRec(v)
+		if err != nil {
+			return corrupt(fmt.Sprintf("node %q", id), err)
+		}
+		typ, ok := types[string(r.typ)]
+		if !ok {
+			typ = string(r.typ)
+			types[typ] = typ
+		}
+		var p graph.Props
+		if props == nil {
+			p, err = graph.DecodeProps(r.props)
+		} else {
+			p, err = graph.DecodeSomeProps(r.props, props)
+		}
+		if err != nil {
+			return fmt.Errorf("node %q: corrupt properties: %w", id, err)
+		}
+		out[i] = &graph.Node{ID: id, Type: typ, Properties: p, CreatedAt: micros(r.created), UpdatedAt: micros(r.updated), Revision: r.rev}
+	}
+	return nil
 }
 
 // Edge returns one edge.

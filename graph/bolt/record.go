@@ -57,33 +57,51 @@ func (r *nodeRec) encode() []byte {
 // decodeNodeRec decodes a node record; the result does not alias b, which
 // bbolt owns only for the life of its transaction.
 func decodeNodeRec(b []byte) (*nodeRec, error) {
+	v, err := parseNodeRec(b)
+	if err != nil {
+		return nil, err
+	}
+	r := &nodeRec{NodeRecord: graph.NodeRecord{Type: string(v.typ), Created: v.created, Updated: v.updated, Rev: v.rev}}
+	if len(v.deg) > 0 {
+		r.Deg = bytes.Clone(v.deg)
+	}
+	r.Props = bytes.Clone(v.props)
+	return r, nil
+}
+
+// A nodeView is a node record's parts as they lie in b: it aliases the
+// record, so it lives no longer than the transaction that read it.
+type nodeView struct {
+	typ, deg, props       []byte
+	created, updated, rev int64
+}
+
+// parseNodeRec splits a node record into its parts without copying them.
+func parseNodeRec(b []byte) (v nodeView, err error) {
 	if len(b) == 0 || !nodeVersionOK(b[0]) {
-		return nil, errCorrupt
+		return v, errCorrupt
 	}
 	version := b[0]
 	b = b[1:]
 	n, k := binary.Uvarint(b)
 	if k <= 0 || uint64(len(b)-k) < n {
-		return nil, errCorrupt
+		return v, errCorrupt
 	}
-	r := &nodeRec{NodeRecord: graph.NodeRecord{Type: string(b[k : k+int(n)])}}
-	b = b[k+int(n):]
-	rest, err := decodeMeta(b, &r.Created, &r.Updated, &r.Rev)
+	v.typ = b[k : k+int(n)]
+	rest, err := decodeMeta(b[k+int(n):], &v.created, &v.updated, &v.rev)
 	if err != nil {
-		return nil, err
+		return v, err
 	}
 	if version == nodeRecordVersion {
 		n, k := binary.Uvarint(rest)
 		if k <= 0 || uint64(len(rest)-k) < n {
-			return nil, errCorrupt
+			return v, errCorrupt
 		}
-		if n > 0 {
-			r.Deg = bytes.Clone(rest[k : k+int(n)])
-		}
+		v.deg = rest[k : k+int(n)]
 		rest = rest[k+int(n):]
 	}
-	r.Props = bytes.Clone(rest)
-	return r, nil
+	v.props = rest
+	return v, nil
 }
 
 // decodeNodeType reads only the type of a node record.
