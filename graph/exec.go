@@ -110,6 +110,10 @@ type queryCursor struct {
 	Chunk int               `json:"c,omitempty"`
 	// G continues a grouped query (groupBy) after a group.
 	G *groupCursor `json:"g,omitempty"`
+	// X is the last index entry an index-ordered page passed over (at or
+	// after its last result, named by ID and After): the walk goes on
+	// after it. With no ID, no result came before it.
+	X *walkPos `json:"x,omitempty"`
 
 	after []any // After decoded
 }
@@ -184,6 +188,24 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		res.More = false
 		return res.finish(b, start), nil
 	}
+	if w, err := ex.planOrderWalk(steps); err != nil {
+		return nil, err
+	} else if w != nil {
+		done, err := ex.walkOrder(res, w, cur, fp)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			res.More = res.Cursor != ""
+			res.finish(b, start).Stats.Index = w.name()
+			return res, nil
+		}
+		// The sort path answers this page, from the last result (the
+		// entries passed over since hold none).
+		if cur.X = nil; cur.ID == "" {
+			cur = queryCursor{F: fp}
+		}
+	}
 	if src, err = ex.newSource(cur.At); err != nil {
 		return nil, err
 	}
@@ -214,7 +236,7 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 			res.note(fmt.Sprintf("The count is a lower bound: the %s limit stopped the work before every result was found. Raise limits.maxVisited or limits.timeoutMs, or narrow the query.", res.Reason))
 		}
 	case stream:
-		if cur.N != 0 || cur.Rest || cur.ID != "" || len(cur.After) > 0 {
+		if cur.N != 0 || cur.Rest || cur.ID != "" || len(cur.After) > 0 || cur.X != nil {
 			return nil, errBadCursor("not a cursor of a scan")
 		}
 		if err := ex.stream(res, src, fp); err != nil {
@@ -238,7 +260,8 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		res.note("The search itself needs more than this query's limits allow: the results come from the part of it they allow.")
 	}
 	res.More = res.Cursor != ""
-	return res.finish(b, start), nil
+	res.finish(b, start).Stats.Index = src.index()
+	return res, nil
 }
 
 // countAdjacent answers the count of one hop from one node through the
@@ -325,6 +348,9 @@ func (q *Query) decodeCursor(s Store, fp string) (queryCursor, error) {
 	if c.ID != "" && c.ID.Check() != nil {
 		return c, errBadCursor("last result is not an ID")
 	}
+	if c.X != nil && (len(q.OrderBy) != 1 || c.X.I != "" && c.X.I.Check() != nil) {
+		return c, errBadCursor("not a cursor of an index walk")
+	}
 	for _, raw := range c.After {
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
@@ -347,7 +373,9 @@ func (c queryCursor) checkPaging(q *Query) error {
 		return errBadCursor("sort key of the wrong length")
 	case c.ID == "" && len(c.After) > 0:
 		return errBadCursor("sort key without a last result")
-	case len(q.OrderBy) > 0 && q.Cursor != "" && (!c.Rest || c.At.A != "" || c.At.K != 0 || c.At.Q != 0):
+	case len(q.OrderBy) > 0 && c.ID != "" && (!c.Rest || c.At.A != "" || c.At.K != 0 || c.At.Q != 0):
+		return errBadCursor("an ordered result pages from its start")
+	case len(q.OrderBy) > 0 && c.ID == "" && (c.At != startPos{} || c.Chunk != 0) && q.Cursor != "":
 		return errBadCursor("an ordered result pages from its start")
 	}
 	return nil
