@@ -209,7 +209,8 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	if src, err = ex.newSource(cur.At); err != nil {
 		return nil, err
 	}
-	stream := len(steps) == 0 && len(q.OrderBy) == 0 && (src.kind == srcSearch || src.byID())
+	// Ordered by ID alone, a type scan's results are in order as it reads them.
+	stream := len(steps) == 0 && (len(q.OrderBy) == 0 && (src.kind == srcSearch || src.byID()) || idOrder(q.OrderBy) && src.byID())
 	switch {
 	case q.GroupBy != nil:
 		if err := ex.group(res, src, steps, cur, fp); err != nil {

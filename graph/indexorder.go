@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -65,8 +66,8 @@ func (ex *executor) planOrderWalk(steps []Step) (*orderWalk, error) {
 	}
 	types := nt.PropertyTypes(o.Field)
 	scalar := types != nil && !slices.Contains(types, "array") && !slices.Contains(types, "object")
-	if o.Desc && !scalar {
-		return nil, nil
+	if o.Desc && !scalar || types != nil && !slices.ContainsFunc(types, func(t string) bool { return t != "array" && t != "object" }) {
+		return nil, nil // descending, arrays and objects come first; no scalar, nothing to walk
 	}
 	w := &orderWalk{typ: q.From.Type, prop: o.Field, desc: o.Desc, ranges: []valueRange{scalarRange}}
 	present := false // some condition holds only on a present value
@@ -294,4 +295,71 @@ func (src *source) index() string {
 		return ""
 	}
 	return src.ex.q.From.Type + "." + src.plans[src.at.Plan-2].queries[0].Property
+}
+
+// prefixQueries returns the index lookups that together hold every node
+// whose string property passes a prefix condition with value v (a
+// superset when the prefix has more ways to be written in upper and lower
+// case than foldPrefixes keeps): one range per way. nil: v is no string,
+// and the condition holds on no node (another plan, or the type scan,
+// finds that out).
+func prefixQueries(iq IndexQuery, v any) []IndexQuery {
+	p, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	var qs []IndexQuery
+	for _, s := range foldPrefixes(p, maxPrefixRanges/2) {
+		q := iq
+		q.Min = s
+		if end := PrefixEnd([]byte(s)); end != nil {
+			q.Max, q.MaxExclusive = string(end), true
+		}
+		qs = append(qs, q)
+	}
+	return qs
+}
+
+// typeScanReadsLess reports whether a query whose start set is its result,
+// in ID order, reads less by scanning the type in ID order and filtering
+// (about limit × type size / matches nodes, the matches spread over the
+// IDs) than by reading p's matches whole to sort them by ID: when p
+// matches more than √(limit × type size) nodes. Counting that far costs
+// index entries, not nodes.
+func (ex *executor) typeScanReadsLess(p *indexPlan) bool {
+	q := ex.q
+	if len(q.Traverse) > 0 || q.Return.Count || q.GroupBy != nil || len(q.OrderBy) > 0 && !idOrder(q.OrderBy) || p.count <= estimateCap/4 {
+		return false
+	}
+	st, err := ex.s.Stats(ex.b.ctx)
+	if err != nil {
+		return false
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultQueryLimit
+	}
+	enough := int(math.Sqrt(float64(limit)*float64(st.NodeTypes[q.From.Type]))) + 1
+	if enough > 64*estimateCap {
+		return false // a lookup reads less than a type scan of a huge type would
+	}
+	n := 0
+	for _, iq := range p.queries {
+		iq.Limit = enough - n
+		page, err := ex.s.Lookup(ex.b.ctx, iq)
+		if err != nil {
+			return false
+		}
+		ex.b.spend(len(page.IDs))
+		if n += len(page.IDs); n >= enough {
+			return true
+		}
+	}
+	return false
+}
+
+// idOrder reports whether order is by ID alone, ascending: the order of a
+// type scan, and of results no orderBy orders.
+func idOrder(order []Order) bool {
+	return len(order) == 1 && order[0].Field == "id" && !order[0].Desc
 }

@@ -46,7 +46,7 @@ func indexValue(rng *rand.Rand, field, op string) any {
 
 func randomIndexQuery(rng *rand.Rand) *oQuery {
 	q := &oQuery{typ: []string{"A", "A", "A", "B"}[rng.IntN(4)]}
-	fields := []string{"n", "s", "m", "m", "t"}
+	fields := []string{"n", "s", "m", "m", "t", "id"}
 	if q.typ == "B" {
 		fields = []string{"n"}
 	}
@@ -106,11 +106,12 @@ func randomIndexQuery(rng *rand.Rand) *oQuery {
 }
 
 // walkable reports whether the engine may read q's results by walking an
-// index (one orderBy on a property the start type indexes, no traversal):
+// index (one orderBy on a property the start type indexes, or on id
+// ascending, and no traversal):
 // its pages may then be cut at any page, and a cut page may move its
 // cursor past the entries it passed over.
 func (q *oQuery) walkable() bool {
 	indexed := map[string][]string{"A": {"n", "s", "t", "m"}, "B": {"n"}}[q.typ]
 	return q.search == "" && len(q.ids) == 0 && len(q.steps) == 0 && len(q.order) == 1 && q.group == nil && !q.count &&
-		slices.Contains(indexed, q.order[0].Field)
+		(slices.Contains(indexed, q.order[0].Field) || q.order[0] == graph.Order{Field: "id"}) // by ID: the type scan's order
 }
