@@ -65,6 +65,9 @@ type QueryResult struct {
 	Limits  Limits    `json:"limits"`
 	Capped  []string  `json:"capped,omitempty"`
 	Stats   ReadStats `json:"stats"`
+	// Plan says, with explain, how the query read its start set and its
+	// order, in a sentence.
+	Plan string `json:"plan,omitempty"`
 }
 
 // A Path leads from a start node to a result: Nodes[0] is the start,
@@ -174,6 +177,7 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	// A count the store's counts or indexes answer opens no source: its
 	// plan would read the index to estimate what the count reads anyway.
 	var src *source
+	var walked *orderWalk // an index walk that ended before the page did
 	if n, ok, complete, err := ex.countIndexed(steps); err != nil {
 		return nil, err
 	} else if ok {
@@ -186,6 +190,9 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 			res.note(fmt.Sprintf("The count is a lower bound: the %s limit stopped it. Raise limits.maxVisited or limits.timeoutMs, or narrow the query.", res.Reason))
 		}
 		res.More = false
+		if q.Explain {
+			res.Plan = "count from the store's counts and indexes"
+		}
 		return res.finish(b, start), nil
 	}
 	if w, err := ex.planOrderWalk(steps); err != nil {
@@ -198,8 +205,12 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		if done {
 			res.More = res.Cursor != ""
 			res.finish(b, start).Stats.Index = w.name()
+			if q.Explain {
+				res.Plan = w.explain() + ", stopping when the page is full"
+			}
 			return res, nil
 		}
+		walked = w
 		// The sort path answers this page, from the last result (the
 		// entries passed over since hold none).
 		if cur.X = nil; cur.ID == "" {
@@ -262,6 +273,12 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	}
 	res.More = res.Cursor != ""
 	res.finish(b, start).Stats.Index = src.index()
+	if walked != nil && res.Stats.Index == "" {
+		res.Stats.Index = walked.name()
+	}
+	if q.Explain {
+		res.Plan = ex.explain(src, walked, stream, steps)
+	}
 	return res, nil
 }
 
@@ -406,13 +423,13 @@ func clampHops(steps []Step, maxHops int) []Step {
 }
 
 // fingerprint identifies a query for its cursors: everything but the
-// cursor, the page size and the limits. Its filters are written with
+// cursor, the page size, the limits and explain. Its filters are written with
 // their keys sorted, so the same query written with keys in another order
 // (as a surface that rebuilds the arguments writes it) continues the
 // same cursors.
 func (q *Query) fingerprint() string {
 	c := *q
-	c.Cursor, c.Limit, c.Limits = "", 0, Limits{}
+	c.Cursor, c.Limit, c.Limits, c.Explain = "", 0, Limits{}, false
 	data, _ := json.Marshal(c)
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Index-ordered scans. A query whose results are a type's nodes (no
@@ -340,8 +341,11 @@ func (ex *executor) typeScanReadsLess(p *indexPlan) bool {
 		limit = DefaultQueryLimit
 	}
 	enough := int(math.Sqrt(float64(limit)*float64(st.NodeTypes[q.From.Type]))) + 1
-	if enough > 64*estimateCap {
+	switch {
+	case enough > 64*estimateCap:
 		return false // a lookup reads less than a type scan of a huge type would
+	case p.count >= enough:
+		return true // choosePlan counted that far
 	}
 	n := 0
 	for _, iq := range p.queries {
@@ -362,4 +366,49 @@ func (ex *executor) typeScanReadsLess(p *indexPlan) bool {
 // type scan, and of results no orderBy orders.
 func idOrder(order []Order) bool {
 	return len(order) == 1 && order[0].Field == "id" && !order[0].Desc
+}
+
+// explain says how the walk reads, for a query's plan.
+func (w *orderWalk) explain() string {
+	dir := "ascending"
+	if w.desc {
+		dir = "descending"
+	}
+	return fmt.Sprintf("walk index %s %s over %d stretch(es) of values", w.name(), dir, len(w.ranges))
+}
+
+// explain says how a query read its start set and its order, for its plan.
+func (ex *executor) explain(src *source, walked *orderWalk, stream bool, steps []Step) string {
+	q := ex.q
+	var parts []string
+	if walked != nil {
+		parts = append(parts, walked.explain()+"; past its end, the results it cannot reach (missing, null, arrays) need a sort")
+	}
+	switch src.kind {
+	case srcIDs:
+		parts = append(parts, fmt.Sprintf("read %d ids", len(src.ids)))
+	case srcSearch:
+		parts = append(parts, "search the text index")
+	case srcType:
+		parts = append(parts, "scan type "+q.From.Type+" in ID order")
+	case srcLookup:
+		p := src.plans[src.at.Plan-2]
+		parts = append(parts, fmt.Sprintf("look up index %s (%d range(s))", src.index(), len(p.queries)))
+	}
+	if len(steps) > 0 {
+		parts = append(parts, fmt.Sprintf("traverse %d step(s)", len(steps)))
+	}
+	switch {
+	case q.GroupBy != nil:
+		parts = append(parts, "group")
+	case q.Return.Count:
+		parts = append(parts, "count")
+	case stream:
+		parts = append(parts, "stream in the scan's order, stopping when the page is full")
+	case len(q.OrderBy) > 0:
+		parts = append(parts, "sort every result by orderBy")
+	default:
+		parts = append(parts, "sort every result by ID")
+	}
+	return strings.Join(parts, "; ")
 }

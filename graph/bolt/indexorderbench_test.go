@@ -111,4 +111,4 @@ func pct(lat []time.Duration) (p50, p99 time.Duration) {
 }
 
 // statsIndex names the index a query's stats say it used.
-func statsIndex(res *graph.QueryResult) string { return "" }
+func statsIndex(res *graph.QueryResult) string { return res.Stats.Index }
