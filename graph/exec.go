@@ -198,6 +198,9 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	if w, err := ex.planOrderWalk(steps); err != nil {
 		return nil, err
 	} else if w != nil {
+		if err := cur.checkPaging(q); err != nil {
+			return nil, err
+		}
 		done, err := ex.walkOrder(res, w, cur, fp)
 		if err != nil {
 			return nil, err
