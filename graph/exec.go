@@ -37,6 +37,9 @@ import (
 //   - With orderBy, a page is returned only when every result was found:
 //     a partial order is not the order. When a bound cut the work first,
 //     Nodes is empty, Truncated and Note say so, and no cursor skips ahead.
+//     An order read from an index (indexorder.go; Stats.Index names it)
+//     is the exception: its results come in order, so a cut page holds
+//     the first of them, and its cursor continues after them.
 //   - Count is exact unless Truncated; then it is a lower bound. A count
 //     has no cursor.
 //   - With groupBy, Groups holds a page of groups in their order and
