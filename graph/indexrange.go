@@ -21,7 +21,6 @@ type valueRange struct{ lo, hi []byte }
 
 // The encoded values of each kind.
 var (
-	boolRange   = valueRange{[]byte{tagFalse}, []byte{tagNumber}}
 	numberRange = valueRange{[]byte{tagNumber}, []byte{tagString}}
 	stringRange = valueRange{[]byte{tagString}, []byte{tagString + 1}}
 	// scalarRange holds every value an order walks: null is a missing
