@@ -157,7 +157,8 @@ const sharedDoc = `{"$defs":{
 "Limits":{"type":"object","description":"The bounds a read ran under: the server's ceilings, lowered by the request.","properties":{
  "maxResults":{"type":"integer"},"maxHops":{"type":"integer"},"maxVisited":{"type":"integer"},"timeoutMs":{"type":"integer"},"maxBytes":{"type":"integer"}}},
 "ReadStats":{"type":"object","description":"The work a read did.","required":["visited","elapsedMs"],"properties":{
- "visited":{"type":"integer","description":"Nodes and edges visited."},"elapsedMs":{"type":"number"}}},
+ "visited":{"type":"integer","description":"Nodes and edges visited."},"elapsedMs":{"type":"number"},
+ "index":{"type":"string","description":"The property index the read used (Type.property), if any."}}},
 "EdgeChange":{"type":"object","description":"What a write did to one edge.","required":["from","label","to","action","revision"],"properties":{
  "from":{"type":"string","x-graphql-type":"ID"},"label":{"type":"string"},"to":{"type":"string","x-graphql-type":"ID"},"key":{"type":"string"},
  "action":{"type":"string","description":"created, updated, unchanged or deleted."},"revision":{"type":"integer"}}}

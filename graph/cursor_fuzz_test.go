@@ -38,6 +38,8 @@ var cursorQueries = []string{
 	`{"from":{"type":"Service","where":{"tier":{"gte":0}}},"limit":2,"limits":{"maxVisited":4}}`,
 	`{"from":{"ids":["service/checkout","service/payments","team/payments"]},"traverse":[{"hops":[1,3]}],"limit":2,"limits":{"maxVisited":20}}`,
 	`{"from":{"type":"Person"},"groupBy":{"field":"role"},"limit":2}`,
+	`{"from":{"type":"Service","where":{"name":{"contains":"a"}}},"orderBy":[{"field":"tier","desc":true}],"limit":2,"limits":{"maxVisited":4}}`,
+	`{"from":{"type":"Decision","where":{"date":{"gte":"2024"}}},"orderBy":[{"field":"date"}],"limit":2}`,
 }
 
 var cursorLimits = graph.Limits{MaxResults: 50, MaxHops: 4, MaxVisited: 5000, TimeoutMs: 500, MaxBytes: 64 << 10}

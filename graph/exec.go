@@ -37,6 +37,9 @@ import (
 //   - With orderBy, a page is returned only when every result was found:
 //     a partial order is not the order. When a bound cut the work first,
 //     Nodes is empty, Truncated and Note say so, and no cursor skips ahead.
+//     An order read from an index (indexorder.go; Stats.Index names it)
+//     is the exception: its results come in order, so a cut page holds
+//     the first of them, and its cursor continues after them.
 //   - Count is exact unless Truncated; then it is a lower bound. A count
 //     has no cursor.
 //   - With groupBy, Groups holds a page of groups in their order and
@@ -65,6 +68,9 @@ type QueryResult struct {
 	Limits  Limits    `json:"limits"`
 	Capped  []string  `json:"capped,omitempty"`
 	Stats   ReadStats `json:"stats"`
+	// Plan says, with explain, how the query read its start set and its
+	// order, in a sentence.
+	Plan string `json:"plan,omitempty"`
 }
 
 // A Path leads from a start node to a result: Nodes[0] is the start,
@@ -110,6 +116,10 @@ type queryCursor struct {
 	Chunk int               `json:"c,omitempty"`
 	// G continues a grouped query (groupBy) after a group.
 	G *groupCursor `json:"g,omitempty"`
+	// X is the last index entry an index-ordered page passed over (at or
+	// after its last result, named by ID and After): the walk goes on
+	// after it. With no ID, no result came before it.
+	X *walkPos `json:"x,omitempty"`
 
 	after []any // After decoded
 }
@@ -170,6 +180,7 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	// A count the store's counts or indexes answer opens no source: its
 	// plan would read the index to estimate what the count reads anyway.
 	var src *source
+	var walked *orderWalk // an index walk that ended before the page did
 	if n, ok, complete, err := ex.countIndexed(steps); err != nil {
 		return nil, err
 	} else if ok {
@@ -182,12 +193,41 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 			res.note(fmt.Sprintf("The count is a lower bound: the %s limit stopped it. Raise limits.maxVisited or limits.timeoutMs, or narrow the query.", res.Reason))
 		}
 		res.More = false
+		if q.Explain {
+			res.Plan = "count from the store's counts and indexes"
+		}
 		return res.finish(b, start), nil
+	}
+	if w, err := ex.planOrderWalk(steps); err != nil {
+		return nil, err
+	} else if w != nil {
+		if err := cur.checkPaging(q); err != nil {
+			return nil, err
+		}
+		done, err := ex.walkOrder(res, w, cur, fp)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			res.More = res.Cursor != ""
+			res.finish(b, start).Stats.Index = w.name()
+			if q.Explain {
+				res.Plan = w.explain() + ", stopping when the page is full"
+			}
+			return res, nil
+		}
+		walked = w
+		// The sort path answers this page, from the last result (the
+		// entries passed over since hold none).
+		if cur.X = nil; cur.ID == "" {
+			cur = queryCursor{F: fp}
+		}
 	}
 	if src, err = ex.newSource(cur.At); err != nil {
 		return nil, err
 	}
-	stream := len(steps) == 0 && len(q.OrderBy) == 0 && (src.kind == srcSearch || src.byID())
+	// Ordered by ID alone, a type scan's results are in order as it reads them.
+	stream := len(steps) == 0 && (len(q.OrderBy) == 0 && (src.kind == srcSearch || src.byID()) || idOrder(q.OrderBy) && src.byID())
 	switch {
 	case q.GroupBy != nil:
 		if err := ex.group(res, src, steps, cur, fp); err != nil {
@@ -214,7 +254,7 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 			res.note(fmt.Sprintf("The count is a lower bound: the %s limit stopped the work before every result was found. Raise limits.maxVisited or limits.timeoutMs, or narrow the query.", res.Reason))
 		}
 	case stream:
-		if cur.N != 0 || cur.Rest || cur.ID != "" || len(cur.After) > 0 {
+		if cur.N != 0 || cur.Rest || cur.ID != "" || len(cur.After) > 0 || cur.X != nil {
 			return nil, errBadCursor("not a cursor of a scan")
 		}
 		if err := ex.stream(res, src, fp); err != nil {
@@ -238,7 +278,14 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		res.note("The search itself needs more than this query's limits allow: the results come from the part of it they allow.")
 	}
 	res.More = res.Cursor != ""
-	return res.finish(b, start), nil
+	res.finish(b, start).Stats.Index = src.index()
+	if walked != nil && res.Stats.Index == "" {
+		res.Stats.Index = walked.name()
+	}
+	if q.Explain {
+		res.Plan = ex.explain(src, walked, stream, steps)
+	}
+	return res, nil
 }
 
 // countAdjacent answers the count of one hop from one node through the
@@ -325,6 +372,9 @@ func (q *Query) decodeCursor(s Store, fp string) (queryCursor, error) {
 	if c.ID != "" && c.ID.Check() != nil {
 		return c, errBadCursor("last result is not an ID")
 	}
+	if c.X != nil && (len(q.OrderBy) != 1 || c.X.I != "" && c.X.I.Check() != nil) {
+		return c, errBadCursor("not a cursor of an index walk")
+	}
 	for _, raw := range c.After {
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
@@ -347,7 +397,9 @@ func (c queryCursor) checkPaging(q *Query) error {
 		return errBadCursor("sort key of the wrong length")
 	case c.ID == "" && len(c.After) > 0:
 		return errBadCursor("sort key without a last result")
-	case len(q.OrderBy) > 0 && q.Cursor != "" && (!c.Rest || c.At.A != "" || c.At.K != 0 || c.At.Q != 0):
+	case len(q.OrderBy) > 0 && c.ID != "" && (!c.Rest || c.At.A != "" || c.At.K != 0 || c.At.Q != 0):
+		return errBadCursor("an ordered result pages from its start")
+	case len(q.OrderBy) > 0 && c.ID == "" && (c.At != startPos{} || c.Chunk != 0) && q.Cursor != "":
 		return errBadCursor("an ordered result pages from its start")
 	}
 	return nil
@@ -377,13 +429,13 @@ func clampHops(steps []Step, maxHops int) []Step {
 }
 
 // fingerprint identifies a query for its cursors: everything but the
-// cursor, the page size and the limits. Its filters are written with
+// cursor, the page size, the limits and explain. Its filters are written with
 // their keys sorted, so the same query written with keys in another order
 // (as a surface that rebuilds the arguments writes it) continues the
 // same cursors.
 func (q *Query) fingerprint() string {
 	c := *q
-	c.Cursor, c.Limit, c.Limits = "", 0, Limits{}
+	c.Cursor, c.Limit, c.Limits, c.Explain = "", 0, Limits{}, false
 	data, _ := json.Marshal(c)
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.UseNumber()

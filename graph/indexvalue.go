@@ -136,3 +136,17 @@ func CheckIndexValue(name string, v any) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// PrefixEnd returns the least byte string greater than every string that
+// starts with p, or nil if there is none (p is empty or all 0xff).
+func PrefixEnd(p []byte) []byte {
+	s := bytes.Clone(p)
+	for len(s) > 0 && s[len(s)-1] == 0xff {
+		s = s[:len(s)-1]
+	}
+	if len(s) == 0 {
+		return nil
+	}
+	s[len(s)-1]++
+	return s
+}

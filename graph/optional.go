@@ -289,3 +289,47 @@ func Degrees(ctx context.Context, s Store, ids []ID, labels []string, dir Direct
 	}
 	return out, nil
 }
+
+// An IndexWalker reads a property index's entries in either direction,
+// from a position, without reading the nodes. Run uses it for a query
+// ordered by an indexed property: it walks the index in the order asked
+// and stops once the page is full; without it, such a query reads every
+// result and sorts them.
+type IndexWalker interface {
+	// WalkIndex returns up to w.Size() entries of the index of w.Type's
+	// property w.Property (the entries Lookup lists) whose encoded value
+	// v lies within w.From <= v < w.To (a nil bound leaves its end open;
+	// values compare bytewise), ordered by value, ascending or, with
+	// w.Desc, descending, and within one value by ID, ascending in both
+	// directions (so ties list as an orderBy lists them); with
+	// w.AfterValue set, only the entries after (w.AfterValue, w.AfterID)
+	// in that order. Fewer than w.Size() entries means the walk reached
+	// its end. It reads one committed state. A type the model lacks or a
+	// property it does not index is ErrInvalid.
+	WalkIndex(ctx context.Context, w IndexWalk) ([]IndexEntry, error)
+}
+
+// An IndexWalk asks an IndexWalker for one stretch of an index.
+type IndexWalk struct {
+	Type, Property string
+	// From and To bound the encoded values: From <= v < To; nil leaves
+	// that end open.
+	From, To []byte
+	Desc     bool
+	// AfterValue (an encoded value) and AfterID resume the walk after that
+	// entry; nil AfterValue starts at the walk's beginning.
+	AfterValue []byte
+	AfterID    ID
+	// Limit is the number of entries, as Page.Size reads it.
+	Limit int
+}
+
+// Size returns how many entries w asks for, as Page.Size counts them.
+func (w IndexWalk) Size() int { return Page{Limit: w.Limit}.Size() }
+
+// An IndexEntry is one entry of a property index: its value, as
+// EncodeIndexValue encodes it, and its node.
+type IndexEntry struct {
+	Value []byte
+	ID    ID
+}

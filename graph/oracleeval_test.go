@@ -23,7 +23,7 @@ func (g *oGraph) field(nd *oNode, field string) (any, bool) {
 		return nd.typ, true
 	}
 	v, ok := nd.props[field]
-	return v, ok
+	return v, ok && v != nil // null is no value
 }
 
 // number returns v as a float64 when it is a number.

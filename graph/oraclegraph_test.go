@@ -18,14 +18,15 @@ import (
 
 // oracleModel: three node types with the same properties, indexed
 // differently, and three edge labels with the same properties, one of them
-// keyed.
+// keyed. m holds values of mixed kinds, null among them.
 func oracleModel() string {
 	props := `"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}, "s": {"type": "string"},
-	  "u": {"type": "integer"}, "f": {"type": "boolean"}, "t": {"type": "array", "items": {"type": "string"}}}, "additionalProperties": false`
+	  "u": {"type": "integer"}, "f": {"type": "boolean"}, "t": {"type": "array", "items": {"type": "string"}},
+	  "m": {"type": ["string", "integer", "boolean", "null"]}}, "additionalProperties": false`
 	edge := `"type": "object", "properties": {"w": {"type": "integer"}, "r": {"type": "string"}}, "additionalProperties": false,
 	  "x-lore-edge": {"from": ["A", "B", "C"], "to": ["A", "B", "C"]`
 	return `{"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://lore.dev/models/oracle.json", "title": "oracle", "$defs": {
-	  "A": {"x-lore-node": {"display": "name", "indexed": ["n", "s", "t"], "search": ["name"]}, ` + props + `},
+	  "A": {"x-lore-node": {"display": "name", "indexed": ["n", "s", "t", "m"], "search": ["name"]}, ` + props + `},
 	  "B": {"x-lore-node": {"display": "name", "indexed": ["n"], "search": ["name"]}, ` + props + `},
 	  "C": {"x-lore-node": {"display": "name", "search": ["name"]}, ` + props + `},
 	  "e1": {` + edge + `}}, "e2": {` + edge + `}}, "k": {` + edge + `, "keyed": true}}}}`
@@ -111,6 +112,9 @@ func randomGraph(rng *rand.Rand) *oGraph {
 				t = append(t, oStr[rng.IntN(len(oStr))])
 			}
 			nd.props["t"] = t
+		}
+		if rng.IntN(3) > 0 {
+			nd.props["m"] = mixedValue(rng)
 		}
 		g.nodes[nd.id] = nd
 		g.ids = append(g.ids, nd.id)
@@ -414,6 +418,9 @@ type oQuery struct {
 }
 
 func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
+	if rng.IntN(5) == 0 {
+		return randomIndexQuery(rng)
+	}
 	q := &oQuery{}
 	switch rng.IntN(3) {
 	case 0:

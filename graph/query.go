@@ -27,7 +27,8 @@ import (
 //	  "orderBy":  [{"field": "name", "desc": false}, {"degree": {"edge": "dependsOn", "direction": "in"}, "desc": true}],
 //	  "groupBy":  {"field": "lifecycle", "order": "count"} | {"degree": {"edge": "dependsOn", "direction": "in"}, "buckets": [1, 10, 100]},
 //	  "limit": 50, "cursor": "…",
-//	  "limits": {"timeoutMs": 2000, "maxVisited": 100000}
+//	  "limits": {"timeoutMs": 2000, "maxVisited": 100000},
+//	  "explain": false
 //	}
 //
 // A filter is {field: value} (equals) or {field: {op: value}} with op one of
@@ -59,6 +60,8 @@ type Query struct {
 	Limit    int             `json:"limit,omitempty"`
 	Cursor   string          `json:"cursor,omitempty"`
 	Limits   Limits          `json:"limits,omitzero"`
+	// Explain asks for the result's Plan.
+	Explain bool `json:"explain,omitempty"`
 
 	where *filter
 }

@@ -72,6 +72,9 @@ type SearchResult struct {
 type ReadStats struct {
 	Visited   int     `json:"visited"`
 	ElapsedMs float64 `json:"elapsedMs"`
+	// Index names the property index a query read its start nodes or its
+	// order from ("Service.tier"); empty when it read none.
+	Index string `json:"index,omitempty"`
 }
 
 type searchCursor struct {

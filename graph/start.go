@@ -404,6 +404,9 @@ func (ex *executor) choosePlan(plans []indexPlan) (int, error) {
 			best = i
 		}
 	}
+	if best >= 0 && ex.typeScanReadsLess(&plans[best]) {
+		return 1, nil
+	}
 	if best < 0 {
 		return 1, nil
 	}
@@ -468,6 +471,10 @@ func indexPlans(typ string, indexed func(string) bool, f *filter) []indexPlan {
 		case "gt", "gte":
 			iq.Min, iq.MinExclusive = c.val, c.op == "gt"
 			plans = append(plans, indexPlan{queries: []IndexQuery{iq}})
+		case "prefix":
+			if qs := prefixQueries(iq, c.val); qs != nil {
+				plans = append(plans, indexPlan{queries: qs})
+			}
 		}
 	}
 	return slices.Clip(plans)

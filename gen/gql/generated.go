@@ -229,7 +229,7 @@ type ComplexityRoot struct {
 		GetEdge       func(childComplexity int, id string) int
 		GetNode       func(childComplexity int, id string) int
 		Neighbors     func(childComplexity int, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) int
-		QueryGraph    func(childComplexity int, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, groupBy any, limit *int, cursor *string, limits any) int
+		QueryGraph    func(childComplexity int, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, groupBy any, limit *int, cursor *string, limits any, explain *bool) int
 		Resource      func(childComplexity int, uri string) int
 		SearchNodes   func(childComplexity int, query string, typeArg *string, limit *int, cursor *string) int
 	}
@@ -251,6 +251,7 @@ type ComplexityRoot struct {
 		Note           func(childComplexity int) int
 		Partial        func(childComplexity int) int
 		Paths          func(childComplexity int) int
+		Plan           func(childComplexity int) int
 		Reason         func(childComplexity int) int
 		Stats          func(childComplexity int) int
 		Truncated      func(childComplexity int) int
@@ -258,6 +259,7 @@ type ComplexityRoot struct {
 
 	ReadStats struct {
 		ElapsedMs func(childComplexity int) int
+		Index     func(childComplexity int) int
 		Visited   func(childComplexity int) int
 	}
 
@@ -355,7 +357,7 @@ type QueryResolver interface {
 	SearchNodes(ctx context.Context, query string, typeArg *string, limit *int, cursor *string) (*model.SearchNodesResult, error)
 	Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) (*model.NeighborsResult, error)
 	FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool) (*model.FindPathsResult, error)
-	QueryGraph(ctx context.Context, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, groupBy any, limit *int, cursor *string, limits any) (*model.QueryGraphResult, error)
+	QueryGraph(ctx context.Context, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, groupBy any, limit *int, cursor *string, limits any, explain *bool) (*model.QueryGraphResult, error)
 	ChangesSince(ctx context.Context, cursor *int, limit *int, offset *int) (*model.ChangesSinceResult, error)
 	Resource(ctx context.Context, uri string) (*model.Resource, error)
 }
@@ -1233,7 +1235,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.QueryGraph(childComplexity, args["from"].(model.QueryGraphFromInput), args["traverse"].([]*model.QueryGraphTraverseInput), args["where"].(any), args["return"].(*model.QueryGraphReturnInput), args["orderBy"].([]*model.QueryGraphOrderByInput), args["groupBy"].(any), args["limit"].(*int), args["cursor"].(*string), args["limits"].(any)), true
+		return e.ComplexityRoot.Query.QueryGraph(childComplexity, args["from"].(model.QueryGraphFromInput), args["traverse"].([]*model.QueryGraphTraverseInput), args["where"].(any), args["return"].(*model.QueryGraphReturnInput), args["orderBy"].([]*model.QueryGraphOrderByInput), args["groupBy"].(any), args["limit"].(*int), args["cursor"].(*string), args["limits"].(any), args["explain"].(*bool)), true
 	case "Query.resource":
 		if e.ComplexityRoot.Query.Resource == nil {
 			break
@@ -1336,6 +1338,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.QueryGraphResult.Paths(childComplexity), true
+	case "QueryGraphResult.plan":
+		if e.ComplexityRoot.QueryGraphResult.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QueryGraphResult.Plan(childComplexity), true
 	case "QueryGraphResult.reason":
 		if e.ComplexityRoot.QueryGraphResult.Reason == nil {
 			break
@@ -1361,6 +1369,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ReadStats.ElapsedMs(childComplexity), true
+	case "ReadStats.index":
+		if e.ComplexityRoot.ReadStats.Index == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReadStats.Index(childComplexity), true
 	case "ReadStats.visited":
 		if e.ComplexityRoot.ReadStats.Visited == nil {
 			break
@@ -2195,6 +2209,8 @@ func (ec *executionContext) childFields_QueryGraphResult(ctx context.Context, fi
 		return ec.fieldContext_QueryGraphResult_capped(ctx, field)
 	case "stats":
 		return ec.fieldContext_QueryGraphResult_stats(ctx, field)
+	case "plan":
+		return ec.fieldContext_QueryGraphResult_plan(ctx, field)
 	case "edgeProperties":
 		return ec.fieldContext_QueryGraphResult_edgeProperties(ctx, field)
 	}
@@ -2207,6 +2223,8 @@ func (ec *executionContext) childFields_ReadStats(ctx context.Context, field gra
 		return ec.fieldContext_ReadStats_visited(ctx, field)
 	case "elapsedMs":
 		return ec.fieldContext_ReadStats_elapsedMs(ctx, field)
+	case "index":
+		return ec.fieldContext_ReadStats_index(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ReadStats", field.Name)
 }
@@ -2920,6 +2938,14 @@ func (ec *executionContext) field_Query_queryGraph_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["limits"] = arg8
+	arg9, err := graphql.ProcessArgField(ctx, rawArgs, "explain",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["explain"] = arg9
 	return args, nil
 }
 
@@ -6473,7 +6499,7 @@ func (ec *executionContext) _Query_queryGraph(ctx context.Context, field graphql
 						return nil
 					}
 					return fc.Args["limits"].(any)
-				}())
+				}(), fc.Args["explain"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.QueryGraphResult) graphql.Marshaler {
@@ -7052,6 +7078,29 @@ func (ec *executionContext) fieldContext_QueryGraphResult_stats(_ context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _QueryGraphResult_plan(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QueryGraphResult_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_QueryGraphResult_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QueryGraphResult", field, false, false, "String")
+}
+
 func (ec *executionContext) _QueryGraphResult_edgeProperties(ctx context.Context, field graphql.CollectedField, obj *model.QueryGraphResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7119,6 +7168,29 @@ func (ec *executionContext) _ReadStats_elapsedMs(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ReadStats_elapsedMs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ReadStats", field, false, false, "Float")
+}
+
+func (ec *executionContext) _ReadStats_index(ctx context.Context, field graphql.CollectedField, obj *model.ReadStats) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReadStats_index(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Index, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ReadStats_index(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReadStats", field, false, false, "String")
 }
 
 func (ec *executionContext) _Resource_uri(ctx context.Context, field graphql.CollectedField, obj *model.Resource) (ret graphql.Marshaler) {
@@ -11418,6 +11490,11 @@ func (ec *executionContext) _QueryGraphResult(ctx context.Context, sel ast.Selec
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "plan":
+			out.Values[i] = ec._QueryGraphResult_plan(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "edgeProperties":
 			out.Values[i] = ec._QueryGraphResult_edgeProperties(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -11459,6 +11536,11 @@ func (ec *executionContext) _ReadStats(ctx context.Context, sel ast.SelectionSet
 		case "elapsedMs":
 			out.Values[i] = ec._ReadStats_elapsedMs(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "index":
+			out.Values[i] = ec._ReadStats_index(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

@@ -77,7 +77,7 @@ func (r *queryResolver) FindPaths(ctx context.Context, from string, to string, m
 }
 
 // QueryGraph is the resolver for the queryGraph field.
-func (r *queryResolver) QueryGraph(ctx context.Context, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, groupBy any, limit *int, cursor *string, limits any) (*model.QueryGraphResult, error) {
+func (r *queryResolver) QueryGraph(ctx context.Context, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, groupBy any, limit *int, cursor *string, limits any, explain *bool) (*model.QueryGraphResult, error) {
 	return invoke[*model.QueryGraphResult](ctx, r.Cat, "query_graph", arguments(ctx))
 }
 

@@ -1016,6 +1016,7 @@ func (m *model) check(t *testing.T, s graph.Store) {
 	}
 	m.checkEdges(t, s, ids)
 	m.checkLookups(t, s, ids)
+	m.checkWalks(t, s, ids)
 	m.checkTypeIDs(t, s)
 	m.checkPostings(t, s, ids)
 	// Stats.

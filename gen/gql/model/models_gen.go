@@ -247,6 +247,7 @@ type QueryGraphResult struct {
 	Limits         *Limits            `json:"limits"`
 	Capped         []string           `json:"capped,omitempty"`
 	Stats          *ReadStats         `json:"stats"`
+	Plan           *string            `json:"plan,omitempty"`
 	EdgeProperties any                `json:"edgeProperties,omitempty"`
 }
 
@@ -273,6 +274,8 @@ type ReadStats struct {
 	// Nodes and edges visited.
 	Visited   int     `json:"visited"`
 	ElapsedMs float64 `json:"elapsedMs"`
+	// The property index the read used (Type.property), if any.
+	Index *string `json:"index,omitempty"`
 }
 
 // A resource's contents.

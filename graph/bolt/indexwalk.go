@@ -1,0 +1,182 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/lore-dev/lore/graph"
+)
+
+// WalkIndex returns a stretch of a property index, ascending or
+// descending by value and ascending by ID within a value, from one read
+// transaction. A descending walk reads each value's entries forwards
+// from the value's first key, so a value shared by many nodes costs a
+// seek, not a read of all its entries.
+func (s *Store) WalkIndex(ctx context.Context, w graph.IndexWalk) ([]graph.IndexEntry, error) {
+	if _, err := graph.IndexedType(s.Model(), w.Type, w.Property); err != nil {
+		return nil, err
+	}
+	iw := indexWalk{IndexWalk: w, prefix: propPrefix(w.Type, w.Property), limit: w.Size()}
+	err := s.read(func(tx *bbolt.Tx) error {
+		iw.c = tx.Bucket(bProp).Cursor()
+		if w.Desc {
+			iw.desc()
+		} else {
+			iw.asc()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if iw.out == nil {
+		iw.out = []graph.IndexEntry{}
+	}
+	return iw.out, nil
+}
+
+type indexWalk struct {
+	graph.IndexWalk
+	prefix []byte
+	limit  int
+	c      *bbolt.Cursor
+	out    []graph.IndexEntry
+}
+
+// split returns the value and ID of an index key of the walk's index, or
+// ok false for a key past it.
+func (w *indexWalk) split(k []byte) (val []byte, id graph.ID, ok bool) {
+	if k == nil || !bytes.HasPrefix(k, w.prefix) {
+		return nil, "", false
+	}
+	rest := k[len(w.prefix):]
+	n := graph.IndexValueLen(rest)
+	return rest[:n], graph.ID(rest[n:]), true
+}
+
+func (w *indexWalk) emit(val []byte, id graph.ID) bool {
+	w.out = append(w.out, graph.IndexEntry{Value: bytes.Clone(val), ID: id})
+	return len(w.out) < w.limit
+}
+
+func (w *indexWalk) key(val []byte, id graph.ID) []byte {
+	k := append(bytes.Clone(w.prefix), val...)
+	return append(k, id...)
+}
+
+// asc walks up from the later of From and the position after AfterValue.
+func (w *indexWalk) asc() {
+	start := w.prefix
+	if w.From != nil {
+		start = w.key(w.From, "")
+	}
+	var after []byte
+	if w.AfterValue != nil {
+		after = w.key(w.AfterValue, w.AfterID)
+		if bytes.Compare(after, start) > 0 {
+			start = after
+		}
+	}
+	k, _ := w.c.Seek(start)
+	if after != nil && bytes.Equal(k, after) {
+		k, _ = w.c.Next()
+	}
+	for ; ; k, _ = w.c.Next() {
+		val, id, ok := w.split(k)
+		if !ok || w.To != nil && bytes.Compare(val, w.To) >= 0 {
+			return
+		}
+		if w.From != nil && bytes.Compare(val, w.From) < 0 {
+			continue // a value that is a proper prefix of From sorts after its key
+		}
+		if !w.emit(val, id) {
+			return
+		}
+	}
+}
+
+// desc walks down, a value at a time: the rest of AfterValue's entries
+// first, then each lower value's, each read forwards from its first key.
+func (w *indexWalk) desc() {
+	below := w.To // the values still to read are below it (nil: all)
+	if w.AfterValue != nil {
+		switch {
+		case w.From != nil && bytes.Compare(w.AfterValue, w.From) < 0:
+			return // past the walk's end
+		case w.To == nil || bytes.Compare(w.AfterValue, w.To) < 0:
+			if !w.group(w.AfterValue, w.AfterID) {
+				return
+			}
+			below = w.AfterValue
+		}
+	}
+	for {
+		val, ok := w.lastBelow(below)
+		if !ok || w.From != nil && bytes.Compare(val, w.From) < 0 {
+			return
+		}
+		val = bytes.Clone(val)
+		if !w.group(val, "") {
+			return
+		}
+		below = val
+	}
+}
+
+// group emits val's entries after the ID after ("" for all), ascending,
+// and reports whether the walk wants more.
+func (w *indexWalk) group(val []byte, after graph.ID) bool {
+	first := w.key(val, after)
+	k, _ := w.c.Seek(first)
+	if after != "" && bytes.Equal(k, first) {
+		k, _ = w.c.Next()
+	}
+	for ; ; k, _ = w.c.Next() {
+		v, id, ok := w.split(k)
+		if !ok || !bytes.Equal(v, val) {
+			return true
+		}
+		if !w.emit(v, id) {
+			return false
+		}
+	}
+}
+
+// lastBelow returns the greatest value in the index below x (nil: the
+// greatest value), comparing values bytewise.
+func (w *indexWalk) lastBelow(x []byte) ([]byte, bool) {
+	var k []byte
+	if x == nil {
+		k = w.lastWith(w.prefix)
+	} else {
+		k, _ = w.c.Seek(w.key(x, ""))
+		if val, _, ok := w.split(k); ok && bytes.Compare(val, x) < 0 {
+			// val is a proper prefix of x: its keys sort at and after x's.
+			k = w.lastWith(w.key(val, ""))
+		} else if k == nil {
+			k, _ = w.c.Last()
+		} else {
+			k, _ = w.c.Prev()
+		}
+	}
+	val, _, ok := w.split(k)
+	return val, ok
+}
+
+// lastWith returns the last key that starts with p, or nil.
+func (w *indexWalk) lastWith(p []byte) []byte {
+	var k []byte
+	if end := graph.PrefixEnd(p); end == nil {
+		k, _ = w.c.Last()
+	} else if k, _ = w.c.Seek(end); k == nil {
+		k, _ = w.c.Last()
+	} else {
+		k, _ = w.c.Prev()
+	}
+	if !bytes.HasPrefix(k, p) {
+		return nil
+	}
+	return k
+}
