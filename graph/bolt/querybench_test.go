@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,6 +118,23 @@ func BenchmarkSearch(b *testing.B) {
 					}
 					report(b, kind, p50, p99)
 				}
+				// Two words every node holds: the cost must not grow with
+				// their posting lists.
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				before := ms.TotalAlloc
+				const reps = 300
+				p50, p99 := latencies(b, reps, func(int) {
+					res, err := graph.Search(b.Context(), s, graph.SearchQuery{Text: "generated benchmark", Type: "Service", Limit: 10}, graph.Limits{})
+					if err != nil || len(res.Hits) != 10 {
+						b.Fatalf("two common words: %d hits, %v", len(res.Hits), err)
+					}
+				})
+				runtime.ReadMemStats(&ms)
+				report(b, "two-common", p50, p99)
+				perCall := float64(ms.TotalAlloc-before) / reps
+				b.ReportMetric(perCall, "two-common-B/call")
+				fmt.Printf("%-28s %10.0f B/call\n", b.Name()+" two-common", perCall)
 			}
 		})
 	}
