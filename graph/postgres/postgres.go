@@ -328,6 +328,11 @@ func (s *Store) init(ctx context.Context, model *schema.Model) error {
 	if err := s.adoptModel(ctx, model, nil); err != nil {
 		return err
 	}
+	if !s.readOnly {
+		if err := s.reindexSearch(ctx); err != nil {
+			return fmt.Errorf("re-indexing the search postings: %w", err)
+		}
+	}
 	seq, err := s.lastSeq(ctx, s.pool)
 	if err != nil {
 		return err
