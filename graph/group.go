@@ -294,7 +294,7 @@ func (ex *executor) groupCounts(src *source, steps []Step) (map[string]int64, bo
 	if err != nil {
 		return nil, false, err
 	}
-	if !c.complete {
+	if !c.complete || src.searchCut != "" { // a cut search found only some of the results
 		return nil, false, nil
 	}
 	counts := map[string]int64{}

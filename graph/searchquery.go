@@ -11,9 +11,11 @@ import (
 
 // The search syntax: words, each a term every hit holds; "a quoted phrase",
 // whose words a hit holds one after the other in one value; and name:word
-// or name:"a phrase", held in the property name. The last bare word also
-// matches as a prefix. Words are folded and stemmed as the index is (see
-// tokenize); stopwords are left out unless nothing else is left.
+// or name:"a phrase", held in the property name. Words are folded and
+// stemmed as the index is (see tokenize); stopwords are left out unless
+// nothing else is left. The last word kept, if bare, also matches as a
+// prefix: the tokens that start with its stem (the maxExpansions most
+// frequent of the first MaxTermScan), at half weight.
 type parsedQuery struct {
 	clauses []clause
 	phrases []phrase
@@ -35,6 +37,7 @@ type phrase struct {
 
 func parseQuery(text string) parsedQuery {
 	var pq, stops parsedQuery
+	var lastBare, lastStop string // the last bare word kept, and stopword
 	add := func(c clause) {
 		target := &pq
 		if stopwords[c.term] {
@@ -42,9 +45,8 @@ func parseQuery(text string) parsedQuery {
 		}
 		for i, x := range target.clauses {
 			if x.term == c.term && x.field == c.field {
-				if c.prefix != "" {
-					target.clauses[i].prefix = c.prefix
-				}
+				// Once: the later place counts (it may be the last word).
+				target.clauses = append(slices.Delete(target.clauses, i, i+1), c)
 				return
 			}
 		}
@@ -82,16 +84,23 @@ func parseQuery(text string) parsedQuery {
 		if quoted && len(toks) > 1 {
 			pq.phrases = append(pq.phrases, phrase{field: field, toks: toks})
 		}
-		for j, tok := range toks {
-			c := clause{term: tok, field: field}
-			if !quoted && i >= len(text) && j == len(toks)-1 {
-				c.prefix = tok // the last word, typed so far
+		for _, tok := range toks {
+			add(clause{term: tok, field: field})
+			switch {
+			case quoted || field != "":
+			case stopwords[tok]:
+				lastStop = tok
+			default:
+				lastBare = tok
 			}
-			add(c)
 		}
 	}
 	if len(pq.clauses) == 0 {
-		pq.clauses = stops.clauses
+		pq.clauses, lastBare = stops.clauses, lastStop
+	}
+	// The last word kept, if bare, is perhaps not typed in full.
+	if n := len(pq.clauses); n > 0 && pq.clauses[n-1].field == "" && pq.clauses[n-1].term == lastBare {
+		pq.clauses[n-1].prefix = lastBare
 	}
 	return pq
 }
