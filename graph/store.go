@@ -142,8 +142,8 @@ type Store interface {
 	// With q.ByWeight (and q.Exact) the postings of the token come by
 	// Weight, highest first, then by ID: Search reads them so, and stops
 	// once no unread posting can reach its top results. With q.Nodes (and
-	// q.Exact) only the postings of the token for those nodes come, in
-	// token, type, ID order (a random access; q.ByWeight is ignored).
+	// q.Exact) only the postings of the token for those nodes come, in the
+	// order of q.Nodes (a random access; q.ByWeight is ignored).
 	Postings(ctx context.Context, q PostingQuery) (*PostingPage, error)
 	// Terms returns the distinct tokens of the text-search index that start
 	// with q.Prefix (or equal it, with q.Exact), in token order, at most

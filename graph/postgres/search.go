@@ -24,8 +24,8 @@ func (s *Store) postingsOf(ctx context.Context, q graph.PostingQuery) (*graph.Po
 		return nil, err
 	}
 	return readOn(ctx, s, func(db querier) (*graph.PostingPage, error) {
-		rows, err := db.Query(ctx, `SELECT p.type, p.id, p.weight FROM lore_postings p JOIN unnest($2::text[], $3::text[]) AS n(t, i)
-			ON p.token = $1 AND p.type = n.t COLLATE "C" AND p.id = n.i COLLATE "C" ORDER BY p.type, p.id`, []byte(q.Prefix), types, ids)
+		rows, err := db.Query(ctx, `SELECT p.type, p.id, p.weight FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS n(t, i, o)
+			JOIN lore_postings p ON p.token = $1 AND p.type = n.t COLLATE "C" AND p.id = n.i COLLATE "C" ORDER BY n.o`, []byte(q.Prefix), types, ids)
 		if err != nil {
 			return nil, err
 		}
