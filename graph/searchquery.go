@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/lore-dev/lore/schema"
 )
@@ -106,12 +107,12 @@ func parseQuery(text string) parsedQuery {
 }
 
 // fieldName returns the length of a "name:" that starts s and is followed
-// by a word or a quote, or 0.
+// by a letter, a digit or a quote (so that http://… is words), or 0.
 func fieldName(s string) int {
 	for i, r := range s {
 		switch {
 		case r == ':' && i > 0:
-			if i+1 < len(s) && s[i+1] != ' ' && s[i+1] != '\t' {
+			if next, _ := utf8.DecodeRuneInString(s[i+1:]); next == '"' || unicode.IsLetter(next) || unicode.IsDigit(next) {
 				return i
 			}
 			return 0
