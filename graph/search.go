@@ -40,7 +40,8 @@ type Posting struct {
 	Weight int
 }
 
-// A PostingPage is one page of postings, in token, type, ID order.
+// A PostingPage is one page of postings, in token, type, ID order (by
+// weight with PostingQuery.ByWeight; in the order asked with Nodes).
 // Scanned counts the entries examined; Next is "" at the end.
 type PostingPage struct {
 	Postings []Posting
