@@ -25,6 +25,11 @@ import (
 //	go test -run '^$' -bench 'Search|Traversal|Bounds' -benchtime 1x ./graph/bolt -lore.qsizes 10000,100000,1000000
 var querySizes = flag.String("lore.qsizes", "10000,100000", "comma-separated node counts for the query benchmarks")
 
+// queryDirs names stores a previous run built (they are left in the
+// temporary directory), as n=DIR,…, to measure them again without
+// rebuilding: -lore.qdirs 1000000=/tmp/lore-qbench-1000000-123.
+var queryDirs = flag.String("lore.qdirs", "", "comma-separated n=DIR of stores built by an earlier run, to reuse")
+
 var (
 	benchStores   = map[int]*Store{}
 	benchStoresMu sync.Mutex
@@ -36,6 +41,16 @@ func benchStore(b *testing.B, n int) *Store {
 	defer benchStoresMu.Unlock()
 	if s, ok := benchStores[n]; ok {
 		return s
+	}
+	for kv := range strings.SplitSeq(*queryDirs, ",") {
+		if k, dir, ok := strings.Cut(kv, "="); ok && k == strconv.Itoa(n) {
+			s, err := Open(context.Background(), Config{Path: filepath.Join(dir, "store")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchStores[n] = s
+			return s
+		}
 	}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("lore-qbench-%d-", n))
 	if err != nil {
