@@ -294,7 +294,7 @@ func (ex *executor) groupCounts(src *source, steps []Step) (map[string]int64, bo
 	if err != nil {
 		return nil, false, err
 	}
-	if !c.complete || src.searchCut != "" { // a cut search found only some of the results
+	if !c.complete {
 		return nil, false, nil
 	}
 	counts := map[string]int64{}
