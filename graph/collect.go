@@ -70,7 +70,10 @@ func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collec
 	for first := true; ; first = false {
 		if src.end {
 			endSegment()
-			c.complete = true
+			// A search cut by its work limit found only some of the
+			// results: enough for a page, not for an order or a grouping,
+			// which need every one.
+			c.complete = src.searchCut == "" || len(ex.q.OrderBy) == 0 && ex.q.GroupBy == nil
 			break
 		}
 		size := chunk

@@ -24,3 +24,13 @@ const (
 
 // Fingerprint returns the fingerprint a query's cursors carry.
 func Fingerprint(q *Query) string { return q.fingerprint() }
+
+// ParsedQuery returns the canonical form of a search query's text.
+func ParsedQuery(text string) string { return parseQuery(text).String() }
+
+// Tokens returns the tokens of a text as the search index holds them.
+func Tokens(text string) []string {
+	var out []string
+	tokenize(text, func(tok string) { out = append(out, tok) })
+	return out
+}

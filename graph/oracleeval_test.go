@@ -3,6 +3,7 @@ package graph_test
 import (
 	"cmp"
 	"fmt"
+	"github.com/kljensen/snowball/english"
 	"maps"
 	"slices"
 	"strings"
@@ -166,16 +167,23 @@ func words(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
-// searchTerms drops the stopwords of a search, unless nothing else is left.
+// searchTerms returns the English stems of the words of a search, its
+// stopwords dropped unless nothing else is left, each once (at its last
+// place): the last also matches as a prefix.
 func searchTerms(s string) []string {
-	all := slices.Compact(words(s))
+	all := words(s)
 	terms := slices.DeleteFunc(slices.Clone(all), func(w string) bool {
 		return slices.Contains(strings.Fields("a an and are as at be by for from in is it of on or that the this to was with"), w)
 	})
 	if len(terms) == 0 {
-		return all
+		terms = all
 	}
-	return terms
+	var out []string
+	for _, w := range terms {
+		w = english.Stem(w, true)
+		out = append(slices.DeleteFunc(out, func(x string) bool { return x == w }), w)
+	}
+	return out
 }
 
 // starts returns the start set, sorted.
@@ -197,8 +205,12 @@ func (g *oGraph) starts(q *oQuery) []string {
 			}
 			name, _ := nd.props["name"].(string)
 			toks := words(name)
+			for i, w := range toks {
+				toks[i] = english.Stem(w, true)
+			}
 			if len(toks) > 0 && !slices.ContainsFunc(terms, func(t string) bool {
-				return !slices.ContainsFunc(toks, func(w string) bool { return strings.HasPrefix(w, t) })
+				last := t == terms[len(terms)-1]
+				return !slices.ContainsFunc(toks, func(w string) bool { return w == t || last && strings.HasPrefix(w, t) })
 			}) {
 				out = append(out, id)
 			}

@@ -337,10 +337,17 @@ func TestSearch(t *testing.T) {
 	}{
 		{"billing", "", []string{"service/billing", "doc/billing-design"}},
 		{"ledger runbook", "", []string{"doc/ledger-runbook"}},
-		{"postgres", "Decision", []string{"adr/0007-adopt-postgresql-for-transactional-services", "adr/0016-run-postgresql-on-a-managed-ha-cluster"}},
+		// 0016 holds the word postgres (postgres-cluster); 0007 only
+		// postgresql, a prefix match.
+		{"postgres", "Decision", []string{"adr/0016-run-postgresql-on-a-managed-ha-cluster", "adr/0007-adopt-postgresql-for-transactional-services"}},
 		{"Ada", "Person", []string{"person/ada-okafor"}},
 		{"incident", "Document", []string{"doc/incident-response-guide"}},
-		{"kotlin", "Service", []string{"service/billing", "service/shipments"}},
+		// Both name Kotlin once; BM25 ranks the shorter text first.
+		{"kotlin", "Service", []string{"service/shipments", "service/billing"}},
+		{"parsers kötlin", "Service", nil},                                              // stems and folds, but no service holds both
+		{"Invoices", "Service", []string{"service/legacy-invoicer", "service/billing"}}, // invoices, invoicer and invoice: stem invoic
+		{`"usage fees"`, "", []string{"service/billing"}},                               // a phrase
+		{"description:ledger", "Service", []string{"service/ledger"}},                   // a field
 	} {
 		t.Run(tt.text, func(t *testing.T) {
 			res, err := graph.Search(t.Context(), s, graph.SearchQuery{Text: tt.text, Type: tt.typ, Limit: 5}, graph.Limits{})

@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
+	"math"
 	"strings"
 	"time"
-
-	"github.com/lore-dev/lore/schema"
 )
 
 // A PostingQuery reads the search index: the nodes indexed under tokens
@@ -17,10 +15,21 @@ type PostingQuery struct {
 	Prefix string
 	Exact  bool
 	Type   string
+	// ByWeight (with Exact) orders the postings by Weight, highest first,
+	// then by ID.
+	ByWeight bool
+	// Nodes (with Exact), if set, restricts the postings to these nodes.
+	Nodes []TypedID
 	Page
 	// MaxScan bounds the index entries examined, matching or not; 0 means
 	// the page size.
 	MaxScan int
+}
+
+// A TypedID names a node with its type.
+type TypedID struct {
+	Type string
+	ID   ID
 }
 
 // A Posting is one entry of the search index.
@@ -31,7 +40,8 @@ type Posting struct {
 	Weight int
 }
 
-// A PostingPage is one page of postings, in token, type, ID order.
+// A PostingPage is one page of postings, in token, type, ID order (by
+// weight with PostingQuery.ByWeight; in the order asked with Nodes).
 // Scanned counts the entries examined; Next is "" at the end.
 type PostingPage struct {
 	Postings []Posting
@@ -39,8 +49,27 @@ type PostingPage struct {
 	Next     string
 }
 
+// A TermQuery asks for the distinct tokens of the search index that start
+// with Prefix (or equal it, with Exact), of nodes of one Type if set.
+type TermQuery struct {
+	Prefix string
+	Exact  bool
+	Type   string
+	Limit  int
+}
+
+// A Term is one token of the search index and its number of postings.
+type Term struct {
+	Token string
+	Count int
+}
+
+// MaxTermScan bounds the index entries a Terms call examines.
+const MaxTermScan = 256
+
 // A SearchQuery is a ranked text search: nodes whose searchable text
-// holds every term of Text, the last term (and any term) also as a prefix.
+// holds every term of Text (see parseQuery for phrases and fields), the
+// last word also as a prefix.
 type SearchQuery struct {
 	Text   string `json:"query"`
 	Type   string `json:"type,omitempty"`
@@ -58,6 +87,11 @@ type SearchHit struct {
 // A SearchResult is a page of ranked hits.
 type SearchResult struct {
 	Hits []SearchHit `json:"hits"`
+	// Total is the number of nodes that match, exact unless
+	// TotalEstimated: an estimate from the terms' posting counts when the
+	// search stopped before it saw every match.
+	Total          int  `json:"total"`
+	TotalEstimated bool `json:"totalEstimated,omitempty"`
 	// More is true when Cursor continues the hits.
 	More      bool      `json:"more"`
 	Truncated bool      `json:"truncated"`
@@ -80,34 +114,48 @@ type ReadStats struct {
 type searchCursor struct {
 	Q     string  `json:"q"` // the query text and type it belongs to
 	Score float64 `json:"s"`
-	Len   int     `json:"l"`
+	Len   int     `json:"l"` // unused since TokenizerVersion 2; kept so older cursors decode
 	ID    ID      `json:"i"`
 }
 
-type ranked struct {
-	node  *Node
-	score float64
-	len   int // display-name length: shorter ranks first among equals
-}
+// maxExpansions is how many tokens the last word of a query matches as a
+// prefix besides its own (the most frequent of the first MaxTermScan), as
+// Elasticsearch's match_phrase_prefix bounds its max_expansions; a prefix
+// match counts half an exact one.
+const (
+	maxExpansions = 8
+	prefixFactor  = 0.5
+)
 
 // Search runs a ranked text search over the store's index under the
-// ceilings. It never scans every node: it counts each term's postings (up
-// to a cap), starts from the rarest term, and verifies and scores only the
-// nodes indexed under it.
+// ceilings. Each node that holds every term scores BM25: the sum over the
+// terms of idf times the token's impact (see NodeTokens). Hits come by
+// score, highest first, then by ID.
+//
+// It reads the terms' postings in impact order and looks each node it
+// meets up in the other terms' postings (the Threshold Algorithm of Fagin,
+// Lotem and Naor, over impact-ordered postings as Anh and Moffat keep
+// them), and stops as soon as no node it has not met can rank among the
+// hits of the page: a page costs about the same whatever the terms' posting
+// counts, when the best-scoring nodes hold every term.
 func Search(ctx context.Context, s Store, q SearchQuery, ceilings Limits) (*SearchResult, error) {
 	start := time.Now()
 	lim, capped := ceilings.Clamp(q.Limits)
 	res := &SearchResult{Hits: []SearchHit{}, Limits: lim, Capped: capped}
 	m := s.Model()
-	nt, typed := m.Node(q.Type)
-	if q.Type != "" && !typed {
-		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(m.NodeTypeNames()), ErrInvalid)
+	if q.Type != "" {
+		if _, ok := m.Node(q.Type); !ok {
+			return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", q.Type, list(m.NodeTypeNames()), ErrInvalid)
+		}
 	}
-	terms := queryTerms(q.Text)
-	if len(terms) == 0 {
+	pq := parseQuery(q.Text)
+	if len(pq.clauses) == 0 {
 		return nil, fmt.Errorf("search query %q has no words to look for: %w", q.Text, ErrInvalid)
 	}
-	fingerprint := q.Type + "\x00" + strings.Join(terms, " ")
+	if err := pq.checkFields(m, q.Type); err != nil {
+		return nil, err
+	}
+	fingerprint := q.Type + "\x00" + pq.String()
 	var after *searchCursor
 	if q.Cursor != "" {
 		c, err := decodeCursor[searchCursor](s, q.Cursor)
@@ -123,151 +171,51 @@ func Search(ctx context.Context, s Store, q SearchQuery, ceilings Limits) (*Sear
 	b := newBudget(ctx, lim)
 	defer b.cancel()
 
-	// Start from the term with the fewest postings; when several reach the
-	// counting cap, from the one with the fewest exact matches.
-	best, bestCount, bestExact := "", -1, -1
-	count := func(term string, exact bool) (int, error) {
-		page, err := s.Postings(b.ctx, PostingQuery{Prefix: term, Exact: exact, Type: q.Type, Page: Page{Limit: searchCountCap + 1}, MaxScan: min(b.remaining(), 4*searchCountCap)})
-		if err != nil {
-			return 0, err
-		}
-		b.spend(page.Scanned)
-		if len(page.Postings) == 0 && page.Next != "" {
-			// The scan limit stopped the count before the first match: that
-			// is not "no match".
-			b.stop(ReasonWork)
-		}
-		return len(page.Postings), nil
+	ta, err := newThreshold(b, s, pq, q.Type)
+	if err != nil {
+		return res.finish(b, start), ignoreDeadline(err)
 	}
-	counts := make([]int, len(terms))
-	for i, term := range terms {
-		n, err := count(term, false)
-		if err != nil {
-			return res.finish(b, start), ignoreDeadline(err)
-		}
-		counts[i] = n
-		if bestCount < 0 || n < bestCount {
-			best, bestCount = term, n
-		}
-		if !b.ok() || n == 0 {
-			break
-		}
-	}
-	if bestCount > searchCountCap && b.ok() {
-		for _, term := range terms { // every term is common: compare exact matches
-			e, err := count(term, true)
-			if err != nil {
-				return res.finish(b, start), ignoreDeadline(err)
-			}
-			if bestExact < 0 || e < bestExact {
-				best, bestExact = term, e
-			}
-		}
-	}
-	if bestCount == 0 || !b.ok() {
+	if ta == nil { // a term no node holds
 		return res.finish(b, start), nil
 	}
+	ta.after = after
+	ta.k = limit + 1 // one more tells whether a page follows
+	hits, err := ta.run()
+	if err != nil {
+		return res.finish(b, start), ignoreDeadline(err)
+	}
+	res.Total, res.TotalEstimated = ta.total()
 
-	// Collect the candidates indexed under it: exact matches first, as they
-	// score highest, then prefix matches, up to the candidate cap.
-	seen := map[ID]bool{}
-	var cands []ID
-	for _, exact := range []bool{true, false} {
-		pq := PostingQuery{Prefix: best, Exact: exact, Type: q.Type, Page: Page{Limit: 1000}}
-		for b.ok() && len(cands) < searchCandidate {
-			if b.remaining() <= 0 {
-				b.stop(ReasonWork)
-				break
-			}
-			pq.MaxScan = min(b.remaining(), 4000)
-			page, err := s.Postings(b.ctx, pq)
-			if err != nil {
-				return res.finish(b, start), ignoreDeadline(err)
-			}
-			b.spend(page.Scanned)
-			for _, p := range page.Postings {
-				if !seen[p.ID] {
-					seen[p.ID] = true
-					cands = append(cands, p.ID)
-				}
-			}
-			if page.Next == "" {
-				break
-			}
-			pq.After = page.Next
-		}
+	ids := make([]ID, 0, min(len(hits), limit))
+	for _, h := range hits[:min(len(hits), limit)] {
+		ids = append(ids, h.ref.ID)
 	}
-	if len(cands) >= searchCandidate {
-		b.stop(ReasonWork)
-	}
-
-	// Verify and score them.
-	var hits []ranked
-	for i := 0; i < len(cands) && b.ok(); i += 256 {
-		chunk := cands[i:min(i+256, len(cands))]
-		if !b.spend(len(chunk)) {
-			break
-		}
-		nodes, err := s.Nodes(b.ctx, chunk)
-		if err != nil {
-			return res.finish(b, start), ignoreDeadline(err)
-		}
-		for _, n := range nodes {
-			if n == nil || typed && n.Type != nt.Name {
-				continue
-			}
-			if ntOf, ok := m.Node(n.Type); ok {
-				if r, ok := score(ntOf, n, terms, q.Text); ok {
-					hits = append(hits, r)
-				}
-			}
-		}
-	}
-	slices.SortFunc(hits, func(a, b ranked) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.len, b.len); c != 0 {
-			return c
-		}
-		return strings.Compare(string(a.node.ID), string(b.node.ID))
-	})
-	if after != nil {
-		i, _ := slices.BinarySearchFunc(hits, *after, func(h ranked, c searchCursor) int {
-			if x := cmp.Compare(c.Score, h.score); x != 0 {
-				return x
-			}
-			if x := cmp.Compare(h.len, c.Len); x != 0 {
-				return x
-			}
-			return strings.Compare(string(h.node.ID), string(c.ID))
-		})
-		for i < len(hits) && hits[i].node.ID == after.ID {
-			i++
-		}
-		hits = hits[i:]
+	nodes, err := ta.load(ids)
+	if err != nil {
+		return res.finish(b, start), ignoreDeadline(err)
 	}
 	cursorAfterLast := func() {
 		last := res.Hits[len(res.Hits)-1]
-		lt, _ := m.Node(last.Node.Type)
-		res.Cursor = encodeCursor(s, searchCursor{Q: fingerprint, Score: last.Score, Len: len(displayOf(lt, last.Node.Properties)), ID: last.Node.ID})
+		res.Cursor = encodeCursor(s, searchCursor{Q: fingerprint, Score: last.Score, ID: last.Node.ID})
 	}
 	room, used := lim.MaxBytes-2048, 0 // room for the envelope
-	for _, h := range hits {
-		if len(res.Hits) == limit {
-			cursorAfterLast()
-			if limit == lim.MaxResults && after == nil {
-				b.stop(ReasonResults)
-			}
-			break
+	for i, n := range nodes {
+		if n == nil {
+			continue // deleted since its postings were read
 		}
-		hit := SearchHit{Node: h.node, Score: h.score}
+		hit := SearchHit{Node: n, Score: hits[i].score}
 		if used += jsonSize(hit); used > room && len(res.Hits) > 0 {
 			b.stop(ReasonBytes) // the rest on the next page
 			cursorAfterLast()
 			break
 		}
 		res.Hits = append(res.Hits, hit)
+	}
+	if res.Cursor == "" && len(hits) > limit && len(res.Hits) > 0 {
+		cursorAfterLast()
+		if limit == lim.MaxResults && after == nil {
+			b.stop(ReasonResults)
+		}
 	}
 	return res.finish(b, start), nil
 }
@@ -277,45 +225,16 @@ func (r *SearchResult) finish(b *budget, start time.Time) *SearchResult {
 	if b.reason != "" && b.reason != ReasonResults {
 		r.Truncated, r.Reason = true, b.reason
 	}
+	if r.Total < len(r.Hits) {
+		r.Total = len(r.Hits)
+	}
 	r.Stats = ReadStats{Visited: b.visited, ElapsedMs: float64(time.Since(start).Microseconds()) / 1000}
 	return r
 }
 
-// score matches a node's searchable text against every term. Exact words
-// score twice a prefix; words of the display property weigh more; a display
-// name equal to the query ranks first.
-func score(nt *schema.NodeType, n *Node, terms []string, query string) (ranked, bool) {
-	toks := NodeTokens(nt, n.Properties)
-	total := 0.0
-	for _, term := range terms {
-		best := 0
-		for tok, w := range toks {
-			switch {
-			case tok == term:
-				best = max(best, 2*int(w))
-			case strings.HasPrefix(tok, term):
-				best = max(best, int(w))
-			}
-		}
-		if best == 0 {
-			return ranked{}, false
-		}
-		total += float64(best)
-	}
-	display := displayOf(nt, n.Properties)
-	if display != "" && strings.EqualFold(strings.TrimSpace(display), strings.TrimSpace(query)) {
-		total += 10
-	}
-	return ranked{node: n, score: total, len: len(display)}, true
-}
-
-// displayOf returns a node's display name ("" if its type has none).
-func displayOf(nt *schema.NodeType, props Props) string {
-	if nt == nil || nt.Display == "" {
-		return ""
-	}
-	s, _ := props[nt.Display].(string)
-	return s
+// idf is BM25's inverse document frequency of a token held by df of n nodes.
+func idf(df, n int) float64 {
+	return math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
 }
 
 func pageLimit(want, ceiling int) int {
@@ -330,4 +249,12 @@ func ignoreDeadline(err error) error {
 		return nil
 	}
 	return err
+}
+
+// rankCmp orders hits: by score, highest first, then by ID.
+func rankCmp(as float64, aid ID, bs float64, bid ID) int {
+	if c := cmp.Compare(bs, as); c != 0 {
+		return c
+	}
+	return strings.Compare(string(aid), string(bid))
 }

@@ -138,7 +138,20 @@ type Store interface {
 	// matching or not (Scanned counts them), and returns a cursor to go on
 	// when it stops early, even with no posting on the page. An empty
 	// prefix is ErrInvalid.
+	//
+	// With q.ByWeight (and q.Exact) the postings of the token come by
+	// Weight, highest first, then by ID: Search reads them so, and stops
+	// once no unread posting can reach its top results. With q.Nodes (and
+	// q.Exact) only the postings of the token for those nodes come, in the
+	// order of q.Nodes (a random access; q.ByWeight is ignored).
 	Postings(ctx context.Context, q PostingQuery) (*PostingPage, error)
+	// Terms returns the distinct tokens of the text-search index that start
+	// with q.Prefix (or equal it, with q.Exact), in token order, at most
+	// q.Limit (0: DefaultPageSize), each with its number of postings (of
+	// nodes of q.Type if given; a token with none of that type is left
+	// out). It examines at most MaxTermScan tokens. An empty prefix is
+	// ErrInvalid.
+	Terms(ctx context.Context, q TermQuery) ([]Term, error)
 	// ScanNodes returns a page of every node, ordered by ID (no edge counts).
 	ScanNodes(ctx context.Context, p Page) (*NodePage, error)
 	// ScanEdges returns a page of every edge, ordered by from, label, to

@@ -255,7 +255,11 @@ func (o searchOut) keep(n int) {
 
 func (o searchOut) text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d hits", len(o.Hits))
+	about := ""
+	if o.TotalEstimated {
+		about = "about "
+	}
+	fmt.Fprintf(&b, "%d hits of %s%d", len(o.Hits), about, o.Total)
 	if o.Truncated {
 		fmt.Fprintf(&b, " (truncated: %s)", o.Reason)
 	}
@@ -282,7 +286,7 @@ func display(n *graph.Node) string {
 
 func searchNodes() *Tool {
 	return define(readTool("search_nodes", "Search nodes",
-		"Ranked search of node names and text: all words match, the last as a prefix. Finds IDs from words."),
+		"Ranked search of node names and text: all words match, the last as a prefix; \"a phrase\", field:word. Finds IDs from words."),
 		func(ctx context.Context, c *Catalog, in *searchIn) (*searchOut, error) {
 			var capped []string
 			capAt(&in.Limit, MaxSearchLimit, "limit", &capped)

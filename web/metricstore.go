@@ -110,6 +110,13 @@ func (ms *meteredStore) Postings(ctx context.Context, q graph.PostingQuery) (*gr
 	return p, err
 }
 
+func (ms *meteredStore) Terms(ctx context.Context, q graph.TermQuery) ([]graph.Term, error) {
+	done := ms.op("terms")
+	t, err := ms.s.Terms(ctx, q)
+	done(err)
+	return t, err
+}
+
 func (ms *meteredStore) ScanNodes(ctx context.Context, pg graph.Page) (*graph.NodePage, error) {
 	done := ms.op("scan_nodes")
 	p, err := ms.s.ScanNodes(ctx, pg)

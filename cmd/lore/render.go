@@ -228,7 +228,11 @@ func viewSearch(w io.Writer, m *schema.Model, r *graph.SearchResult) error {
 	for _, h := range r.Hits {
 		t.row(append(nodeCells(m, h.Node), strconv.FormatFloat(h.Score, 'f', 2, 64))...)
 	}
-	f := footer{count: count(len(r.Hits), "hit"), truncated: r.Truncated, reason: r.Reason, capped: r.Capped}
+	of := fmt.Sprintf(" of %d", r.Total)
+	if r.TotalEstimated {
+		of = fmt.Sprintf(" of about %d", r.Total)
+	}
+	f := footer{count: count(len(r.Hits), "hit") + of, truncated: r.Truncated, reason: r.Reason, capped: r.Capped}
 	if r.More {
 		f.next = "--cursor " + r.Cursor
 	}

@@ -283,14 +283,16 @@ type ComplexityRoot struct {
 	}
 
 	SearchNodesResult struct {
-		Capped    func(childComplexity int) int
-		Cursor    func(childComplexity int) int
-		Hits      func(childComplexity int) int
-		Limits    func(childComplexity int) int
-		More      func(childComplexity int) int
-		Reason    func(childComplexity int) int
-		Stats     func(childComplexity int) int
-		Truncated func(childComplexity int) int
+		Capped         func(childComplexity int) int
+		Cursor         func(childComplexity int) int
+		Hits           func(childComplexity int) int
+		Limits         func(childComplexity int) int
+		More           func(childComplexity int) int
+		Reason         func(childComplexity int) int
+		Stats          func(childComplexity int) int
+		Total          func(childComplexity int) int
+		TotalEstimated func(childComplexity int) int
+		Truncated      func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -1487,6 +1489,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SearchNodesResult.Stats(childComplexity), true
+	case "SearchNodesResult.total":
+		if e.ComplexityRoot.SearchNodesResult.Total == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchNodesResult.Total(childComplexity), true
+	case "SearchNodesResult.totalEstimated":
+		if e.ComplexityRoot.SearchNodesResult.TotalEstimated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchNodesResult.TotalEstimated(childComplexity), true
 	case "SearchNodesResult.truncated":
 		if e.ComplexityRoot.SearchNodesResult.Truncated == nil {
 			break
@@ -2271,6 +2285,10 @@ func (ec *executionContext) childFields_SearchNodesResult(ctx context.Context, f
 	switch field.Name {
 	case "hits":
 		return ec.fieldContext_SearchNodesResult_hits(ctx, field)
+	case "total":
+		return ec.fieldContext_SearchNodesResult_total(ctx, field)
+	case "totalEstimated":
+		return ec.fieldContext_SearchNodesResult_totalEstimated(ctx, field)
 	case "more":
 		return ec.fieldContext_SearchNodesResult_more(ctx, field)
 	case "truncated":
@@ -7491,6 +7509,52 @@ func (ec *executionContext) fieldContext_SearchNodesResult_hits(_ context.Contex
 	return fc, nil
 }
 
+func (ec *executionContext) _SearchNodesResult_total(ctx context.Context, field graphql.CollectedField, obj *model.SearchNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchNodesResult_total(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Total, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchNodesResult_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchNodesResult", field, false, false, "Int")
+}
+
+func (ec *executionContext) _SearchNodesResult_totalEstimated(ctx context.Context, field graphql.CollectedField, obj *model.SearchNodesResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchNodesResult_totalEstimated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalEstimated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchNodesResult_totalEstimated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchNodesResult", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _SearchNodesResult_more(ctx context.Context, field graphql.CollectedField, obj *model.SearchNodesResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11711,6 +11775,16 @@ func (ec *executionContext) _SearchNodesResult(ctx context.Context, sel ast.Sele
 		case "hits":
 			out.Values[i] = ec._SearchNodesResult_hits(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "total":
+			out.Values[i] = ec._SearchNodesResult_total(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalEstimated":
+			out.Values[i] = ec._SearchNodesResult_totalEstimated(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "more":

@@ -37,10 +37,12 @@ const ownerFile = "owner"
 // in-edge counters only, one bDeg entry per node and label; version 2 kept
 // each node's edge summary in bDeg; version 3 keeps it in the node record;
 // version 4 keeps Cayley's value IDs and reference counts in two buckets
-// instead of 131,072 (see hookKV); version 5 adds the in-edge index (bIn).
+// instead of 131,072 (see hookKV); version 5 adds the in-edge index (bIn);
+// version 6 holds the search postings of graph.TokenizerVersion 2 (folded,
+// stemmed, BM25 impacts), in impact order too, and their counts.
 // Open upgrades older stores: it moves the values (mergeValueBuckets) and
 // rebuilds the derived data, the in-edge index with it.
-const storeVersion = 5
+const storeVersion = 6
 
 // Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", and "v" and
 // "n" as the adapter keeps them, see hookKV).
@@ -50,7 +52,7 @@ var (
 	bIn        = []byte("lore.in")   // to NUL label NUL from NUL key -> "": the in-edge index (see inKey)
 	bType      = []byte("lore.type") // type NUL ID -> ""
 	bProp      = []byte("lore.prop") // type NUL prop NUL value ID -> ""
-	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight
+	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight, and impKey
 	bDeg       = []byte("lore.deg")  // ID -> edge summary a bulk load stages (see degree.go)
 	bLog       = []byte("lore.log")  // seq -> Change
 	bIdem      = []byte("lore.idem") // idempotency key -> idemRec
@@ -306,7 +308,7 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 		if v := meta.Get([]byte("version")); v != nil {
 			switch binary.BigEndian.Uint64(v) {
 			case storeVersion:
-			case 1, 2, 3, 4:
+			case 1, 2, 3, 4, 5:
 				// Mark the derived buckets stale in the same transaction
 				// that bumps the version: Open rebuilds them, and a crash
 				// before it finishes leaves the mark for the next Open.

@@ -486,11 +486,20 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		for tok, w := range newToks {
 			if old, ok := oldToks[tok]; !ok || old != w || retype {
 				put(bTok, tokenKey(tok, op.New.Type, id), []byte{w})
+				put(bTok, impKey(tok, w, id, op.New.Type), []byte{w})
+				if ok && !retype {
+					del(bTok, impKey(tok, old, id, op.Old.Type))
+				}
+			}
+			if _, ok := oldToks[tok]; !ok || retype {
+				count(bMeta, dfKey(tok, op.New.Type), 1)
 			}
 		}
-		for tok := range oldToks {
+		for tok, w := range oldToks {
 			if _, ok := newToks[tok]; !ok || retype {
 				del(bTok, tokenKey(tok, op.Old.Type, id))
+				del(bTok, impKey(tok, w, id, op.Old.Type))
+				count(bMeta, dfKey(tok, op.Old.Type), -1)
 			}
 		}
 		if op.Old != nil && (op.New == nil || retype) {

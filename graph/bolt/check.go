@@ -20,7 +20,8 @@ import (
 type derived struct {
 	typeKeys  map[string]bool
 	propKeys  map[string]bool
-	tokKeys   map[string]byte
+	tokKeys   map[string]byte     // postings, in token and in impact order
+	terms     map[string]int64    // postings per token and type, by dfKey
 	counts    map[string]int64    // bMeta count keys
 	deg       map[string]int64    // edge counts by degKey
 	summaries map[graph.ID][]byte // the summary each node record holds
@@ -55,7 +56,7 @@ func (s *Store) Check(ctx context.Context) (*graph.CheckReport, error) {
 // buckets; read, if set, is called with the records read so far, every
 // progressEvery records.
 func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, m *schema.Model, r *graph.CheckReport, read func(n int64)) (*derived, error) {
-	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, tokKeys: map[string]byte{}, counts: map[string]int64{}, deg: map[string]int64{}, summaries: map[graph.ID][]byte{}}
+	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, tokKeys: map[string]byte{}, terms: map[string]int64{}, counts: map[string]int64{}, deg: map[string]int64{}, summaries: map[graph.ID][]byte{}}
 	tick := func() {
 		if n := r.Nodes + r.Edges; read != nil && n%progressEvery == 0 {
 			read(n)
@@ -96,6 +97,8 @@ func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, m *schema.Model,
 		}
 		for tok, w := range graph.NodeTokens(nt, props) {
 			d.tokKeys[string(tokenKey(tok, rec.Type, id))] = w
+			d.tokKeys[string(impKey(tok, w, id, rec.Type))] = w
+			d.terms[string(dfKey(tok, rec.Type))]++
 		}
 		d.counts[string(countKey("node", rec.Type))]++
 		return nil
@@ -182,6 +185,7 @@ func (s *Store) checkDerived(tx *bbolt.Tx, d *derived, r *graph.CheckReport) {
 		}
 	}
 	counters("count", bMeta, []byte("count/"), d.counts)
+	counters("search term count", bMeta, []byte(dfPrefix), d.terms)
 	want := summaries(d.deg)
 	for id, v := range d.summaries {
 		if w := want[string(id)]; !bytes.Equal(v, w) {
@@ -393,8 +397,10 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 	meta := tx.Bucket(bMeta)
 	c := meta.Cursor()
 	var stale [][]byte
-	for k, _ := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, _ = c.Next() {
-		stale = append(stale, bytes.Clone(k))
+	for _, prefix := range [][]byte{[]byte("count/"), []byte(dfPrefix)} {
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			stale = append(stale, bytes.Clone(k))
+		}
 	}
 	for _, k := range stale {
 		if err := meta.Delete(k); err != nil {
@@ -412,6 +418,9 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 		ops = append(ops, kvOp{bucket: bTok, key: []byte(k), val: []byte{w}})
 	}
 	for k, n := range d.counts {
+		ops = append(ops, kvOp{bucket: bMeta, key: []byte(k), val: u64(uint64(n))})
+	}
+	for k, n := range d.terms {
 		ops = append(ops, kvOp{bucket: bMeta, key: []byte(k), val: u64(uint64(n))})
 	}
 	err := tx.Bucket(bEdges).ForEach(func(k, _ []byte) error {

@@ -54,3 +54,23 @@ func tokenKey(tok, typ string, id graph.ID) []byte {
 	k = append(k, 0)
 	return append(k, id...)
 }
+
+// impKey keys a posting in impact order, in the same bucket (bTok) as
+// tokenKey's, after a NUL that no token starts with: NUL token NUL
+// (255 - weight) ID NUL type -> weight. Reading a token's postings by weight
+// is then a scan in key order (see Store.Postings).
+func impKey(tok string, w byte, id graph.ID, typ string) []byte {
+	k := make([]byte, 0, len(tok)+len(id)+len(typ)+4)
+	k = append(k, 0)
+	k = append(k, tok...)
+	k = append(k, 0, 255-w)
+	k = append(k, id...)
+	k = append(k, 0)
+	return append(k, typ...)
+}
+
+// dfPrefix starts the bMeta keys that count a token's postings per type:
+// "df/" token NUL type -> count.
+const dfPrefix = "df/"
+
+func dfKey(tok, typ string) []byte { return []byte(dfPrefix + tok + "\x00" + typ) }

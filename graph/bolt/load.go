@@ -117,8 +117,10 @@ func (s *Store) empty() error {
 		meta := tx.Bucket(bMeta)
 		var stale [][]byte
 		c := meta.Cursor()
-		for k, _ := c.Seek([]byte("count/")); k != nil && bytes.HasPrefix(k, []byte("count/")); k, _ = c.Next() {
-			stale = append(stale, bytes.Clone(k))
+		for _, prefix := range [][]byte{[]byte("count/"), []byte(dfPrefix)} {
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+				stale = append(stale, bytes.Clone(k))
+			}
 		}
 		for _, k := range append(stale, metaDeferred, metaLoading) {
 			if err := meta.Delete(k); err != nil {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,11 @@ import (
 //	go test -run '^$' -bench 'Search|Traversal|Bounds' -benchtime 1x ./graph/bolt -lore.qsizes 10000,100000,1000000
 var querySizes = flag.String("lore.qsizes", "10000,100000", "comma-separated node counts for the query benchmarks")
 
+// queryDirs names stores a previous run built (they are left in the
+// temporary directory), as n=DIR,…, to measure them again without
+// rebuilding: -lore.qdirs 1000000=/tmp/lore-qbench-1000000-123.
+var queryDirs = flag.String("lore.qdirs", "", "comma-separated n=DIR of stores built by an earlier run, to reuse")
+
 var (
 	benchStores   = map[int]*Store{}
 	benchStoresMu sync.Mutex
@@ -35,6 +41,16 @@ func benchStore(b *testing.B, n int) *Store {
 	defer benchStoresMu.Unlock()
 	if s, ok := benchStores[n]; ok {
 		return s
+	}
+	for kv := range strings.SplitSeq(*queryDirs, ",") {
+		if k, dir, ok := strings.Cut(kv, "="); ok && k == strconv.Itoa(n) {
+			s, err := Open(context.Background(), Config{Path: filepath.Join(dir, "store")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchStores[n] = s
+			return s
+		}
 	}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("lore-qbench-%d-", n))
 	if err != nil {
@@ -117,6 +133,32 @@ func BenchmarkSearch(b *testing.B) {
 					}
 					report(b, kind, p50, p99)
 				}
+				// Two words every node holds: the cost must not grow with
+				// their posting lists.
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				before := ms.TotalAlloc
+				const reps = 300
+				var short int
+				var last *graph.SearchResult
+				p50, p99 := latencies(b, reps, func(int) {
+					res, err := graph.Search(b.Context(), s, graph.SearchQuery{Text: "generated benchmark", Type: "Service", Limit: 10}, graph.Limits{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(res.Hits) != 10 {
+						short++
+					}
+					last = res
+				})
+				runtime.ReadMemStats(&ms)
+				if short > 0 {
+					b.Errorf("two common words: %d of %d searches found fewer than 10 hits (last: %d, truncated %v %s)", short, reps, len(last.Hits), last.Truncated, last.Reason)
+				}
+				report(b, "two-common", p50, p99)
+				perCall := float64(ms.TotalAlloc-before) / reps
+				b.ReportMetric(perCall, "two-common-B/call")
+				fmt.Printf("%-28s %10.0f B/call, %d hits, truncated %v, visited %d\n", b.Name()+" two-common", perCall, len(last.Hits), last.Truncated, last.Stats.Visited)
 			}
 		})
 	}

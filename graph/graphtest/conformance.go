@@ -1368,6 +1368,93 @@ func (m *model) checkPostings(t *testing.T, s graph.Store, ids []graph.ID) {
 			}
 		}
 	}
+	m.checkPostingsByWeight(t, s, all)
+	m.checkTerms(t, s, all)
+}
+
+// checkPostingsByWeight reads every token's postings by weight, and looks
+// some up by node.
+func (m *model) checkPostingsByWeight(t *testing.T, s graph.Store, all []graph.Posting) {
+	t.Helper()
+	tokens := map[string]bool{}
+	for _, p := range all {
+		tokens[p.Token] = true
+	}
+	for tok := range tokens {
+		for _, typ := range []string{"", "Service", "Topic"} {
+			var want []graph.Posting
+			var refs []graph.TypedID
+			for _, p := range all {
+				if p.Token == tok && (typ == "" || p.Type == typ) {
+					want = append(want, p)
+					refs = append(refs, graph.TypedID{Type: p.Type, ID: p.ID})
+				}
+			}
+			// Random access, for the nodes that hold the token (last first)
+			// and one that does not: in the order asked.
+			slices.Reverse(refs)
+			got, err := s.Postings(t.Context(), graph.PostingQuery{Prefix: tok, Exact: true, Type: typ, Nodes: append(slices.Clone(refs), graph.TypedID{Type: "Service", ID: "service/none"}), Page: graph.Page{Limit: len(refs) + 1}, MaxScan: len(refs) + 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Reverse(got.Postings)
+			if !slices.Equal(got.Postings, want) {
+				t.Fatalf("Postings %q type %q of %d nodes: %v, want %v", tok, typ, len(refs), got.Postings, want)
+			}
+			slices.SortStableFunc(want, func(a, b graph.Posting) int {
+				return cmp.Or(cmp.Compare(b.Weight, a.Weight), strings.Compare(string(a.ID), string(b.ID)))
+			})
+			var read []graph.Posting
+			q := graph.PostingQuery{Prefix: tok, Exact: true, Type: typ, ByWeight: true, Page: graph.Page{Limit: 2}}
+			for range 10000 {
+				page, err := s.Postings(t.Context(), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				read = append(read, page.Postings...)
+				if page.Next == "" {
+					break
+				}
+				q.After = page.Next
+			}
+			if !slices.Equal(read, want) {
+				t.Fatalf("Postings %q type %q by weight: %v, want %v", tok, typ, read, want)
+			}
+		}
+	}
+}
+
+// checkTerms lists the tokens of some prefixes with their posting counts.
+func (m *model) checkTerms(t *testing.T, s graph.Store, all []graph.Posting) {
+	t.Helper()
+	for _, q := range []graph.TermQuery{{Prefix: "g"}, {Prefix: "go", Exact: true}, {Prefix: "s", Type: "Service"}, {Prefix: "a", Limit: 2}, {Prefix: "zzz"}} {
+		var want []graph.Term
+		for _, p := range all {
+			if (q.Exact && p.Token == q.Prefix || !q.Exact && strings.HasPrefix(p.Token, q.Prefix)) && (q.Type == "" || p.Type == q.Type) {
+				if n := len(want); n > 0 && want[n-1].Token == p.Token {
+					want[n-1].Count++
+				} else {
+					want = append(want, graph.Term{Token: p.Token, Count: 1})
+				}
+			}
+		}
+		if q.Limit > 0 {
+			want = want[:min(len(want), q.Limit)]
+		}
+		got, err := s.Terms(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 && len(want) == 0 {
+			continue
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("Terms %+v: %v, want %v", q, got, want)
+		}
+	}
+	if _, err := s.Terms(t.Context(), graph.TermQuery{}); !errors.Is(err, graph.ErrInvalid) {
+		t.Errorf("Terms of an empty prefix: %v, want ErrInvalid", err)
+	}
 }
 
 func testRandomBatches(t *testing.T, b Backend) {

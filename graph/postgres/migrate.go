@@ -88,6 +88,9 @@ CREATE TABLE lore_idempotency (
 	result bytea NOT NULL -- the first Result, JSON
 );
 `,
+	// 2: the search postings by weight (graph.TokenizerVersion 2), for
+	// Search's impact-ordered reads.
+	2: `CREATE INDEX lore_postings_weight ON lore_postings (token, weight DESC, id) INCLUDE (type);`,
 }
 
 // migrate applies the migrations the database lacks, under a session

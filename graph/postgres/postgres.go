@@ -319,14 +319,29 @@ func (s *Store) init(ctx context.Context, model *schema.Model) error {
 	key := make([]byte, 32)
 	rand.Read(key)
 	if !s.readOnly {
-		err := s.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO lore_meta (key, value) VALUES ('cursorKey', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
+		var err error
+		for range 2 {
+			// A replica starting at the same time may insert the key after
+			// this statement's snapshot: the insert then waits for it and
+			// does nothing, and the select does not see it. The next
+			// statement does.
+			err = s.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO lore_meta (key, value) VALUES ('cursorKey', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
 		SELECT value FROM ins UNION ALL SELECT value FROM lore_meta WHERE key = 'cursorKey'`, key).Scan(&s.cursorKey)
+			if err != pgx.ErrNoRows {
+				break
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("cursor key: %w", err)
 		}
 	}
 	if err := s.adoptModel(ctx, model, nil); err != nil {
 		return err
+	}
+	if !s.readOnly {
+		if err := s.reindexSearch(ctx); err != nil {
+			return fmt.Errorf("re-indexing the search postings: %w", err)
+		}
 	}
 	seq, err := s.lastSeq(ctx, s.pool)
 	if err != nil {

@@ -597,6 +597,12 @@ func (s *Store) Postings(ctx context.Context, q graph.PostingQuery) (*graph.Post
 	if q.Prefix == "" {
 		return nil, fmt.Errorf("empty search token: %w", graph.ErrInvalid)
 	}
+	switch {
+	case q.Exact && q.Nodes != nil:
+		return s.postingsOf(ctx, q)
+	case q.Exact && q.ByWeight:
+		return s.postingsByWeight(ctx, q)
+	}
 	limit := q.Size()
 	maxScan := q.MaxScan
 	if maxScan <= 0 {

@@ -305,14 +305,16 @@ type SearchHit struct {
 }
 
 type SearchNodesResult struct {
-	Hits      []*SearchHit `json:"hits"`
-	More      bool         `json:"more"`
-	Truncated bool         `json:"truncated"`
-	Reason    *string      `json:"reason,omitempty"`
-	Cursor    *string      `json:"cursor,omitempty"`
-	Limits    *Limits      `json:"limits"`
-	Capped    []string     `json:"capped,omitempty"`
-	Stats     *ReadStats   `json:"stats"`
+	Hits           []*SearchHit `json:"hits"`
+	Total          int          `json:"total"`
+	TotalEstimated *bool        `json:"totalEstimated,omitempty"`
+	More           bool         `json:"more"`
+	Truncated      bool         `json:"truncated"`
+	Reason         *string      `json:"reason,omitempty"`
+	Cursor         *string      `json:"cursor,omitempty"`
+	Limits         *Limits      `json:"limits"`
+	Capped         []string     `json:"capped,omitempty"`
+	Stats          *ReadStats   `json:"stats"`
 }
 
 type Subscription struct {
