@@ -29,7 +29,7 @@ type scenario struct {
 // Selections of every field of the shared GraphQL types.
 const (
 	nodeFields   = `id type properties createdAt updatedAt revision edgeCounts { label direction count }`
-	readFields   = `truncated reason limits { maxResults maxHops maxVisited timeoutMs maxBytes } capped stats { visited elapsedMs }`
+	readFields   = `truncated reason limits { maxResults maxHops maxVisited timeoutMs maxBytes } capped stats { visited elapsedMs index }`
 	changeFields = `seq time op truncated part { nodeCount edgeCount offset next } nodes { id type action revision } edges { from label to key action revision }`
 	writeFields  = `seq nodes { id status revision } edges { id status revision } deletedNodes deletedEdges replayed truncated nodeCount edgeCount deletedNodeCount deletedEdgeCount`
 )
