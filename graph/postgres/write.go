@@ -381,6 +381,10 @@ type derivedRows struct {
 	postDel, postAdd postingRows // postAdd upserts (a weight may change)
 	postNew          postingRows // postings of tokens the node had not (with bulk: copied)
 	copied           bool        // propAdd and postNew are copied, not queued
+	// hold says a load may hold propAdd and postNew (see heldRows); held
+	// that planWrites left them to it: the commit deletes and upserts no
+	// derived row.
+	hold, held bool
 }
 
 func (w *derivedRows) reset() *derivedRows {
@@ -389,7 +393,7 @@ func (w *derivedRows) reset() *derivedRows {
 	w.postDel.reset()
 	w.postAdd.reset()
 	w.postNew.reset()
-	w.copied = false
+	w.copied, w.hold, w.held = false, false, false
 	return w
 }
 
@@ -402,12 +406,12 @@ func (w *derivedRows) queue(b *pgx.Batch) {
 		b.Queue(`DELETE FROM lore_postings p USING unnest($1::bytea[], $2::text[], $3::text[]) AS d(k, t, i)
 			WHERE p.token = d.k AND p.type = d.t AND p.id = d.i`, w.postDel.tok, w.postDel.typ, w.postDel.id)
 	}
-	if len(w.propAdd.id) > 0 && !w.copied {
+	if len(w.propAdd.id) > 0 && !w.copied && !w.held {
 		b.Queue(`INSERT INTO lore_prop (type, prop, val, id) SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[])
 			ON CONFLICT DO NOTHING`, w.propAdd.typ, w.propAdd.prop, w.propAdd.val, w.propAdd.id)
 	}
 	for _, r := range []*postingRows{&w.postAdd, &w.postNew} {
-		if len(r.id) > 0 && (r != &w.postNew || !w.copied) {
+		if len(r.id) > 0 && (r != &w.postNew || !w.copied && !w.held) {
 			b.Queue(`INSERT INTO lore_postings (token, type, id, weight) SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::smallint[])
 			ON CONFLICT (token, type, id) DO UPDATE SET weight = excluded.weight`, r.tok, r.typ, r.id, r.weight)
 		}
@@ -432,6 +436,9 @@ type writes struct {
 	// keyed says the writes need the keys of lore_prop and lore_postings
 	// (they delete or upsert rows), which a fast load defers.
 	keyed bool
+	// held says the plan's new derived rows are left to the load to hold
+	// (see heldRows).
+	held bool
 }
 
 func (w *writes) exec(ctx context.Context, tx pgx.Tx) error {
@@ -444,9 +451,11 @@ func (w *writes) exec(ctx context.Context, tx pgx.Tx) error {
 		if c.n == 0 {
 			continue
 		}
+		t0 := time.Now()
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{c.table}, c.cols, c.src); err != nil {
 			return fmt.Errorf("copy into %s: %w", c.table, err)
 		}
+		TRACE("  copy %d rows into %s: %v", c.n, c.table, time.Since(t0))
 	}
 	if w.last != w.first && w.last.Len() > 0 {
 		return tx.SendBatch(ctx, w.last).Close()
@@ -637,11 +646,16 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 			ON CONFLICT (from_id, label, to_id, key) DO UPDATE SET props = excluded.props, created = excluded.created, updated = excluded.updated, rev = excluded.rev`,
 			edgeUp.from, edgeUp.label, edgeUp.to, edgeUp.key, edgeUp.props, edgeUp.created, edgeUp.updated, edgeUp.rev)
 	}
+	w.held = w.hold && len(w.propDel.id)+len(w.postDel.id)+len(w.postAdd.id) == 0
+	wr.held = w.held
 	if bulk {
 		// New records and their index rows are copied, after the deletes
 		// and upserts of first.
 		pa, pn := &w.propAdd, &w.postNew
 		w.copied = true
+		if w.held {
+			pa, pn = &propRows{}, &postingRows{}
+		}
 		wr.copies = append(wr.copies,
 			copyOp{"lore_nodes", []string{"id", "type", "props", "created", "updated", "rev"}, len(nodeNew), pgx.CopyFromSlice(len(nodeNew), func(i int) ([]any, error) {
 				op := p.Nodes[nodeNew[i]]
@@ -660,7 +674,7 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 				return []any{r.tok[i], r.typ[i], r.id[i], r.weight[i]}, nil
 			})})
 	}
-	wr.keyed = len(w.propDel.id)+len(w.postDel.id)+len(w.postAdd.id) > 0 || !bulk && len(w.propAdd.id)+len(w.postNew.id) > 0
+	wr.keyed = len(w.propDel.id)+len(w.postDel.id)+len(w.postAdd.id) > 0 || !bulk && !w.held && len(w.propAdd.id)+len(w.postNew.id) > 0
 	w.queue(b)
 	b = wr.last
 	if len(deg) > 0 && !noDegrees {

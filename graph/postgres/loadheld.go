@@ -1,0 +1,244 @@
+package postgres
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A fast load holds the new rows of its two largest derived tables, the
+// text-search postings and the property index, in memory, compactly, and
+// writes them at its end sorted by their keys, so that PostgreSQL builds
+// each key over rows already in order: at 100k nodes (700k postings)
+// building the postings' key took 2.2 s of CPU over the rows in the order
+// the load wrote them, 0.76 s over sorted rows (the property index's 200k
+// rows: 0.83 s against 0.32 s), and the sort grows as n log n with the
+// load. Sorting in Lore is cheaper: its comparisons are of integers (a
+// token's first 8 bytes, then ranks), PostgreSQL's of three
+// variable-length columns.
+//
+// The load holds rows only while it only adds them: the first commit
+// that deletes or upserts rows of either table (an element given again
+// with other tokens or values, a deleted node), and any write of the load
+// through Apply, first writes the held rows in its transaction (then
+// builds the keys, see load.restoreKeys), and the load goes on without
+// holding. So does a load that holds maxHeld rows, which bounds Lore's
+// memory. Until the load ends, readers see no postings or property index
+// entries of the rows it holds.
+type heldRows struct {
+	ids   []string          // the nodes of the held rows, in the order first held
+	node  map[string]uint32 // node ID -> index in ids
+	names []string          // types and property names
+	name  map[string]uint16 // -> index in names
+	posts []heldPosting
+	props []heldProp
+	buf   []byte // tokens and values
+}
+
+// maxHeld is the most rows a load holds (24 bytes each, with their tokens
+// and values: about 0.5 GB).
+const maxHeld = 1 << 24
+
+type heldPosting struct {
+	prefix uint64 // the token's first 8 bytes, big-endian, zero-padded
+	at     uint32 // where the token is in buf
+	n      uint16 // its length
+	weight int16
+	typ    uint16 // in names
+	node   uint32 // in ids
+}
+
+type heldProp struct {
+	prefix    uint64 // the value's first 8 bytes
+	at, n     uint32 // the value in buf
+	node      uint32
+	typ, prop uint16
+}
+
+func newHeldRows() *heldRows {
+	return &heldRows{node: map[string]uint32{}, name: map[string]uint16{}}
+}
+
+// full says the held rows reached maxHeld.
+func (h *heldRows) full() bool {
+	return len(h.posts)+len(h.props) >= maxHeld || len(h.buf) >= 1<<31 || len(h.names) >= 1<<15
+}
+
+func prefix8(b []byte) uint64 {
+	var p [8]byte
+	copy(p[:], b)
+	return binary.BigEndian.Uint64(p[:])
+}
+
+// ref returns the index of a node ID and of a name, remembering the last
+// ones (rows come a node at a time).
+type heldRef struct {
+	id, name string
+	node     uint32
+	nameAt   uint16
+}
+
+func (h *heldRows) nodeOf(r *heldRef, id string) uint32 {
+	if id == r.id && r.id != "" {
+		return r.node
+	}
+	n, ok := h.node[id]
+	if !ok {
+		n = uint32(len(h.ids))
+		h.ids = append(h.ids, id)
+		h.node[id] = n
+	}
+	r.id, r.node = id, n
+	return n
+}
+
+func (h *heldRows) nameOf(r *heldRef, name string) uint16 {
+	if name == r.name && r.name != "" {
+		return r.nameAt
+	}
+	n, ok := h.name[name]
+	if !ok {
+		n = uint16(len(h.names))
+		h.names = append(h.names, name)
+		h.name[name] = n
+	}
+	r.name, r.nameAt = name, n
+	return n
+}
+
+// add holds the new rows of a commit (w.propAdd and w.postNew).
+func (h *heldRows) add(w *derivedRows) {
+	var nr, tr heldRef
+	pn := &w.postNew
+	for i := range pn.id {
+		tok := pn.tok[i]
+		at := len(h.buf)
+		h.buf = append(h.buf, tok...)
+		h.posts = append(h.posts, heldPosting{prefix: prefix8(tok), at: uint32(at), n: uint16(len(tok)), weight: pn.weight[i],
+			typ: h.nameOf(&tr, pn.typ[i]), node: h.nodeOf(&nr, pn.id[i])})
+	}
+	var pr heldRef
+	pa := &w.propAdd
+	for i := range pa.id {
+		val := pa.val[i]
+		at := len(h.buf)
+		h.buf = append(h.buf, val...)
+		h.props = append(h.props, heldProp{prefix: prefix8(val), at: uint32(at), n: uint32(len(val)), node: h.nodeOf(&nr, pa.id[i]),
+			typ: h.nameOf(&tr, pa.typ[i]), prop: h.nameOf(&pr, pa.prop[i])})
+	}
+}
+
+// ranks replaces the node and name indexes of the held rows by their
+// ranks in key order (C collation: bytewise, as Go compares strings), and
+// ids and names by their sorted copies, so that the rows sort by integers
+// after the first 8 bytes.
+func (h *heldRows) ranks() {
+	rank := func(s []string) ([]string, []uint32) {
+		order := make([]uint32, len(s))
+		for i := range order {
+			order[i] = uint32(i)
+		}
+		slices.SortFunc(order, func(a, b uint32) int { return cmp.Compare(s[a], s[b]) })
+		r := make([]uint32, len(s))
+		sorted := make([]string, len(s))
+		for k, i := range order {
+			r[i], sorted[k] = uint32(k), s[i]
+		}
+		return sorted, r
+	}
+	var idRank, nameRank []uint32
+	h.ids, idRank = rank(h.ids)
+	h.names, nameRank = rank(h.names)
+	for i := range h.posts {
+		p := &h.posts[i]
+		p.node, p.typ = idRank[p.node], uint16(nameRank[p.typ])
+	}
+	for i := range h.props {
+		p := &h.props[i]
+		p.node, p.typ, p.prop = idRank[p.node], uint16(nameRank[p.typ]), uint16(nameRank[p.prop])
+	}
+	h.node, h.name = nil, nil
+}
+
+// writePostings sorts the held postings (after ranks) by their key and
+// copies them into lore_postings in tx.
+func (h *heldRows) writePostings(ctx context.Context, tx pgx.Tx) error {
+	buf := h.buf
+	tok := func(p *heldPosting) []byte { return buf[p.at : p.at+uint32(p.n)] }
+	slices.SortFunc(h.posts, func(a, b heldPosting) int {
+		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		if a.n > 8 || b.n > 8 || a.n != b.n {
+			if c := bytes.Compare(tok(&a), tok(&b)); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(a.typ, b.typ); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.node, b.node)
+	})
+	err := copyRows(ctx, tx, `lore_postings (token, type, id, weight)`, len(h.posts), func(i int, b *copyBuf) {
+		p := &h.posts[i]
+		b.row(4)
+		b.bytea(tok(p))
+		b.text(h.names[p.typ])
+		b.text(h.ids[p.node])
+		b.int16(p.weight)
+	})
+	if err != nil {
+		return fmt.Errorf("copy into lore_postings: %w", err)
+	}
+	return nil
+}
+
+// writeProps sorts the held property index rows (after ranks) by their
+// key and copies them into lore_prop in tx.
+func (h *heldRows) writeProps(ctx context.Context, tx pgx.Tx) error {
+	buf := h.buf
+	val := func(p *heldProp) []byte { return buf[p.at : p.at+p.n] }
+	slices.SortFunc(h.props, func(a, b heldProp) int {
+		if c := cmp.Compare(a.typ, b.typ); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.prop, b.prop); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+			return c
+		}
+		if a.n > 8 || b.n > 8 || a.n != b.n {
+			if c := bytes.Compare(val(&a), val(&b)); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a.node, b.node)
+	})
+	err := copyRows(ctx, tx, `lore_prop (type, prop, val, id)`, len(h.props), func(i int, b *copyBuf) {
+		p := &h.props[i]
+		b.row(4)
+		b.text(h.names[p.typ])
+		b.text(h.names[p.prop])
+		b.bytea(val(p))
+		b.text(h.ids[p.node])
+	})
+	if err != nil {
+		return fmt.Errorf("copy into lore_prop: %w", err)
+	}
+	return nil
+}
+
+// write writes every held row in tx.
+func (h *heldRows) write(ctx context.Context, tx pgx.Tx) error {
+	h.ranks()
+	if err := h.writePostings(ctx, tx); err != nil {
+		return err
+	}
+	return h.writeProps(ctx, tx)
+}
