@@ -489,11 +489,10 @@ func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
 	seq++
 	p.Result.Seq, p.Change.Seq = seq, seq
 	rows := ld.rows.reset()
-	rows.hold = ld.held != nil && !ld.held.full()
-	wr := planWrites(s.Model(), p, ld.fast, rows)
-	if wr.held {
-		ld.held.add(rows)
+	if ld.held != nil && !ld.held.full() {
+		rows.hold = ld.held
 	}
+	wr := planWrites(s.Model(), p, ld.fast, rows)
 	wr.last.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
 	wr.last.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(seq))
 	if err := ld.restoreKeys(ctx, tx, wr, true); err != nil {

@@ -22,17 +22,16 @@ import (
 // token's first 8 bytes, then ranks), PostgreSQL's of three
 // variable-length columns.
 //
-// The load holds rows only while it only adds them: the first commit
-// that deletes or upserts rows of either table (an element given again
-// with other tokens or values, a deleted node), and any write of the load
+// The load holds rows only while its batches only add nodes (and edges,
+// which have no such rows): the first commit of an element the load
+// wrote before (given again, or deleted), and any write of the load
 // through Apply, first writes the held rows in its transaction (then
-// builds the keys, see load.restoreKeys), and the load goes on without
-// holding. So does a load that holds maxHeld rows, which bounds Lore's
+// builds the keys if it needs them, see load.restoreKeys), and the load
+// goes on without holding. So does a load that holds maxHeld rows, which bounds Lore's
 // memory. Until the load ends, readers see no postings or property index
 // entries of the rows it holds.
 type heldRows struct {
-	ids   []string          // the nodes of the held rows, in the order first held
-	node  map[string]uint32 // node ID -> index in ids
+	ids   []string          // the nodes of the held rows
 	names []string          // types and property names
 	name  map[string]uint16 // -> index in names
 	posts []heldPosting
@@ -61,7 +60,7 @@ type heldProp struct {
 }
 
 func newHeldRows() *heldRows {
-	return &heldRows{node: map[string]uint32{}, name: map[string]uint16{}}
+	return &heldRows{name: map[string]uint16{}}
 }
 
 // full says the held rows reached maxHeld.
@@ -75,26 +74,16 @@ func prefix8(b []byte) uint64 {
 	return binary.BigEndian.Uint64(p[:])
 }
 
-// ref returns the index of a node ID and of a name, remembering the last
-// ones (rows come a node at a time).
-type heldRef struct {
-	id, name string
-	node     uint32
-	nameAt   uint16
+func prefix8s(s string) uint64 {
+	var p [8]byte
+	copy(p[:], s)
+	return binary.BigEndian.Uint64(p[:])
 }
 
-func (h *heldRows) nodeOf(r *heldRef, id string) uint32 {
-	if id == r.id && r.id != "" {
-		return r.node
-	}
-	n, ok := h.node[id]
-	if !ok {
-		n = uint32(len(h.ids))
-		h.ids = append(h.ids, id)
-		h.node[id] = n
-	}
-	r.id, r.node = id, n
-	return n
+// heldRef remembers the last name looked up (rows come a node at a time).
+type heldRef struct {
+	name   string
+	nameAt uint16
 }
 
 func (h *heldRows) nameOf(r *heldRef, name string) uint16 {
@@ -111,25 +100,21 @@ func (h *heldRows) nameOf(r *heldRef, name string) uint16 {
 	return n
 }
 
-// add holds the new rows of a commit (w.propAdd and w.postNew).
-func (h *heldRows) add(w *derivedRows) {
-	var nr, tr heldRef
-	pn := &w.postNew
-	for i := range pn.id {
-		tok := pn.tok[i]
+// addNode holds the derived rows of a node new to the load.
+func (h *heldRows) addNode(id, typ string, rows []propRow, toks map[string]byte) {
+	node := uint32(len(h.ids))
+	h.ids = append(h.ids, id)
+	var tr, pr heldRef
+	t := h.nameOf(&tr, typ)
+	for tok, wt := range toks {
 		at := len(h.buf)
 		h.buf = append(h.buf, tok...)
-		h.posts = append(h.posts, heldPosting{prefix: prefix8(tok), at: uint32(at), n: uint16(len(tok)), weight: pn.weight[i],
-			typ: h.nameOf(&tr, pn.typ[i]), node: h.nodeOf(&nr, pn.id[i])})
+		h.posts = append(h.posts, heldPosting{prefix: prefix8s(tok), at: uint32(at), n: uint16(len(tok)), weight: int16(wt), typ: t, node: node})
 	}
-	var pr heldRef
-	pa := &w.propAdd
-	for i := range pa.id {
-		val := pa.val[i]
+	for _, r := range rows {
 		at := len(h.buf)
-		h.buf = append(h.buf, val...)
-		h.props = append(h.props, heldProp{prefix: prefix8(val), at: uint32(at), n: uint32(len(val)), node: h.nodeOf(&nr, pa.id[i]),
-			typ: h.nameOf(&tr, pa.typ[i]), prop: h.nameOf(&pr, pa.prop[i])})
+		h.buf = append(h.buf, r.val...)
+		h.props = append(h.props, heldProp{prefix: prefix8(r.val), at: uint32(at), n: uint32(len(r.val)), node: node, typ: t, prop: h.nameOf(&pr, r.prop)})
 	}
 }
 
@@ -162,7 +147,7 @@ func (h *heldRows) ranks() {
 		p := &h.props[i]
 		p.node, p.typ, p.prop = idRank[p.node], uint16(nameRank[p.typ]), uint16(nameRank[p.prop])
 	}
-	h.node, h.name = nil, nil
+	h.name = nil
 }
 
 // writePostings sorts the held postings (after ranks) by their key and

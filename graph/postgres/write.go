@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -381,10 +382,11 @@ type derivedRows struct {
 	postDel, postAdd postingRows // postAdd upserts (a weight may change)
 	postNew          postingRows // postings of tokens the node had not (with bulk: copied)
 	copied           bool        // propAdd and postNew are copied, not queued
-	// hold says a load may hold propAdd and postNew (see heldRows); held
-	// that planWrites left them to it: the commit deletes and upserts no
-	// derived row.
-	hold, held bool
+	// hold, if set, holds the derived rows of a plan that only adds
+	// nodes and edges (see heldRows), instead of propAdd and postNew;
+	// held says planWrites did.
+	hold *heldRows
+	held bool
 }
 
 func (w *derivedRows) reset() *derivedRows {
@@ -393,7 +395,7 @@ func (w *derivedRows) reset() *derivedRows {
 	w.postDel.reset()
 	w.postAdd.reset()
 	w.postNew.reset()
-	w.copied, w.hold, w.held = false, false, false
+	w.copied, w.hold, w.held = false, nil, false
 	return w
 }
 
@@ -406,24 +408,24 @@ func (w *derivedRows) queue(b *pgx.Batch) {
 		b.Queue(`DELETE FROM lore_postings p USING unnest($1::bytea[], $2::text[], $3::text[]) AS d(k, t, i)
 			WHERE p.token = d.k AND p.type = d.t AND p.id = d.i`, w.postDel.tok, w.postDel.typ, w.postDel.id)
 	}
-	if len(w.propAdd.id) > 0 && !w.copied && !w.held {
+	if len(w.propAdd.id) > 0 && !w.copied {
 		b.Queue(`INSERT INTO lore_prop (type, prop, val, id) SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[])
 			ON CONFLICT DO NOTHING`, w.propAdd.typ, w.propAdd.prop, w.propAdd.val, w.propAdd.id)
 	}
 	for _, r := range []*postingRows{&w.postAdd, &w.postNew} {
-		if len(r.id) > 0 && (r != &w.postNew || !w.copied && !w.held) {
+		if len(r.id) > 0 && (r != &w.postNew || !w.copied) {
 			b.Queue(`INSERT INTO lore_postings (token, type, id, weight) SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::smallint[])
 			ON CONFLICT (token, type, id) DO UPDATE SET weight = excluded.weight`, r.tok, r.typ, r.id, r.weight)
 		}
 	}
 }
 
-// copyOp is a COPY of new rows into a table.
+// copyOp is a COPY of n new rows into a table (into names its columns),
+// which row encodes.
 type copyOp struct {
-	table string
-	cols  []string
-	n     int // rows
-	src   pgx.CopyFromSource
+	into string
+	n    int
+	row  func(i int, b *copyBuf)
 }
 
 // writes are a plan's statements: first (deletes and upserts), the
@@ -452,10 +454,10 @@ func (w *writes) exec(ctx context.Context, tx pgx.Tx) error {
 			continue
 		}
 		t0 := time.Now()
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{c.table}, c.cols, c.src); err != nil {
-			return fmt.Errorf("copy into %s: %w", c.table, err)
+		if err := copyRows(ctx, tx, c.into, c.n, c.row); err != nil {
+			return fmt.Errorf("copy into %s: %w", c.into, err)
 		}
-		TRACE("  copy %d rows into %s: %v", c.n, c.table, time.Since(t0))
+		TRACE("  copy %d rows into %s: %v", c.n, c.into, time.Since(t0))
 	}
 	if w.last != w.first && w.last.Len() > 0 {
 		return tx.SendBatch(ctx, w.last).Close()
@@ -540,8 +542,27 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 		deg     = map[degKey]int64{}
 		counts  = map[countKey]int64{}
 	)
+	w.held = w.hold != nil && !slices.ContainsFunc(p.Nodes, func(op graph.NodeOp) bool { return op.Old != nil }) &&
+		!slices.ContainsFunc(p.Edges, func(op graph.EdgeOp) bool { return op.Old != nil })
+	wr.held = w.held
 	for i, op := range p.Nodes {
 		id := op.ID
+		if w.held {
+			if bulk {
+				nodeNew = append(nodeNew, i)
+			} else {
+				nodeUp.id = append(nodeUp.id, string(id))
+				nodeUp.typ = append(nodeUp.typ, op.New.Type)
+				nodeUp.props = append(nodeUp.props, string(op.New.Props))
+				nodeUp.created = append(nodeUp.created, op.New.Created)
+				nodeUp.updated = append(nodeUp.updated, op.New.Updated)
+				nodeUp.rev = append(nodeUp.rev, op.New.Rev)
+			}
+			rows, toks := recordIndexRows(m, id, op.New, op.Props)
+			w.hold.addNode(string(id), op.New.Type, rows, toks)
+			counts[countKey{"node", op.New.Type}]++
+			continue
+		}
 		var oldRows, newRows []propRow
 		var oldToks, newToks map[string]byte
 		if op.Old != nil {
@@ -646,35 +667,50 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 			ON CONFLICT (from_id, label, to_id, key) DO UPDATE SET props = excluded.props, created = excluded.created, updated = excluded.updated, rev = excluded.rev`,
 			edgeUp.from, edgeUp.label, edgeUp.to, edgeUp.key, edgeUp.props, edgeUp.created, edgeUp.updated, edgeUp.rev)
 	}
-	w.held = w.hold && len(w.propDel.id)+len(w.postDel.id)+len(w.postAdd.id) == 0
-	wr.held = w.held
 	if bulk {
 		// New records and their index rows are copied, after the deletes
 		// and upserts of first.
 		pa, pn := &w.propAdd, &w.postNew
 		w.copied = true
-		if w.held {
-			pa, pn = &propRows{}, &postingRows{}
-		}
 		wr.copies = append(wr.copies,
-			copyOp{"lore_nodes", []string{"id", "type", "props", "created", "updated", "rev"}, len(nodeNew), pgx.CopyFromSlice(len(nodeNew), func(i int) ([]any, error) {
-				op := p.Nodes[nodeNew[i]]
-				return []any{string(op.ID), op.New.Type, string(op.New.Props), op.New.Created, op.New.Updated, op.New.Rev}, nil
-			})},
-			copyOp{"lore_edges", []string{"from_id", "label", "to_id", "key", "props", "created", "updated", "rev"}, len(edgeNew), pgx.CopyFromSlice(len(edgeNew), func(i int) ([]any, error) {
-				op := p.Edges[edgeNew[i]]
-				return []any{string(op.Key.From), op.Key.Label, string(op.Key.To), op.Key.Key, string(op.New.Props), op.New.Created, op.New.Updated, op.New.Rev}, nil
-			})},
-			copyOp{"lore_prop", []string{"type", "prop", "val", "id"}, len(pa.id), pgx.CopyFromSlice(len(pa.id), func(i int) ([]any, error) {
-				r := pa
-				return []any{r.typ[i], r.prop[i], r.val[i], r.id[i]}, nil
-			})},
-			copyOp{"lore_postings", []string{"token", "type", "id", "weight"}, len(pn.id), pgx.CopyFromSlice(len(pn.id), func(i int) ([]any, error) {
-				r := pn
-				return []any{r.tok[i], r.typ[i], r.id[i], r.weight[i]}, nil
-			})})
+			copyOp{`lore_nodes (id, type, props, created, updated, rev)`, len(nodeNew), func(i int, b *copyBuf) {
+				op := &p.Nodes[nodeNew[i]]
+				b.row(6)
+				b.text(string(op.ID))
+				b.text(op.New.Type)
+				b.bytea(op.New.Props)
+				b.int64(op.New.Created)
+				b.int64(op.New.Updated)
+				b.int64(op.New.Rev)
+			}},
+			copyOp{`lore_edges (from_id, label, to_id, key, props, created, updated, rev)`, len(edgeNew), func(i int, b *copyBuf) {
+				op := &p.Edges[edgeNew[i]]
+				b.row(8)
+				b.text(string(op.Key.From))
+				b.text(op.Key.Label)
+				b.text(string(op.Key.To))
+				b.text(op.Key.Key)
+				b.bytea(op.New.Props)
+				b.int64(op.New.Created)
+				b.int64(op.New.Updated)
+				b.int64(op.New.Rev)
+			}},
+			copyOp{`lore_prop (type, prop, val, id)`, len(pa.id), func(i int, b *copyBuf) {
+				b.row(4)
+				b.text(pa.typ[i])
+				b.text(pa.prop[i])
+				b.bytea(pa.val[i])
+				b.text(pa.id[i])
+			}},
+			copyOp{`lore_postings (token, type, id, weight)`, len(pn.id), func(i int, b *copyBuf) {
+				b.row(4)
+				b.bytea(pn.tok[i])
+				b.text(pn.typ[i])
+				b.text(pn.id[i])
+				b.int16(pn.weight[i])
+			}})
 	}
-	wr.keyed = len(w.propDel.id)+len(w.postDel.id)+len(w.postAdd.id) > 0 || !bulk && !w.held && len(w.propAdd.id)+len(w.postNew.id) > 0
+	wr.keyed = len(w.propDel.id)+len(w.postDel.id)+len(w.postAdd.id) > 0 || !bulk && len(w.propAdd.id)+len(w.postNew.id) > 0
 	w.queue(b)
 	b = wr.last
 	if len(deg) > 0 && !noDegrees {
