@@ -50,11 +50,24 @@ import (
 // builds them (see buildDeferred). Readers meanwhile scan the tables. The keys are
 // dropped after the marker is committed, so a load that dies with them
 // dropped is undone, which builds them again.
+//
+// The keys of the records (lore_nodes, lore_edges) are deferred the same
+// way: while the load only adds elements, it knows that each is new (see
+// loaded) and copies it, and nothing it does needs the keys but the
+// planning of an element it wrote before (then a scan, once: that
+// element's commit builds the keys). At 100k nodes, inserting into the
+// two keys took 0.29 and 0.85 s of PostgreSQL's CPU against 0.09 and
+// 0.29 s to build them over the rows.
 const (
 	dropKeys = `ALTER TABLE lore_postings DROP CONSTRAINT lore_postings_pkey;
-		ALTER TABLE lore_prop DROP CONSTRAINT lore_prop_pkey`
+		ALTER TABLE lore_prop DROP CONSTRAINT lore_prop_pkey;
+		ALTER TABLE lore_nodes DROP CONSTRAINT lore_nodes_pkey;
+		ALTER TABLE lore_edges DROP CONSTRAINT lore_edges_pkey`
 	addPostingsKey = `ALTER TABLE lore_postings ADD CONSTRAINT lore_postings_pkey PRIMARY KEY (token, type, id)`
 	addPropKey     = `ALTER TABLE lore_prop ADD CONSTRAINT lore_prop_pkey PRIMARY KEY (type, prop, val, id)`
+	addNodesKey    = `ALTER TABLE lore_nodes ADD CONSTRAINT lore_nodes_pkey PRIMARY KEY (id)`
+	addEdgesKey    = `ALTER TABLE lore_edges ADD CONSTRAINT lore_edges_pkey PRIMARY KEY (from_id, label, to_id, key)`
+	addKeys        = addNodesKey + `; ` + addEdgesKey + `; ` + addPostingsKey + `; ` + addPropKey
 )
 
 // A fast load also drops the secondary indexes of the records (nodes by
@@ -91,7 +104,7 @@ type load struct {
 	mu       sync.Mutex // held while a commit of the load uses conn (Close waits for it)
 	conn     *pgx.Conn
 	fast     bool        // the load writes the edge summaries at its end
-	deferred bool        // the keys of lore_prop and lore_postings are dropped
+	deferred bool        // the keys of lore_nodes, lore_edges, lore_prop and lore_postings are dropped
 	rows     derivedRows // the derived rows of the commit under way
 	held     *heldRows   // the derived rows the load holds; nil once it holds none
 	// loaded is what the load committed, while ApplyStream planned all
@@ -101,7 +114,8 @@ type load struct {
 
 // restoreKeys writes the rows the load holds in tx, unless the writes
 // of a load's commit leave it to hold their rows too, and builds the
-// deferred keys if the writes need them. ld may be nil (no load).
+// deferred keys unless the writes only add elements. ld may be nil (no
+// load).
 func (ld *load) restoreKeys(ctx context.Context, tx pgx.Tx, wr *writes, inLoad bool) error {
 	if ld == nil || !inLoad {
 		return nil
@@ -112,10 +126,10 @@ func (ld *load) restoreKeys(ctx context.Context, tx pgx.Tx, wr *writes, inLoad b
 		}
 		ld.held = nil // (if the commit fails, so does the load)
 	}
-	if !ld.deferred || !wr.keyed {
+	if !ld.deferred || wr.adds {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, addPostingsKey+"; "+addPropKey); err != nil {
+	if _, err := tx.Exec(ctx, addKeys); err != nil {
 		return fmt.Errorf("building the keys a load deferred: %w", err)
 	}
 	return nil
@@ -123,7 +137,7 @@ func (ld *load) restoreKeys(ctx context.Context, tx pgx.Tx, wr *writes, inLoad b
 
 // committed notes that a commit of the load built the deferred keys.
 func (ld *load) committed(wr *writes, inLoad bool) {
-	if ld != nil && inLoad && wr.keyed {
+	if ld != nil && inLoad && !wr.adds {
 		ld.deferred = false
 	}
 }
@@ -274,8 +288,8 @@ func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
 		})
 	}
 	if ld.deferred {
-		lanes[0] = append(lanes[0], exec(addPostingsKey))
-		lanes[1] = append(lanes[1], exec(addPropKey))
+		lanes[0] = append(lanes[0], exec(addPostingsKey), exec(addNodesKey))
+		lanes[1] = append(lanes[1], exec(addPropKey), exec(addEdgesKey))
 	}
 	if ld.fast {
 		lanes[0] = append(lanes[0], exec(addNodesType))
@@ -359,15 +373,16 @@ func undoLoad(ctx context.Context, q beginner, wait bool) (live bool, err error)
 		if _, err := tx.Exec(ctx, addIndexes); err != nil {
 			return err
 		}
-		var noPostingsKey, noPropKey, noDegreesKey bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass('lore_postings_pkey') IS NULL, to_regclass('lore_prop_pkey') IS NULL, to_regclass('lore_degrees_pkey') IS NULL`).
-			Scan(&noPostingsKey, &noPropKey, &noDegreesKey); err != nil {
+		var noNodesKey, noEdgesKey, noPostingsKey, noPropKey, noDegreesKey bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass('lore_nodes_pkey') IS NULL, to_regclass('lore_edges_pkey') IS NULL,
+			to_regclass('lore_postings_pkey') IS NULL, to_regclass('lore_prop_pkey') IS NULL, to_regclass('lore_degrees_pkey') IS NULL`).
+			Scan(&noNodesKey, &noEdgesKey, &noPostingsKey, &noPropKey, &noDegreesKey); err != nil {
 			return err
 		}
 		for _, add := range []struct {
 			missing bool
 			sql     string
-		}{{noPostingsKey, addPostingsKey}, {noPropKey, addPropKey}, {noDegreesKey, addDegreesKey}} {
+		}{{noNodesKey, addNodesKey}, {noEdgesKey, addEdgesKey}, {noPostingsKey, addPostingsKey}, {noPropKey, addPropKey}, {noDegreesKey, addDegreesKey}} {
 			if add.missing {
 				if _, err := tx.Exec(ctx, add.sql); err != nil {
 					return err
@@ -492,6 +507,7 @@ func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
 	if ld.held != nil && !ld.held.full() {
 		rows.hold = ld.held
 	}
+	rows.deferred = ld.deferred
 	wr := planWrites(s.Model(), p, ld.fast, rows)
 	wr.last.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
 	wr.last.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(seq))

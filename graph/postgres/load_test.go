@@ -52,7 +52,8 @@ func keysPresent(t *testing.T, s *postgres.Store) {
 	t.Helper()
 	var ok bool
 	if err := s.Pool().QueryRow(t.Context(), `SELECT to_regclass('lore_postings_pkey') IS NOT NULL AND to_regclass('lore_prop_pkey') IS NOT NULL
-		AND to_regclass('lore_nodes_type') IS NOT NULL AND to_regclass('lore_edges_in') IS NOT NULL AND to_regclass('lore_degrees_pkey') IS NOT NULL`).Scan(&ok); err != nil || !ok {
+		AND to_regclass('lore_nodes_type') IS NOT NULL AND to_regclass('lore_edges_in') IS NOT NULL AND to_regclass('lore_degrees_pkey') IS NOT NULL
+		AND to_regclass('lore_nodes_pkey') IS NOT NULL AND to_regclass('lore_edges_pkey') IS NOT NULL`).Scan(&ok); err != nil || !ok {
 		t.Errorf("a key or index a fast load defers is missing (%v)", err)
 	}
 }

@@ -136,6 +136,10 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 		p.Result.Seq, p.Change.Seq = seq, seq
 	}
 	wr := planWrites(m, p, ld != nil && inLoad && ld.fast, new(derivedRows))
+	// A write of a load through Apply (not ApplyStream) writes the rows the
+	// load holds and builds the keys it deferred: its planning, and the
+	// load's after it, read the records.
+	wr.adds = false
 	batch := wr.last
 	if !p.Empty() {
 		batch.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
@@ -387,6 +391,9 @@ type derivedRows struct {
 	// held says planWrites did.
 	hold *heldRows
 	held bool
+	// deferred says a load deferred the keys: a plan that only adds
+	// elements copies every new row (no upsert needs a key).
+	deferred bool
 }
 
 func (w *derivedRows) reset() *derivedRows {
@@ -395,7 +402,7 @@ func (w *derivedRows) reset() *derivedRows {
 	w.postDel.reset()
 	w.postAdd.reset()
 	w.postNew.reset()
-	w.copied, w.hold, w.held = false, nil, false
+	w.copied, w.hold, w.held, w.deferred = false, nil, false, false
 	return w
 }
 
@@ -435,9 +442,9 @@ type copyOp struct {
 type writes struct {
 	first, last *pgx.Batch
 	copies      []copyOp
-	// keyed says the writes need the keys of lore_prop and lore_postings
-	// (they delete or upsert rows), which a fast load defers.
-	keyed bool
+	// adds says the plan only adds elements: the writes need none of the
+	// keys a fast load defers.
+	adds bool
 	// held says the plan's new derived rows are left to the load to hold
 	// (see heldRows).
 	held bool
@@ -522,7 +529,9 @@ type countKey struct{ kind, name string }
 func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) *writes {
 	wr := &writes{first: &pgx.Batch{}}
 	wr.last = wr.first
-	bulk := len(p.Nodes)+len(p.Edges) >= copyMin
+	wr.adds = !slices.ContainsFunc(p.Nodes, func(op graph.NodeOp) bool { return op.Old != nil }) &&
+		!slices.ContainsFunc(p.Edges, func(op graph.EdgeOp) bool { return op.Old != nil })
+	bulk := len(p.Nodes)+len(p.Edges) >= copyMin || wr.adds && w.deferred
 	if bulk {
 		wr.last = &pgx.Batch{}
 	}
@@ -542,22 +551,12 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 		deg     = map[degKey]int64{}
 		counts  = map[countKey]int64{}
 	)
-	w.held = w.hold != nil && !slices.ContainsFunc(p.Nodes, func(op graph.NodeOp) bool { return op.Old != nil }) &&
-		!slices.ContainsFunc(p.Edges, func(op graph.EdgeOp) bool { return op.Old != nil })
+	w.held = w.hold != nil && wr.adds && bulk
 	wr.held = w.held
 	for i, op := range p.Nodes {
 		id := op.ID
 		if w.held {
-			if bulk {
-				nodeNew = append(nodeNew, i)
-			} else {
-				nodeUp.id = append(nodeUp.id, string(id))
-				nodeUp.typ = append(nodeUp.typ, op.New.Type)
-				nodeUp.props = append(nodeUp.props, string(op.New.Props))
-				nodeUp.created = append(nodeUp.created, op.New.Created)
-				nodeUp.updated = append(nodeUp.updated, op.New.Updated)
-				nodeUp.rev = append(nodeUp.rev, op.New.Rev)
-			}
+			nodeNew = append(nodeNew, i)
 			rows, toks := recordIndexRows(m, id, op.New, op.Props)
 			w.hold.addNode(string(id), op.New.Type, rows, toks)
 			counts[countKey{"node", op.New.Type}]++
@@ -710,7 +709,6 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 				b.int16(pn.weight[i])
 			}})
 	}
-	wr.keyed = len(w.propDel.id)+len(w.postDel.id)+len(w.postAdd.id) > 0 || !bulk && len(w.propAdd.id)+len(w.postNew.id) > 0
 	w.queue(b)
 	b = wr.last
 	if len(deg) > 0 && !noDegrees {
