@@ -205,6 +205,15 @@ func (m *cpuMeter) classify(title string) int {
 	return unknown
 }
 
+// now returns what the meter measured so far (Lore's time includes the
+// meter's).
+func (m *cpuMeter) now() cpuUsage {
+	m.scan(false)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.usage(selfCPU() - m.lore0)
+}
+
 // end stops the meter and returns what it measured.
 func (m *cpuMeter) end() cpuUsage {
 	close(m.stop)
@@ -212,6 +221,10 @@ func (m *cpuMeter) end() cpuUsage {
 	lore := selfCPU() - m.lore0 - m.self
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.usage(lore)
+}
+
+func (m *cpuMeter) usage(lore time.Duration) cpuUsage {
 	u := cpuUsage{lore: lore}
 	for pid, c := range m.last {
 		if pid < 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,10 @@ const (
 	addPropKey     = `ALTER TABLE lore_prop ADD CONSTRAINT lore_prop_pkey PRIMARY KEY (type, prop, val, id)`
 	addNodesKey    = `ALTER TABLE lore_nodes ADD CONSTRAINT lore_nodes_pkey PRIMARY KEY (id)`
 	addEdgesKey    = `ALTER TABLE lore_edges ADD CONSTRAINT lore_edges_pkey PRIMARY KEY (from_id, label, to_id, key)`
-	addKeys        = addNodesKey + `; ` + addEdgesKey + `; ` + addPostingsKey + `; ` + addPropKey
+	// The edges' key, built as an index first: its build shares the
+	// table with other reads and builds, the key's lock does not.
+	addEdgesKeyIndex = `CREATE UNIQUE INDEX lore_edges_pkey ON lore_edges (from_id, label, to_id, key)`
+	addEdgesKeyUsing = `ALTER TABLE lore_edges ADD CONSTRAINT lore_edges_pkey PRIMARY KEY USING INDEX lore_edges_pkey`
 )
 
 // A fast load also drops the secondary indexes of the records (nodes by
@@ -101,12 +105,13 @@ const (
 
 // load is an all-or-nothing load under way.
 type load struct {
-	mu       sync.Mutex // held while a commit of the load uses conn (Close waits for it)
-	conn     *pgx.Conn
-	fast     bool        // the load writes the edge summaries at its end
-	deferred bool        // the keys of lore_nodes, lore_edges, lore_prop and lore_postings are dropped
-	rows     derivedRows // the derived rows of the commit under way
-	held     *heldRows   // the derived rows the load holds; nil once it holds none
+	mu    sync.Mutex // held while a commit of the load uses conn (Close waits for it)
+	conn  *pgx.Conn
+	fast  bool        // the load writes the edge summaries at its end
+	keys  []string    // the statements that build the keys of lore_nodes, lore_edges, lore_prop and lore_postings it deferred, not built yet
+	early *earlyBuild // the build of what the load's nodes derive, begun when its edges began; nil if none
+	rows  derivedRows // the derived rows of the commit under way
+	held  *heldRows   // the derived rows the load holds; nil once it holds none
 	// loaded is what the load committed, while ApplyStream planned all
 	// its batches; nil once one was not (see loaded).
 	loaded *loaded
@@ -126,10 +131,10 @@ func (ld *load) restoreKeys(ctx context.Context, tx pgx.Tx, wr *writes, inLoad b
 		}
 		ld.held = nil // (if the commit fails, so does the load)
 	}
-	if !ld.deferred || wr.adds {
+	if len(ld.keys) == 0 || wr.adds {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, addKeys); err != nil {
+	if _, err := tx.Exec(ctx, strings.Join(ld.keys, "; ")); err != nil {
 		return fmt.Errorf("building the keys a load deferred: %w", err)
 	}
 	return nil
@@ -138,8 +143,74 @@ func (ld *load) restoreKeys(ctx context.Context, tx pgx.Tx, wr *writes, inLoad b
 // committed notes that a commit of the load built the deferred keys.
 func (ld *load) committed(wr *writes, inLoad bool) {
 	if ld != nil && inLoad && !wr.adds {
-		ld.deferred = false
+		ld.keys = nil
 	}
+}
+
+// A fast load whose input gives its nodes first (as lore export writes
+// them) builds what its nodes derive as soon as a batch of edges alone
+// comes: the held postings and property index rows with their keys, the
+// nodes' key and their index by type, in a transaction of its own on a
+// connection of the pool, while the load goes on with its edges, which
+// need none of it (at 100k nodes, half of the work of the load's end,
+// which the edges' commits, copies into a table without keys, leave
+// PostgreSQL time for). A commit of the load that writes nodes or needs
+// the keys waits for it first, and so does the load's end; it commits on
+// its own, and the load's marker keeps the load undoable meanwhile.
+type earlyBuild struct {
+	done chan struct{}
+	err  error
+}
+
+// wait waits for the early build, if any, and returns its error.
+func (ld *load) waitEarly() error {
+	if ld == nil || ld.early == nil {
+		return nil
+	}
+	<-ld.early.done
+	return ld.early.err
+}
+
+// startEarly begins the early build of what the load's nodes derive if
+// the plan p, the next to commit, is the load's first of edges alone.
+func (s *Store) startEarly(ctx context.Context, ld *load, p *graph.Plan) {
+	h := ld.held
+	if ld.early != nil || h == nil || len(h.ids) == 0 || len(p.Nodes) > 0 || len(p.Edges) == 0 || !ld.fast {
+		return
+	}
+	steps := []string{addPostingsKey, addPropKey, addNodesKey}
+	if !slices.Equal(ld.keys, []string{addNodesKey, addEdgesKey, addPostingsKey, addPropKey}) {
+		return
+	}
+	ld.keys = []string{addEdgesKey}
+	ld.held = nil
+	eb := &earlyBuild{done: make(chan struct{})}
+	ld.early = eb
+	// The import's context ends with its reading, before the load's end
+	// waits for this build.
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer close(eb.done)
+		eb.err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, buildSettings); err != nil {
+				return err
+			}
+			h.ranks()
+			if err := h.writePostings(ctx, tx); err != nil {
+				return err
+			}
+			if err := h.writeProps(ctx, tx); err != nil {
+				return err
+			}
+			t0 := time.Now()
+			_, err := tx.Exec(ctx, strings.Join(append(steps, addNodesType), "; "))
+			TRACE("early build %v", time.Since(t0))
+			return err
+		})
+		if eb.err != nil {
+			eb.err = fmt.Errorf("building what the load's nodes derive: %w", eb.err)
+		}
+	}()
 }
 
 // baseSQL is the last sequence number an undone load gave out (0 if none).
@@ -176,9 +247,10 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 		conn.Close(ctx)
 		return nil, false
 	}
-	ld := &load{conn: conn, fast: fast, deferred: fast, loaded: newLoaded()}
+	ld := &load{conn: conn, fast: fast, loaded: newLoaded()}
 	if fast {
 		ld.held = newHeldRows()
+		ld.keys = []string{addNodesKey, addEdgesKey, addPostingsKey, addPropKey}
 	}
 	s.load = ld
 	return func(ok bool) error { return s.endLoad(ld, ok) }, true
@@ -224,8 +296,12 @@ func (s *Store) endLoad(ld *load, ok bool) (err error) {
 	}
 	s.load = nil
 	ctx := context.Background()
+	eerr := ld.waitEarly()
 	if ok {
-		err = s.buildDeferred(ctx, ld)
+		err = eerr
+		if err == nil {
+			err = s.buildDeferred(ctx, ld)
+		}
 		if err == nil {
 			_, err = ld.conn.Exec(ctx, `SET synchronous_commit = on; DELETE FROM lore_meta WHERE key = 'loading'`)
 		}
@@ -287,13 +363,29 @@ func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
 			return err
 		})
 	}
-	if ld.deferred {
-		lanes[0] = append(lanes[0], exec(addPostingsKey), exec(addNodesKey))
-		lanes[1] = append(lanes[1], exec(addPropKey), exec(addEdgesKey))
-	}
-	if ld.fast {
-		lanes[0] = append(lanes[0], exec(addNodesType))
-		lanes[1] = append(lanes[1], exec(writeDegrees), exec(addEdgesIn))
+	switch {
+	case ld.early != nil:
+		// What the nodes derive is built: the rest is of the edges. Both
+		// lanes read lore_edges, so its key (unless a commit built it) is
+		// an index until the other lane has committed, then the key (whose
+		// lock would have them wait for each other).
+		if len(ld.keys) > 0 {
+			lanes[0] = append(lanes[0], exec(addEdgesKeyIndex))
+		}
+		lanes[0] = append(lanes[0], exec(addEdgesIn))
+		if len(ld.keys) > 0 {
+			lanes[0] = append(lanes[0], exec(addEdgesKeyUsing))
+		}
+		lanes[1] = append(lanes[1], exec(writeDegrees))
+	default:
+		if len(ld.keys) > 0 {
+			lanes[0] = append(lanes[0], exec(addPostingsKey), exec(addNodesKey))
+			lanes[1] = append(lanes[1], exec(addPropKey), exec(addEdgesKey))
+		}
+		if ld.fast {
+			lanes[0] = append(lanes[0], exec(addNodesType))
+			lanes[1] = append(lanes[1], exec(writeDegrees), exec(addEdgesIn))
+		}
 	}
 	run := func(q beginner, steps []step) error {
 		if len(steps) == 0 {
@@ -492,6 +584,12 @@ func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
 	if err := s.check(); err != nil {
 		return err
 	}
+	s.startEarly(ctx, ld, p)
+	if len(p.Nodes) > 0 || !planAdds(p) {
+		if err := ld.waitEarly(); err != nil {
+			return err
+		}
+	}
 	tx, err := ld.conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return err
@@ -507,7 +605,7 @@ func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
 	if ld.held != nil && !ld.held.full() {
 		rows.hold = ld.held
 	}
-	rows.deferred = ld.deferred
+	rows.deferred = len(ld.keys) > 0
 	wr := planWrites(s.Model(), p, ld.fast, rows)
 	wr.last.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
 	wr.last.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(seq))

@@ -62,6 +62,9 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 	}
 	var tx pgx.Tx
 	if ld != nil && inLoad {
+		if err := ld.waitEarly(); err != nil {
+			return nil, err
+		}
 		tx, err = ld.conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	} else {
 		tx, err = s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
@@ -523,14 +526,19 @@ type degKey struct {
 
 type countKey struct{ kind, name string }
 
+// planAdds says a plan only adds elements.
+func planAdds(p *graph.Plan) bool {
+	return !slices.ContainsFunc(p.Nodes, func(op graph.NodeOp) bool { return op.Old != nil }) &&
+		!slices.ContainsFunc(p.Edges, func(op graph.EdgeOp) bool { return op.Old != nil })
+}
+
 // planWrites returns the statements that write a plan's records and what
 // is derived from them under model m (the plan's), gathering the derived
 // rows in w (empty); extra statements go in last.
 func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) *writes {
 	wr := &writes{first: &pgx.Batch{}}
 	wr.last = wr.first
-	wr.adds = !slices.ContainsFunc(p.Nodes, func(op graph.NodeOp) bool { return op.Old != nil }) &&
-		!slices.ContainsFunc(p.Edges, func(op graph.EdgeOp) bool { return op.Old != nil })
+	wr.adds = planAdds(p)
 	bulk := len(p.Nodes)+len(p.Edges) >= copyMin || wr.adds && w.deferred
 	if bulk {
 		wr.last = &pgx.Batch{}
