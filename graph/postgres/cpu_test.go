@@ -183,7 +183,7 @@ const (
 func (m *cpuMeter) classify(title string) int {
 	rest, ok := strings.CutPrefix(title, "postgres: ")
 	switch {
-	case !ok && strings.Contains(title, "postgres"):
+	case !ok && strings.Contains(title, "/bin/postgres"):
 		return unknown // the postmaster's title before the backend sets its own
 	case !ok:
 		return ignore
