@@ -43,14 +43,15 @@ import (
 // lore_postings, its two largest tables, whose rows it copies in random
 // key order: building a key once over the loaded rows costs a fraction
 // of inserting each row into it (700k postings rows: 1.4 s without the
-// key plus 1.2 s to build it, against 7.9 s with it). Until the key is
-// back, nothing may need it: the first commit of the load that deletes or
-// upserts rows of either table (an element given again in a later batch,
-// or a batch too small to copy) builds the keys first, in its
-// transaction, and the load goes on with them; else the load's end
-// builds them (see buildDeferred). Readers meanwhile scan the tables. The keys are
-// dropped after the marker is committed, so a load that dies with them
-// dropped is undone, which builds them again.
+// key plus 1.2 s to build it, against 7.9 s with it; and see heldRows).
+// Until the key is back, nothing may need it: the first commit of the
+// load that does more than add elements (one given again in a later
+// batch, or deleted), or its first write through Apply, builds the keys
+// first, in its transaction, and the load goes on with them; else the
+// load's end builds them (see buildDeferred, earlyBuild). Readers
+// meanwhile scan the tables. The keys are dropped after the marker is
+// committed, so a load that dies with them dropped is undone, which
+// builds them again.
 //
 // The keys of the records (lore_nodes, lore_edges) are deferred the same
 // way: while the load only adds elements, it knows that each is new (see
@@ -103,6 +104,62 @@ const (
 	` + addDegreesKey
 )
 
+// A fast load counts its edge summaries as its commits write the edges,
+// in memory (ordinarily a fraction of what it holds of the edges
+// themselves: a node and a label, a count), and copies them sorted by
+// their key at its end: at 1M nodes, PostgreSQL's count of the 2M
+// summaries from the 4M edge ends (a hash aggregate, then a key sorted
+// from scratch) was the longest of the load's final builds. A load with
+// more than maxDegrees summaries, or a write of the load that does not
+// count them (through Apply), leaves the count to PostgreSQL.
+const maxDegrees = 1 << 23
+
+// writeDegreesHeld copies the edge summaries d (those not 0) into
+// lore_degrees, sorted by its key, and builds the key.
+func writeDegreesHeld(ctx context.Context, tx pgx.Tx, d map[degKey]int64) error {
+	type row struct {
+		k degKey
+		n int64
+	}
+	rows := make([]row, 0, len(d))
+	for k, n := range d {
+		if n != 0 {
+			rows = append(rows, row{k, n})
+		}
+	}
+	slices.SortFunc(rows, func(a, b row) int {
+		if c := strings.Compare(a.k.id, b.k.id); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.k.label, b.k.label); c != 0 {
+			return c
+		}
+		switch {
+		case a.k.in == b.k.in:
+			return 0
+		case b.k.in:
+			return -1
+		}
+		return 1
+	})
+	if _, err := tx.Exec(ctx, `DELETE FROM lore_degrees`); err != nil {
+		return err
+	}
+	err := copyRows(ctx, tx, `lore_degrees (node_id, label, inbound, n)`, len(rows), func(i int, b *copyBuf) {
+		r := &rows[i]
+		b.row(4)
+		b.text(r.k.id)
+		b.text(r.k.label)
+		b.bool(r.k.in)
+		b.int64(r.n)
+	})
+	if err != nil {
+		return fmt.Errorf("copy into lore_degrees: %w", err)
+	}
+	_, err = tx.Exec(ctx, addDegreesKey)
+	return err
+}
+
 // load is an all-or-nothing load under way.
 type load struct {
 	mu    sync.Mutex // held while a commit of the load uses conn (Close waits for it)
@@ -112,6 +169,10 @@ type load struct {
 	early *earlyBuild // the build of what the load's nodes derive, begun when its edges began; nil if none
 	rows  derivedRows // the derived rows of the commit under way
 	held  *heldRows   // the derived rows the load holds; nil once it holds none
+	// degrees counts the load's edges by node, label and direction, as
+	// its commits write them (see writeDegreesHeld); nil once a write did
+	// not count them, or there were too many.
+	degrees map[degKey]int64
 	// loaded is what the load committed, while ApplyStream planned all
 	// its batches; nil once one was not (see loaded).
 	loaded *loaded
@@ -251,6 +312,7 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 	if fast {
 		ld.held = newHeldRows()
 		ld.keys = []string{addNodesKey, addEdgesKey, addPostingsKey, addPropKey}
+		ld.degrees = map[degKey]int64{}
 	}
 	s.load = ld
 	return func(ok bool) error { return s.endLoad(ld, ok) }, true
@@ -347,6 +409,15 @@ func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
 			return err
 		}
 	}
+	degrees := exec(writeDegrees)
+	if d := ld.degrees; d != nil {
+		degrees = func(tx pgx.Tx) error {
+			t0 := time.Now()
+			err := writeDegreesHeld(ctx, tx, d)
+			TRACE("build %v: held degrees", time.Since(t0))
+			return err
+		}
+	}
 	var lanes [2][]step
 	if h := ld.held; h != nil {
 		h.ranks()
@@ -376,7 +447,7 @@ func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
 		if len(ld.keys) > 0 {
 			lanes[0] = append(lanes[0], exec(addEdgesKeyUsing))
 		}
-		lanes[1] = append(lanes[1], exec(writeDegrees))
+		lanes[1] = append(lanes[1], degrees)
 	default:
 		if len(ld.keys) > 0 {
 			lanes[0] = append(lanes[0], exec(addPostingsKey), exec(addNodesKey))
@@ -384,7 +455,7 @@ func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
 		}
 		if ld.fast {
 			lanes[0] = append(lanes[0], exec(addNodesType))
-			lanes[1] = append(lanes[1], exec(writeDegrees), exec(addEdgesIn))
+			lanes[1] = append(lanes[1], degrees, exec(addEdgesIn))
 		}
 	}
 	run := func(q beginner, steps []step) error {
@@ -606,6 +677,10 @@ func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
 		rows.hold = ld.held
 	}
 	rows.deferred = len(ld.keys) > 0
+	if len(ld.degrees) > maxDegrees {
+		ld.degrees = nil
+	}
+	rows.degrees = ld.degrees
 	wr := planWrites(s.Model(), p, ld.fast, rows)
 	wr.last.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
 	wr.last.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(seq))

@@ -27,9 +27,10 @@ import (
 // wrote before (given again, or deleted), and any write of the load
 // through Apply, first writes the held rows in its transaction (then
 // builds the keys if it needs them, see load.restoreKeys), and the load
-// goes on without holding. So does a load that holds maxHeld rows, which bounds Lore's
-// memory. Until the load ends, readers see no postings or property index
-// entries of the rows it holds.
+// goes on without holding. So does a load that holds maxHeld rows, which
+// bounds Lore's memory. Until the load writes them (at its end, or when
+// its edges begin, see earlyBuild), readers see no postings or property
+// index entries of the rows it holds.
 type heldRows struct {
 	ids   []string          // the nodes of the held rows
 	names []string          // types and property names
