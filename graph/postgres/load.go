@@ -186,6 +186,11 @@ func (ld *load) restoreKeys(ctx context.Context, tx pgx.Tx, wr *writes, inLoad b
 	if ld == nil || !inLoad {
 		return nil
 	}
+	if ld.held != nil && !wr.held || len(ld.keys) > 0 && !wr.adds {
+		if _, err := tx.Exec(ctx, buildSettings); err != nil {
+			return err
+		}
+	}
 	if ld.held != nil && !wr.held {
 		if err := ld.held.write(ctx, tx); err != nil {
 			return fmt.Errorf("writing the rows a load held: %w", err)
@@ -485,12 +490,15 @@ func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
 	return nil
 }
 
-// buildSettings are the settings of a load's final builds: the server's
+// buildSettings are the settings of a load's builds: the server's
 // defaults (64 MB, 4 MB) had the keys' sorts and the edge summaries'
 // grouping spill to disk (at 100k nodes the summaries took 1.56 s of CPU
-// at 4 MB, 0.64 s at 256 MB). PostgreSQL takes only the memory a sort
-// or a grouping needs.
-const buildSettings = `SET LOCAL maintenance_work_mem = '1GB'; SET LOCAL work_mem = '512MB'`
+// at 4 MB, 0.64 s at 256 MB); PostgreSQL takes only the memory a sort
+// or a grouping needs. The statement timeout that bounds reads (see
+// Config.StatementTimeout) does not bound them: at 1M nodes, on a busy
+// machine, counting the edge summaries took longer than its 60 s, and
+// the load failed at its end.
+const buildSettings = `SET LOCAL maintenance_work_mem = '1GB'; SET LOCAL work_mem = '512MB'; SET LOCAL statement_timeout = 0`
 
 // beginner is what undoLoad runs its transaction on.
 type beginner interface {
