@@ -329,32 +329,44 @@ func derivedTables(t *testing.T, s *postgres.Store) string {
 }
 
 // A fast load holds its new postings and property index rows and writes
-// them sorted at its end, or, once a batch deletes or upserts some, before
-// that batch: either way the derived tables end as a store written batch
-// by batch (no load) has them. The tokens and values share prefixes of 8
+// them sorted when its edges begin, or at its end, or before a batch that
+// does more than add elements; and it counts its edge summaries: either
+// way the derived tables end as a store written batch by batch (no load)
+// has them. The tokens and values share prefixes of 8
 // bytes and more, where the load's sort compares beyond its first 8 bytes.
 func TestLoadHeldRowsAsWritten(t *testing.T) {
 	words := []string{"internationalization", "internationalisation", "internal", "intern", "in", "abc", "abcdefgh", "abcdefghi", "zz", "ü", "日本語"}
 	lifecycle := []string{"experimental", "production", "deprecated", "retired"}
 	id := func(i int) string { return fmt.Sprintf("service/%s%d", words[i%9], i) } // (IDs are ASCII)
-	var data strings.Builder
-	for i := range 700 {
-		fmt.Fprintf(&data, `{"kind":"node","id":"%s","type":"Service","properties":{"name":"%s %s %d","description":"%s","tier":%d,"lifecycle":"%s"}}`+"\n",
+	node := func(i int) string {
+		return fmt.Sprintf(`{"kind":"node","id":"%s","type":"Service","properties":{"name":"%s %s %d","description":"%s","tier":%d,"lifecycle":"%s"}}`+"\n",
 			id(i), words[i%7], words[i%len(words)], i%13, words[(i*5)%len(words)], i%4, lifecycle[i%4])
 	}
+	edge := func(i, j int) string {
+		return fmt.Sprintf(`{"kind":"edge","from":"%s","label":"dependsOn","to":"%s"}`+"\n", id(i), id(j))
+	}
+	var nodesFirst, interleaved, updates strings.Builder
+	for i := range 700 {
+		nodesFirst.WriteString(node(i))
+		interleaved.WriteString(node(i) + edge(i, (i*7)%(i+1)))
+	}
 	for i := range 50 {
-		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"%s topic"}}`+"\n", i, words[i%len(words)])
+		topic := fmt.Sprintf(`{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"%s topic"}}`+"\n", i, words[i%len(words)])
+		nodesFirst.WriteString(topic)
+		interleaved.WriteString(topic)
 	}
 	for i := range 700 {
-		fmt.Fprintf(&data, `{"kind":"edge","from":"%s","label":"dependsOn","to":"%s"}`+"\n", id(i), id((i*3+1)%700))
+		nodesFirst.WriteString(edge(i, (i*3+1)%700))
 	}
-	loaded := data.String()
-	var again strings.Builder // the same, then some nodes again, renamed: the load writes what it held
-	again.WriteString(loaded)
-	for i := range 30 {
-		fmt.Fprintf(&again, `{"kind":"node","id":"%s","type":"Service","properties":{"name":"renamed %d","tier":%d,"lifecycle":"retired"}}`+"\n", id(i*7), i, 3-i%4)
+	for i := range 30 { // nodes again, renamed
+		fmt.Fprintf(&updates, `{"kind":"node","id":"%s","type":"Service","properties":{"name":"renamed %d","tier":%d,"lifecycle":"retired"}}`+"\n", id(i*7), i, 3-i%4)
 	}
-	for name, in := range map[string]string{"held to the end": loaded, "written before an update": again.String()} {
+	for name, in := range map[string]string{
+		"nodes first":                               nodesFirst.String(),                     // built when the edges begin
+		"nodes first, then updates":                 nodesFirst.String() + updates.String(),  // then the keys for the updates
+		"nodes and edges interleaved":               interleaved.String(),                    // held to the end
+		"nodes and edges interleaved, then updates": interleaved.String() + updates.String(), // written before the updates
+	} {
 		t.Run(name, func(t *testing.T) {
 			load, batched := open(t, pgtest.NewDatabase(t)), open(t, pgtest.NewDatabase(t))
 			if _, err := graph.Import(t.Context(), load, strings.NewReader(in), graph.ImportOptions{BatchSize: 400}); err != nil {
