@@ -122,26 +122,42 @@ func writeDegreesHeld(ctx context.Context, tx pgx.Tx, d map[degKey]int64) error 
 		n int64
 	}
 	rows := make([]row, 0, len(d))
+	ids := make([]string, 0, len(d))
 	for k, n := range d {
 		if n != 0 {
 			rows = append(rows, row{k, n})
+			ids = append(ids, k.id)
 		}
 	}
-	slices.SortFunc(rows, func(a, b row) int {
-		if c := strings.Compare(a.k.id, b.k.id); c != 0 {
-			return c
+	// Sorted by node ID (see sortStrings), then label and direction.
+	order := sortStrings(ids)
+	ids = nil
+	sorted := make([]row, len(rows))
+	for k, i := range order {
+		sorted[k] = rows[i]
+	}
+	rows = sorted
+	for lo := 0; lo < len(rows); {
+		hi := lo + 1
+		for hi < len(rows) && rows[hi].k.id == rows[lo].k.id {
+			hi++
 		}
-		if c := strings.Compare(a.k.label, b.k.label); c != 0 {
-			return c
+		if hi-lo > 1 {
+			slices.SortFunc(rows[lo:hi], func(a, b row) int {
+				if c := strings.Compare(a.k.label, b.k.label); c != 0 {
+					return c
+				}
+				switch {
+				case a.k.in == b.k.in:
+					return 0
+				case b.k.in:
+					return -1
+				}
+				return 1
+			})
 		}
-		switch {
-		case a.k.in == b.k.in:
-			return 0
-		case b.k.in:
-			return -1
-		}
-		return 1
-	})
+		lo = hi
+	}
 	if _, err := tx.Exec(ctx, `DELETE FROM lore_degrees`); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -182,11 +183,7 @@ func (h *heldRows) addNode(id, typ string, rows []propRow, toks map[string]byte)
 // after the first 8 bytes.
 func (h *heldRows) ranks() {
 	rank := func(s []string) ([]string, []uint32) {
-		order := make([]uint32, len(s))
-		for i := range order {
-			order[i] = uint32(i)
-		}
-		slices.SortFunc(order, func(a, b uint32) int { return cmp.Compare(s[a], s[b]) })
+		order := sortStrings(s)
 		r := make([]uint32, len(s))
 		sorted := make([]string, len(s))
 		for k, i := range order {
@@ -285,4 +282,62 @@ func (h *heldRows) write(ctx context.Context, tx pgx.Tx) error {
 		return err
 	}
 	return h.writeProps(ctx, tx)
+}
+
+// commonPrefix returns the length of the prefix all of ss share.
+func commonPrefix(ss []string) int {
+	if len(ss) == 0 {
+		return 0
+	}
+	n := len(ss[0])
+	for _, s := range ss[1:] {
+		n = min(n, len(s))
+		for i := range n {
+			if s[i] != ss[0][i] {
+				n = i
+				break
+			}
+		}
+	}
+	return n
+}
+
+// abbrev returns the 8 bytes of s after skip, big-endian, zero-padded:
+// where two strings that share their first skip bytes have different
+// abbreviations, these order them as the strings; where the same, the
+// strings must be compared.
+func abbrev(s string, skip int) uint64 {
+	var p [8]byte
+	if len(s) > skip {
+		copy(p[:], s[skip:])
+	}
+	return binary.BigEndian.Uint64(p[:])
+}
+
+// sortStrings returns the indexes of ss in the order of the strings
+// (bytewise). It compares abbreviations first (see abbrev): comparing the
+// strings themselves read each of them from wherever it was allocated,
+// and at 1M node IDs that sharing a prefix ("service/"), the sort waited
+// on memory.
+func sortStrings(ss []string) []uint32 {
+	type key struct {
+		abbr uint64
+		i    uint32
+	}
+	skip := commonPrefix(ss)
+	keys := make([]key, len(ss))
+	for i, s := range ss {
+		keys[i] = key{abbrev(s, skip), uint32(i)}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.abbr, b.abbr); c != 0 {
+			return c
+		}
+		return strings.Compare(ss[a.i], ss[b.i])
+	})
+	order := make([]uint32, len(ss))
+	for k, key := range keys {
+		order[k] = key.i
+	}
+	return order
 }
