@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -284,9 +283,7 @@ func (s *Store) startEarly(ctx context.Context, ld *load, p *graph.Plan) {
 			if err := h.writeProps(ctx, tx); err != nil {
 				return err
 			}
-			t0 := time.Now()
 			_, err := tx.Exec(ctx, strings.Join(append(steps, addNodesType), "; "))
-			TRACE("early build %v", time.Since(t0))
 			return err
 		})
 		if eb.err != nil {
@@ -424,36 +421,19 @@ func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
 	type step func(tx pgx.Tx) error
 	exec := func(sql string) step {
 		return func(tx pgx.Tx) error {
-			t0 := time.Now()
 			_, err := tx.Exec(ctx, sql)
-			TRACE("build %v: %.60s", time.Since(t0), strings.Join(strings.Fields(sql), " "))
 			return err
 		}
 	}
 	degrees := exec(writeDegrees)
 	if d := ld.degrees; d != nil {
-		degrees = func(tx pgx.Tx) error {
-			t0 := time.Now()
-			err := writeDegreesHeld(ctx, tx, d)
-			TRACE("build %v: held degrees", time.Since(t0))
-			return err
-		}
+		degrees = func(tx pgx.Tx) error { return writeDegreesHeld(ctx, tx, d) }
 	}
 	var lanes [2][]step
 	if h := ld.held; h != nil {
 		h.ranks()
-		lanes[0] = append(lanes[0], func(tx pgx.Tx) error {
-			t0 := time.Now()
-			err := h.writePostings(ctx, tx)
-			TRACE("build %v: held postings", time.Since(t0))
-			return err
-		})
-		lanes[1] = append(lanes[1], func(tx pgx.Tx) error {
-			t0 := time.Now()
-			err := h.writeProps(ctx, tx)
-			TRACE("build %v: held props", time.Since(t0))
-			return err
-		})
+		lanes[0] = append(lanes[0], func(tx pgx.Tx) error { return h.writePostings(ctx, tx) })
+		lanes[1] = append(lanes[1], func(tx pgx.Tx) error { return h.writeProps(ctx, tx) })
 	}
 	switch {
 	case ld.early != nil:
@@ -711,27 +691,18 @@ func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
 	if err := ld.restoreKeys(ctx, tx, wr, true); err != nil {
 		return err
 	}
-	t0 := time.Now()
 	if err := wr.exec(ctx, tx); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	t1 := time.Now()
 	if err := tx.Commit(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	TRACE("commit %d nodes %d edges: exec %v commit %v", len(p.Nodes), len(p.Edges), t1.Sub(t0), time.Since(t1))
 	ld.committed(wr, true)
 	graph.RaiseMinSeq(ctx, seq)
 	if s.rs == nil {
 		s.announce(seq)
 	}
 	return nil
-}
-
-func TRACE(f string, a ...any) {
-	if os.Getenv("LORE_LOADTRACE") != "" {
-		fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05.000 ")+f+"\n", a...)
-	}
 }
 
 var (

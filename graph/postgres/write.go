@@ -470,11 +470,9 @@ func (w *writes) exec(ctx context.Context, tx pgx.Tx) error {
 		if c.n == 0 {
 			continue
 		}
-		t0 := time.Now()
 		if err := copyRows(ctx, tx, c.into, c.n, c.row); err != nil {
 			return fmt.Errorf("copy into %s: %w", c.into, err)
 		}
-		TRACE("  copy %d rows into %s: %v", c.n, c.into, time.Since(t0))
 	}
 	if w.last != w.first && w.last.Len() > 0 {
 		return tx.SendBatch(ctx, w.last).Close()
