@@ -103,78 +103,6 @@ const (
 	` + addDegreesKey
 )
 
-// A fast load counts its edge summaries as its commits write the edges,
-// in memory (ordinarily a fraction of what it holds of the edges
-// themselves: a node and a label, a count), and copies them sorted by
-// their key at its end: at 1M nodes, PostgreSQL's count of the 2M
-// summaries from the 4M edge ends (a hash aggregate, then a key sorted
-// from scratch) was the longest of the load's final builds. A load with
-// more than maxDegrees summaries, or a write of the load that does not
-// count them (through Apply), leaves the count to PostgreSQL.
-const maxDegrees = 1 << 23
-
-// writeDegreesHeld copies the edge summaries d (those not 0) into
-// lore_degrees, sorted by its key, and builds the key.
-func writeDegreesHeld(ctx context.Context, tx pgx.Tx, d map[degKey]int64) error {
-	type row struct {
-		k degKey
-		n int64
-	}
-	rows := make([]row, 0, len(d))
-	ids := make([]string, 0, len(d))
-	for k, n := range d {
-		if n != 0 {
-			rows = append(rows, row{k, n})
-			ids = append(ids, k.id)
-		}
-	}
-	// Sorted by node ID (see sortStrings), then label and direction.
-	order := sortStrings(ids)
-	ids = nil
-	sorted := make([]row, len(rows))
-	for k, i := range order {
-		sorted[k] = rows[i]
-	}
-	rows = sorted
-	for lo := 0; lo < len(rows); {
-		hi := lo + 1
-		for hi < len(rows) && rows[hi].k.id == rows[lo].k.id {
-			hi++
-		}
-		if hi-lo > 1 {
-			slices.SortFunc(rows[lo:hi], func(a, b row) int {
-				if c := strings.Compare(a.k.label, b.k.label); c != 0 {
-					return c
-				}
-				switch {
-				case a.k.in == b.k.in:
-					return 0
-				case b.k.in:
-					return -1
-				}
-				return 1
-			})
-		}
-		lo = hi
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM lore_degrees`); err != nil {
-		return err
-	}
-	err := copyRows(ctx, tx, `lore_degrees (node_id, label, inbound, n)`, len(rows), func(i int, b *copyBuf) {
-		r := &rows[i]
-		b.row(4)
-		b.text(r.k.id)
-		b.text(r.k.label)
-		b.bool(r.k.in)
-		b.int64(r.n)
-	})
-	if err != nil {
-		return fmt.Errorf("copy into lore_degrees: %w", err)
-	}
-	_, err = tx.Exec(ctx, addDegreesKey)
-	return err
-}
-
 // load is an all-or-nothing load under way.
 type load struct {
 	mu    sync.Mutex // held while a commit of the load uses conn (Close waits for it)
@@ -184,10 +112,6 @@ type load struct {
 	early *earlyBuild // the build of what the load's nodes derive, begun when its edges began; nil if none
 	rows  derivedRows // the derived rows of the commit under way
 	held  *heldRows   // the derived rows the load holds; nil once it holds none
-	// degrees counts the load's edges by node, label and direction, as
-	// its commits write them (see writeDegreesHeld); nil once a write did
-	// not count them, or there were too many.
-	degrees map[degKey]int64
 	// loaded is what the load committed, while ApplyStream planned all
 	// its batches; nil once one was not (see loaded).
 	loaded *loaded
@@ -330,7 +254,6 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 	if fast {
 		ld.held = newHeldRows()
 		ld.keys = []string{addNodesKey, addEdgesKey, addPostingsKey, addPropKey}
-		ld.degrees = map[degKey]int64{}
 	}
 	s.load = ld
 	return func(ok bool) error { return s.endLoad(ld, ok) }, true
@@ -426,9 +349,6 @@ func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
 		}
 	}
 	degrees := exec(writeDegrees)
-	if d := ld.degrees; d != nil {
-		degrees = func(tx pgx.Tx) error { return writeDegreesHeld(ctx, tx, d) }
-	}
 	var lanes [2][]step
 	if h := ld.held; h != nil {
 		h.ranks()
@@ -681,10 +601,6 @@ func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
 		rows.hold = ld.held
 	}
 	rows.deferred = len(ld.keys) > 0
-	if len(ld.degrees) > maxDegrees {
-		ld.degrees = nil
-	}
-	rows.degrees = ld.degrees
 	wr := planWrites(s.Model(), p, ld.fast, rows)
 	wr.last.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
 	wr.last.Queue(`SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(seq))

@@ -330,9 +330,8 @@ func derivedTables(t *testing.T, s *postgres.Store) string {
 
 // A fast load holds its new postings and property index rows and writes
 // them sorted when its edges begin, or at its end, or before a batch that
-// does more than add elements; and it counts its edge summaries: either
-// way the derived tables end as a store written batch by batch (no load)
-// has them. The tokens and values share prefixes of 8
+// does more than add elements: either way the derived tables end as a
+// store written batch by batch (no load) has them. The tokens and values share prefixes of 8
 // bytes and more, where the load's sort compares beyond its first 8 bytes.
 func TestLoadHeldRowsAsWritten(t *testing.T) {
 	words := []string{"internationalization", "internationalisation", "internal", "intern", "in", "abc", "abcdefgh", "abcdefghi", "zz", "ü", "日本語"}

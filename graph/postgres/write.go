@@ -141,12 +141,8 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 	wr := planWrites(m, p, ld != nil && inLoad && ld.fast, new(derivedRows))
 	// A write of a load through Apply (not ApplyStream) writes the rows the
 	// load holds and builds the keys it deferred: its planning, and the
-	// load's after it, read the records. The load's end counts the edge
-	// summaries from the edges.
+	// load's after it, read the records.
 	wr.adds = false
-	if ld != nil && inLoad {
-		ld.degrees = nil
-	}
 	batch := wr.last
 	if !p.Empty() {
 		batch.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
@@ -401,9 +397,6 @@ type derivedRows struct {
 	// deferred says a load deferred the keys: a plan that only adds
 	// elements copies every new row (no upsert needs a key).
 	deferred bool
-	// degrees, if set, counts the edges of the load's commits by node,
-	// label and direction (see load.degrees).
-	degrees map[degKey]int64
 }
 
 func (w *derivedRows) reset() *derivedRows {
@@ -412,7 +405,7 @@ func (w *derivedRows) reset() *derivedRows {
 	w.postDel.reset()
 	w.postAdd.reset()
 	w.postNew.reset()
-	w.copied, w.hold, w.held, w.deferred, w.degrees = false, nil, false, false, nil
+	w.copied, w.hold, w.held, w.deferred = false, nil, false, false
 	return w
 }
 
@@ -656,10 +649,6 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 		if !noDegrees {
 			deg[degKey{string(k.From), k.Label, false}] += d
 			deg[degKey{string(k.To), k.Label, true}] += d
-		}
-		if w.degrees != nil {
-			w.degrees[degKey{string(k.From), k.Label, false}] += d
-			w.degrees[degKey{string(k.To), k.Label, true}] += d
 		}
 	}
 	// Deletes first: edges before the nodes they join.
