@@ -42,15 +42,6 @@ func (c *copyBuf) int64(v int64) {
 	c.b = binary.BigEndian.AppendUint64(c.b, uint64(v))
 }
 
-func (c *copyBuf) bool(v bool) {
-	c.b = binary.BigEndian.AppendUint32(c.b, 1)
-	if v {
-		c.b = append(c.b, 1)
-	} else {
-		c.b = append(c.b, 0)
-	}
-}
-
 // copyChunk is how many bytes of rows a copyReader encodes at a time.
 const copyChunk = 1 << 16
 
