@@ -51,9 +51,12 @@
 // commits, against what the load committed (which the load keeps track
 // of, so that planning reads only elements given again), and undone
 // (TRUNCATE) if it fails or its process dies. A fast load (the default)
-// flushes its commits once, at its end, and builds the derived keys,
-// secondary indexes and edge summaries at its end too, two at a time.
-// See load.go and loadsnap.go.
+// flushes its commits once, at its end; it copies its records into tables
+// without keys, holds its postings and property index rows in memory, and
+// builds the keys, secondary indexes and edge summaries at its end, two
+// at a time, over rows it writes sorted by key where it can, or, for
+// what its nodes derive, as soon as its edges begin. See load.go,
+// loadheld.go and loadsnap.go.
 //
 // # Reads
 //

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,6 +62,9 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 	}
 	var tx pgx.Tx
 	if ld != nil && inLoad {
+		if err := ld.waitEarly(); err != nil {
+			return nil, err
+		}
 		tx, err = ld.conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	} else {
 		tx, err = s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
@@ -135,6 +139,10 @@ func (s *Store) apply(ctx context.Context, b *graph.Batch, inLoad bool) (res *gr
 		p.Result.Seq, p.Change.Seq = seq, seq
 	}
 	wr := planWrites(m, p, ld != nil && inLoad && ld.fast, new(derivedRows))
+	// A write of a load through Apply (not ApplyStream) writes the rows the
+	// load holds and builds the keys it deferred: its planning, and the
+	// load's after it, read the records.
+	wr.adds = false
 	batch := wr.last
 	if !p.Empty() {
 		batch.Queue(`INSERT INTO lore_changes (seq, data) VALUES ($1, $2)`, int64(seq), graph.EncodeChange(p.Change))
@@ -381,6 +389,14 @@ type derivedRows struct {
 	postDel, postAdd postingRows // postAdd upserts (a weight may change)
 	postNew          postingRows // postings of tokens the node had not (with bulk: copied)
 	copied           bool        // propAdd and postNew are copied, not queued
+	// hold, if set, holds the derived rows of a plan that only adds
+	// nodes and edges (see heldRows), instead of propAdd and postNew;
+	// held says planWrites did.
+	hold *heldRows
+	held bool
+	// deferred says a load deferred the keys: a plan that only adds
+	// elements copies every new row (no upsert needs a key).
+	deferred bool
 }
 
 func (w *derivedRows) reset() *derivedRows {
@@ -389,7 +405,7 @@ func (w *derivedRows) reset() *derivedRows {
 	w.postDel.reset()
 	w.postAdd.reset()
 	w.postNew.reset()
-	w.copied = false
+	w.copied, w.hold, w.held, w.deferred = false, nil, false, false
 	return w
 }
 
@@ -414,12 +430,12 @@ func (w *derivedRows) queue(b *pgx.Batch) {
 	}
 }
 
-// copyOp is a COPY of new rows into a table.
+// copyOp is a COPY of n new rows into a table (into names its columns),
+// which row encodes.
 type copyOp struct {
-	table string
-	cols  []string
-	n     int // rows
-	src   pgx.CopyFromSource
+	into string
+	n    int
+	row  func(i int, b *copyBuf)
 }
 
 // writes are a plan's statements: first (deletes and upserts), the
@@ -429,9 +445,12 @@ type copyOp struct {
 type writes struct {
 	first, last *pgx.Batch
 	copies      []copyOp
-	// keyed says the writes need the keys of lore_prop and lore_postings
-	// (they delete or upsert rows), which a fast load defers.
-	keyed bool
+	// adds says the plan only adds elements: the writes need none of the
+	// keys a fast load defers.
+	adds bool
+	// held says the plan's new derived rows are left to the load to hold
+	// (see heldRows).
+	held bool
 }
 
 func (w *writes) exec(ctx context.Context, tx pgx.Tx) error {
@@ -444,8 +463,8 @@ func (w *writes) exec(ctx context.Context, tx pgx.Tx) error {
 		if c.n == 0 {
 			continue
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{c.table}, c.cols, c.src); err != nil {
-			return fmt.Errorf("copy into %s: %w", c.table, err)
+		if err := copyRows(ctx, tx, c.into, c.n, c.row); err != nil {
+			return fmt.Errorf("copy into %s: %w", c.into, err)
 		}
 	}
 	if w.last != w.first && w.last.Len() > 0 {
@@ -505,13 +524,20 @@ type degKey struct {
 
 type countKey struct{ kind, name string }
 
+// planAdds says a plan only adds elements.
+func planAdds(p *graph.Plan) bool {
+	return !slices.ContainsFunc(p.Nodes, func(op graph.NodeOp) bool { return op.Old != nil }) &&
+		!slices.ContainsFunc(p.Edges, func(op graph.EdgeOp) bool { return op.Old != nil })
+}
+
 // planWrites returns the statements that write a plan's records and what
 // is derived from them under model m (the plan's), gathering the derived
 // rows in w (empty); extra statements go in last.
 func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) *writes {
 	wr := &writes{first: &pgx.Batch{}}
 	wr.last = wr.first
-	bulk := len(p.Nodes)+len(p.Edges) >= copyMin
+	wr.adds = planAdds(p)
+	bulk := len(p.Nodes)+len(p.Edges) >= copyMin || wr.adds && w.deferred
 	if bulk {
 		wr.last = &pgx.Batch{}
 	}
@@ -531,8 +557,17 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 		deg     = map[degKey]int64{}
 		counts  = map[countKey]int64{}
 	)
+	w.held = w.hold != nil && wr.adds && bulk
+	wr.held = w.held
 	for i, op := range p.Nodes {
 		id := op.ID
+		if w.held {
+			nodeNew = append(nodeNew, i)
+			rows, toks := recordIndexRows(m, id, op.New, op.Props)
+			w.hold.addNode(string(id), op.New.Type, rows, toks)
+			counts[countKey{"node", op.New.Type}]++
+			continue
+		}
 		var oldRows, newRows []propRow
 		var oldToks, newToks map[string]byte
 		if op.Old != nil {
@@ -643,24 +678,43 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 		pa, pn := &w.propAdd, &w.postNew
 		w.copied = true
 		wr.copies = append(wr.copies,
-			copyOp{"lore_nodes", []string{"id", "type", "props", "created", "updated", "rev"}, len(nodeNew), pgx.CopyFromSlice(len(nodeNew), func(i int) ([]any, error) {
-				op := p.Nodes[nodeNew[i]]
-				return []any{string(op.ID), op.New.Type, string(op.New.Props), op.New.Created, op.New.Updated, op.New.Rev}, nil
-			})},
-			copyOp{"lore_edges", []string{"from_id", "label", "to_id", "key", "props", "created", "updated", "rev"}, len(edgeNew), pgx.CopyFromSlice(len(edgeNew), func(i int) ([]any, error) {
-				op := p.Edges[edgeNew[i]]
-				return []any{string(op.Key.From), op.Key.Label, string(op.Key.To), op.Key.Key, string(op.New.Props), op.New.Created, op.New.Updated, op.New.Rev}, nil
-			})},
-			copyOp{"lore_prop", []string{"type", "prop", "val", "id"}, len(pa.id), pgx.CopyFromSlice(len(pa.id), func(i int) ([]any, error) {
-				r := pa
-				return []any{r.typ[i], r.prop[i], r.val[i], r.id[i]}, nil
-			})},
-			copyOp{"lore_postings", []string{"token", "type", "id", "weight"}, len(pn.id), pgx.CopyFromSlice(len(pn.id), func(i int) ([]any, error) {
-				r := pn
-				return []any{r.tok[i], r.typ[i], r.id[i], r.weight[i]}, nil
-			})})
+			copyOp{`lore_nodes (id, type, props, created, updated, rev)`, len(nodeNew), func(i int, b *copyBuf) {
+				op := &p.Nodes[nodeNew[i]]
+				b.row(6)
+				b.text(string(op.ID))
+				b.text(op.New.Type)
+				b.bytea(op.New.Props)
+				b.int64(op.New.Created)
+				b.int64(op.New.Updated)
+				b.int64(op.New.Rev)
+			}},
+			copyOp{`lore_edges (from_id, label, to_id, key, props, created, updated, rev)`, len(edgeNew), func(i int, b *copyBuf) {
+				op := &p.Edges[edgeNew[i]]
+				b.row(8)
+				b.text(string(op.Key.From))
+				b.text(op.Key.Label)
+				b.text(string(op.Key.To))
+				b.text(op.Key.Key)
+				b.bytea(op.New.Props)
+				b.int64(op.New.Created)
+				b.int64(op.New.Updated)
+				b.int64(op.New.Rev)
+			}},
+			copyOp{`lore_prop (type, prop, val, id)`, len(pa.id), func(i int, b *copyBuf) {
+				b.row(4)
+				b.text(pa.typ[i])
+				b.text(pa.prop[i])
+				b.bytea(pa.val[i])
+				b.text(pa.id[i])
+			}},
+			copyOp{`lore_postings (token, type, id, weight)`, len(pn.id), func(i int, b *copyBuf) {
+				b.row(4)
+				b.bytea(pn.tok[i])
+				b.text(pn.typ[i])
+				b.text(pn.id[i])
+				b.int16(pn.weight[i])
+			}})
 	}
-	wr.keyed = len(w.propDel.id)+len(w.postDel.id)+len(w.postAdd.id) > 0 || !bulk && len(w.propAdd.id)+len(w.postNew.id) > 0
 	w.queue(b)
 	b = wr.last
 	if len(deg) > 0 && !noDegrees {
