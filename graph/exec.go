@@ -184,6 +184,13 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		res.More = false
 		return res.finish(b, start), nil
 	}
+	if p, ok := ex.degreeOrderPlan(steps); ok {
+		if err := ex.runDegreeOrder(res, p, cur, fp); err != nil {
+			return nil, err
+		}
+		res.More = res.Cursor != ""
+		return res.finish(b, start), nil
+	}
 	if src, err = ex.newSource(cur.At); err != nil {
 		return nil, err
 	}

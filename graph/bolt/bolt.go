@@ -37,10 +37,10 @@ const ownerFile = "owner"
 // in-edge counters only, one bDeg entry per node and label; version 2 kept
 // each node's edge summary in bDeg; version 3 keeps it in the node record;
 // version 4 keeps Cayley's value IDs and reference counts in two buckets
-// instead of 131,072 (see hookKV); version 5 adds the in-edge index (bIn).
-// Open upgrades older stores: it moves the values (mergeValueBuckets) and
+// instead of 131,072 (see hookKV); version 5 adds the in-edge index (bIn);
+// version 6 adds the degree index (bDegIdx). Open upgrades older stores: it moves the values (mergeValueBuckets) and
 // rebuilds the derived data, the in-edge index with it.
-const storeVersion = 5
+const storeVersion = 6
 
 // Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", and "v" and
 // "n" as the adapter keeps them, see hookKV).
@@ -52,10 +52,11 @@ var (
 	bProp      = []byte("lore.prop") // type NUL prop NUL value ID -> ""
 	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight
 	bDeg       = []byte("lore.deg")  // ID -> edge summary a bulk load stages (see degree.go)
+	bDegIdx    = []byte("lore.degx") // type NUL label NUL dir count ID -> "": the degree index (see degindex.go)
 	bLog       = []byte("lore.log")  // seq -> Change
 	bIdem      = []byte("lore.idem") // idempotency key -> idemRec
 	bMeta      = []byte("lore.meta") // seq, version, model, counts
-	allBuckets = [][]byte{bNodes, bEdges, bIn, bType, bProp, bTok, bDeg, bLog, bIdem, bMeta}
+	allBuckets = [][]byte{bNodes, bEdges, bIn, bType, bProp, bTok, bDeg, bDegIdx, bLog, bIdem, bMeta}
 )
 
 // Config configures Open.
@@ -306,7 +307,7 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 		if v := meta.Get([]byte("version")); v != nil {
 			switch binary.BigEndian.Uint64(v) {
 			case storeVersion:
-			case 1, 2, 3, 4:
+			case 1, 2, 3, 4, 5:
 				// Mark the derived buckets stale in the same transaction
 				// that bumps the version: Open rebuilds them, and a crash
 				// before it finishes leaves the mark for the next Open.
@@ -579,7 +580,7 @@ func (s *Store) flushDeferred() error {
 		if err != nil {
 			return err
 		}
-		dops, err := foldDeg(tx, deg, nil, nil, true) // and the staged summaries
+		dops, err := foldDeg(tx, deg, nil, nil, nil, true) // and the staged summaries
 		if err != nil {
 			return err
 		}
