@@ -427,9 +427,9 @@ type counterKey struct {
 func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time.Time) ([]kvOp, error) {
 	ops := make([]kvOp, 0, len(p.Edges)+2*len(p.Nodes)+4)
 	counters := map[counterKey]int64{}
-	recs := map[graph.ID]*nodeRec{} // the node records this commit writes
-	var updated []graph.ID          // those of them that exist: their summaries carry over
-	gone := map[graph.ID]bool{}     // the nodes it deletes
+	recs := map[graph.ID]*nodeRec{}  // the node records this commit writes
+	var updated []graph.ID           // those of them that exist: their summaries carry over
+	gone := map[graph.ID]bool{}      // the nodes it deletes
 	retyped := map[graph.ID]string{} // the nodes it re-types, and their old types
 	primary := func(op kvOp) { ops = append(ops, op) }
 	d := s.deferred // a bulk load's deferred entries, if any
