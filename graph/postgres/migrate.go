@@ -88,6 +88,16 @@ CREATE TABLE lore_idempotency (
 	result bytea NOT NULL -- the first Result, JSON
 );
 `,
+	// The degree index: each summary row carries its node's type, and is
+	// indexed by type, label, direction and count (highest first), then
+	// node, so that a type's nodes are read in order of a degree.
+	2: `
+ALTER TABLE lore_degrees ADD COLUMN type text COLLATE "C";
+UPDATE lore_degrees d SET type = n.type FROM lore_nodes n WHERE n.id = d.node_id;
+UPDATE lore_degrees SET type = '' WHERE type IS NULL;
+ALTER TABLE lore_degrees ALTER COLUMN type SET NOT NULL;
+CREATE INDEX lore_degrees_rank ON lore_degrees (type, label, inbound, n DESC, node_id);
+`,
 }
 
 // migrate applies the migrations the database lacks, under a session
