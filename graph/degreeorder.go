@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -304,4 +305,130 @@ func (ex *executor) runDegreeOrder(res *QueryResult, p degreeOrder, cur queryCur
 		}
 	}
 	return nil
+}
+
+// A query of a type whose from.where requires a range of one degree that
+// excludes 0 (such as {"degree": {"edge": "dependsOn", "direction": "in",
+// "gte": 100}}), with no order and no traversal, has as candidates the
+// index's entries in that range, when they are few (estimateCap at
+// most): it reads them, and pages through their nodes by ID, as the type
+// scan would (the same cursors). More of them, it runs as any other.
+
+// degreeRangePlan returns the range the index can produce the start set
+// from.
+func (ex *executor) degreeRangePlan(steps []Step, cur queryCursor) (degreeOrder, bool) {
+	q := ex.q
+	_, ranker := ex.s.(DegreeRanker)
+	if !ranker || len(steps) > 0 || q.GroupBy != nil || q.Return.Count || len(q.OrderBy) > 0 || q.From.Type == "" || q.From.Search != "" || len(q.From.IDs) > 0 || q.From.where == nil {
+		return degreeOrder{}, false
+	}
+	if q.Cursor != "" && (cur.At.Plan != 1 || cur.At.Q != 0 || cur.At.K != 0 || cur.N != 0 || cur.Rest || cur.ID != "" || len(cur.After) > 0 || cur.G != nil) {
+		return degreeOrder{}, false // not a cursor of a scan by ID: the plain path says what it is
+	}
+	for _, d := range q.From.where.degrees() {
+		if len(d.Edge) != 1 || d.Direction != In && d.Direction != Out {
+			continue
+		}
+		p := degreeOrder{d: d, hi: math.MaxInt64}
+		p.narrow(q.From.where)
+		if p.lo >= 1 {
+			return p, true
+		}
+	}
+	return degreeOrder{}, false
+}
+
+// runDegreeRange answers a query whose start set the degree index
+// produces (degreeRangePlan). It reports false, having done nothing but
+// read the index, when the range holds too many nodes.
+func (ex *executor) runDegreeRange(res *QueryResult, p degreeOrder, cur queryCursor, fp string) (bool, error) {
+	q, b := ex.q, ex.b
+	var ids []ID
+	dq := DegreeQuery{Type: q.From.Type, Label: p.d.Edge[0], Direction: p.d.Direction, Min: p.lo, Max: p.hi, Limit: estimateCap + 1}
+	es, err := ex.s.(DegreeRanker).RankByDegree(b.ctx, dq)
+	if err != nil {
+		if ignoreDeadline(err) == nil {
+			return false, nil // the query runs as any other, and hits the deadline there
+		}
+		return false, err
+	}
+	if len(es) > estimateCap {
+		return false, nil
+	}
+	for _, e := range es {
+		if string(e.ID) > cur.At.A {
+			ids = append(ids, e.ID)
+		}
+		if ex.degs == nil {
+			ex.degs = map[degreeKey]int64{}
+		}
+		ex.degs[degreeKey{e.ID, p.d.Key()}] = e.Degree
+	}
+	slices.Sort(ids)
+	limit := ex.pageLimit(res)
+	budget := res.Limits.MaxBytes - 2048 // room for the envelope
+	used := 0
+	cursorAt := func(after ID) {
+		res.Cursor = encodeCursor(ex.s, queryCursor{F: fp, At: startPos{Plan: 1, A: string(after)}})
+	}
+	// last is the last node returned, examined the last one examined:
+	// a cut page's cursor moves past what it examined.
+	last, examined := ID(cur.At.A), ID(cur.At.A)
+	for i := 0; i < len(ids); {
+		k := min(limit-len(res.Nodes)+1, typePage, len(ids)-i, b.remaining())
+		if k <= 0 || !b.spend(k) {
+			b.stop(ReasonWork)
+			ex.truncated(res)
+			res.note(fmt.Sprintf("The %s limit stopped the scan: the results are correct but not all of them; continue with the cursor.", res.Reason))
+			if examined != "" {
+				cursorAt(examined)
+			}
+			return true, nil
+		}
+		chunk := ids[i : i+k]
+		i += k
+		nodes, err := ex.s.Nodes(context.WithoutCancel(b.ctx), chunk)
+		if err != nil {
+			return true, err
+		}
+		if err := ex.nodeDegrees(nodes, append(append(q.From.where.degrees(), q.where.degrees()...), q.returnDegrees()...)); err != nil {
+			return true, err
+		}
+		for _, n := range nodes {
+			if n == nil || n.Type != q.From.Type || !ex.match(q.From.where, n) || !ex.match(q.where, n) {
+				continue
+			}
+			if len(res.Nodes) == limit {
+				cursorAt(last)
+				return true, nil
+			}
+			obj := ex.project(n)
+			size := jsonSize(obj)
+			var path *Path
+			if q.Return.Paths {
+				path = &Path{Nodes: []ID{n.ID}, Edges: []string{}}
+				size += jsonSize(path)
+			}
+			if used+size > budget {
+				if len(res.Nodes) == 0 {
+					return true, tooLarge(n.ID, size, budget)
+				}
+				res.Truncated, res.Reason = true, ReasonBytes
+				res.note("The page reached limits.maxBytes; continue with the cursor.")
+				cursorAt(last)
+				return true, nil
+			}
+			used += size
+			res.Nodes = append(res.Nodes, obj)
+			if path != nil {
+				res.Paths = append(res.Paths, *path)
+			}
+			last = n.ID
+		}
+		if ex.err != nil {
+			return true, ex.err
+		}
+		examined = chunk[len(chunk)-1]
+	}
+	return true, nil
 }

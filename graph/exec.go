@@ -184,6 +184,14 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		res.More = false
 		return res.finish(b, start), nil
 	}
+	if p, ok := ex.degreeRangePlan(steps, cur); ok {
+		if done, err := ex.runDegreeRange(res, p, cur, fp); err != nil {
+			return nil, err
+		} else if done {
+			res.More = res.Cursor != ""
+			return res.finish(b, start), nil
+		}
+	}
 	if p, ok := ex.degreeOrderPlan(steps); ok {
 		if err := ex.runDegreeOrder(res, p, cur, fp); err != nil {
 			return nil, err

@@ -534,6 +534,9 @@ func degreeOrderQuery(rng *rand.Rand, q *oQuery) {
 		}
 		if len(f.degOps) > 0 {
 			q.where = f
+			if rng.IntN(3) == 0 {
+				q.order = nil // a range as the start set, by ID
+			}
 		}
 	case 1:
 		q.final = randomFilter(rng, 0, oFields)
