@@ -432,3 +432,51 @@ func (ex *executor) runDegreeRange(res *QueryResult, p degreeOrder, cur queryCur
 	}
 	return true, nil
 }
+
+// groupByDegreeIndex answers a grouping of a whole type by one degree (one
+// label, out or in) from the degree index: each entry counts in its
+// degree's group (or bucket), and the type's nodes with no entry in the
+// group of 0. It reads the index's entries, never a node or its summary.
+// done is false when it does not apply; ok is false when a bound stopped
+// it.
+func (ex *executor) groupByDegreeIndex(steps []Step) (counts map[string]int64, done, ok bool, err error) {
+	q, b, g := ex.q, ex.b, ex.q.GroupBy
+	dr, ranker := ex.s.(DegreeRanker)
+	if !ranker || g.Degree == nil || len(g.Degree.Edge) != 1 || g.Degree.Direction != In && g.Degree.Direction != Out ||
+		len(steps) > 0 || q.where != nil || q.From.Type == "" || q.From.Search != "" || q.From.where != nil {
+		return nil, false, false, nil
+	}
+	st, err := ex.s.Stats(b.ctx)
+	if err != nil {
+		return nil, false, false, ignoreDeadline(err)
+	}
+	b.spend(1)
+	counts = map[string]int64{}
+	dq := DegreeQuery{Type: q.From.Type, Label: g.Degree.Edge[0], Direction: g.Degree.Direction, Limit: MaxPageSize}
+	var entries int64
+	for {
+		page, err := dr.RankByDegree(b.ctx, dq)
+		if err != nil {
+			if ignoreDeadline(err) == nil {
+				b.stop(ReasonDeadline)
+				return nil, true, false, nil
+			}
+			return nil, true, false, err
+		}
+		if !b.spend(len(page)) {
+			return nil, true, false, nil
+		}
+		for _, e := range page {
+			counts[encodeKey(g.bucket(e.Degree))]++
+		}
+		entries += int64(len(page))
+		if len(page) < MaxPageSize {
+			break
+		}
+		dq.After = &page[len(page)-1]
+	}
+	if zero := st.NodeTypes[q.From.Type] - entries; zero > 0 {
+		counts[encodeKey(g.bucket(0))] += zero
+	}
+	return counts, true, true, nil
+}

@@ -542,6 +542,13 @@ func degreeOrderQuery(rng *rand.Rand, q *oQuery) {
 		q.final = randomFilter(rng, 0, oFields)
 	}
 	q.limit = 1 + rng.IntN(4)
+	if rng.IntN(4) == 0 { // the whole type grouped by the degree: the index counts it
+		q.order, q.where, q.final, q.paths, q.fields, q.degrees = nil, nil, nil, false, nil, nil
+		q.group = &graph.GroupBy{Degree: d}
+		if rng.IntN(2) == 0 {
+			q.group.Buckets = []int64{1, 2 + int64(rng.IntN(3))}
+		}
+	}
 }
 
 // json renders the query; cursor and limits are added per call.
