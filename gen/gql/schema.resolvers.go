@@ -37,12 +37,12 @@ func (r *nodeResolver) EdgeCounts(ctx context.Context, obj *model.Node) ([]*mode
 }
 
 // Neighbors is the resolver for the neighbors field.
-func (r *nodeResolver) Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) ([]*model.Neighbor, error) {
+func (r *nodeResolver) Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool, cursor *string) ([]*model.Neighbor, error) {
 	return navigate[[]*model.Neighbor](ctx, r.Cat, "neighbors", obj, "nodes")
 }
 
 // Edges is the resolver for the edges field.
-func (r *nodeResolver) Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int, edgeProperties *bool) ([]*model.Edge, error) {
+func (r *nodeResolver) Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int, edgeProperties *bool, cursor *string) ([]*model.Edge, error) {
 	return navigate[[]*model.Edge](ctx, r.Cat, "neighbors", obj, "edges")
 }
 
@@ -67,12 +67,12 @@ func (r *queryResolver) SearchNodes(ctx context.Context, query string, typeArg *
 }
 
 // Neighbors is the resolver for the neighbors field.
-func (r *queryResolver) Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) (*model.NeighborsResult, error) {
+func (r *queryResolver) Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool, cursor *string) (*model.NeighborsResult, error) {
 	return invoke[*model.NeighborsResult](ctx, r.Cat, "neighbors", arguments(ctx))
 }
 
 // FindPaths is the resolver for the findPaths field.
-func (r *queryResolver) FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool) (*model.FindPathsResult, error) {
+func (r *queryResolver) FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool, cursor *string) (*model.FindPathsResult, error) {
 	return invoke[*model.FindPathsResult](ctx, r.Cat, "find_paths", arguments(ctx))
 }
 
