@@ -205,9 +205,9 @@ type ComplexityRoot struct {
 	Node struct {
 		CreatedAt  func(childComplexity int) int
 		EdgeCounts func(childComplexity int) int
-		Edges      func(childComplexity int, edge []string, direction *model.Direction, limit *int, edgeProperties *bool, cursor *string) int
+		Edges      func(childComplexity int, edge []string, direction *model.Direction, limit *int, edgeProperties *bool) int
 		ID         func(childComplexity int) int
-		Neighbors  func(childComplexity int, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool, cursor *string) int
+		Neighbors  func(childComplexity int, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) int
 		Properties func(childComplexity int) int
 		Revision   func(childComplexity int) int
 		Type       func(childComplexity int) int
@@ -349,8 +349,8 @@ type MutationResolver interface {
 }
 type NodeResolver interface {
 	EdgeCounts(ctx context.Context, obj *model.Node) ([]*model.EdgeCount, error)
-	Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool, cursor *string) ([]*model.Neighbor, error)
-	Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int, edgeProperties *bool, cursor *string) ([]*model.Edge, error)
+	Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) ([]*model.Neighbor, error)
+	Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int, edgeProperties *bool) ([]*model.Edge, error)
 }
 type QueryResolver interface {
 	DescribeModel(ctx context.Context, typeArg *string) (*model.DescribeModelResult, error)
@@ -1103,7 +1103,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Node.Edges(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["limit"].(*int), args["edgeProperties"].(*bool), args["cursor"].(*string)), true
+		return e.ComplexityRoot.Node.Edges(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["limit"].(*int), args["edgeProperties"].(*bool)), true
 	case "Node.id":
 		if e.ComplexityRoot.Node.ID == nil {
 			break
@@ -1120,7 +1120,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Node.Neighbors(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int), args["edgeProperties"].(*bool), args["cursor"].(*string)), true
+		return e.ComplexityRoot.Node.Neighbors(childComplexity, args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int), args["edgeProperties"].(*bool)), true
 	case "Node.properties":
 		if e.ComplexityRoot.Node.Properties == nil {
 			break
@@ -2630,14 +2630,6 @@ func (ec *executionContext) field_Node_edges_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["edgeProperties"] = arg3
-	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "cursor",
-		func(ctx context.Context, v any) (*string, error) {
-			return ec.unmarshalOString2ᚖstring(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["cursor"] = arg4
 	return args, nil
 }
 
@@ -2684,14 +2676,6 @@ func (ec *executionContext) field_Node_neighbors_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["edgeProperties"] = arg4
-	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "cursor",
-		func(ctx context.Context, v any) (*string, error) {
-			return ec.unmarshalOString2ᚖstring(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["cursor"] = arg5
 	return args, nil
 }
 
@@ -6125,7 +6109,7 @@ func (ec *executionContext) _Node_neighbors(ctx context.Context, field graphql.C
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Node().Neighbors(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool), fc.Args["cursor"].(*string))
+			return ec.Resolvers.Node().Neighbors(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.Neighbor) graphql.Marshaler {
@@ -6169,7 +6153,7 @@ func (ec *executionContext) _Node_edges(ctx context.Context, field graphql.Colle
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Node().Edges(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool), fc.Args["cursor"].(*string))
+			return ec.Resolvers.Node().Edges(ctx, obj, fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.Edge) graphql.Marshaler {

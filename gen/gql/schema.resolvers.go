@@ -37,12 +37,12 @@ func (r *nodeResolver) EdgeCounts(ctx context.Context, obj *model.Node) ([]*mode
 }
 
 // Neighbors is the resolver for the neighbors field.
-func (r *nodeResolver) Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool, cursor *string) ([]*model.Neighbor, error) {
+func (r *nodeResolver) Neighbors(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) ([]*model.Neighbor, error) {
 	return navigate[[]*model.Neighbor](ctx, r.Cat, "neighbors", obj, "nodes")
 }
 
 // Edges is the resolver for the edges field.
-func (r *nodeResolver) Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int, edgeProperties *bool, cursor *string) ([]*model.Edge, error) {
+func (r *nodeResolver) Edges(ctx context.Context, obj *model.Node, edge []string, direction *model.Direction, limit *int, edgeProperties *bool) ([]*model.Edge, error) {
 	return navigate[[]*model.Edge](ctx, r.Cat, "neighbors", obj, "edges")
 }
 
