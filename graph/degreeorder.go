@@ -331,7 +331,7 @@ func (ex *executor) degreeRangePlan(steps []Step, cur queryCursor) (degreeOrder,
 		}
 		p := degreeOrder{d: d, hi: math.MaxInt64}
 		p.narrow(q.From.where)
-		if p.lo >= 1 {
+		if p.lo >= 1 && p.hi >= p.lo {
 			return p, true
 		}
 	}
