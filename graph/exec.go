@@ -37,6 +37,9 @@ import (
 //   - With orderBy, a page is returned only when every result was found:
 //     a partial order is not the order. When a bound cut the work first,
 //     Nodes is empty, Truncated and Note say so, and no cursor skips ahead.
+//     A page read in its order from an index (one degree: degreeorder.go)
+//     is the exception: a bound leaves the results found so far, which
+//     are the order's next ones, and a cursor past what the scan read.
 //   - Count is exact unless Truncated; then it is a lower bound. A count
 //     has no cursor.
 //   - With groupBy, Groups holds a page of groups in their order and
