@@ -665,8 +665,9 @@ func (r *sdl) arguments(sc scope, in *jsonSchema, base string, skip []string) ([
 const NavigationTool = "neighbors"
 
 // addNavigation gives Node the fields that walk the graph: neighbors and
-// edges, with the neighbors tool's arguments less the node's own id (and,
-// for edges, less depth: a node's edges are one hop away).
+// edges, with the neighbors tool's arguments less the node's own id and
+// the cursor (a list field returns no cursor to continue with), and, for
+// edges, less depth: a node's edges are one hop away.
 func (r *sdl) addNavigation(tools []*mcp.Tool) {
 	i := slices.IndexFunc(tools, func(t *mcp.Tool) bool { return t.Name == NavigationTool })
 	if i < 0 {
@@ -677,8 +678,8 @@ func (r *sdl) addNavigation(tools []*mcp.Tool) {
 		return
 	}
 	sc, base := scope{doc: in, prefix: pascal(NavigationTool), input: true}, pascal(NavigationTool)
-	near, err1 := r.arguments(sc, in, base, []string{"id"})
-	edges, err2 := r.arguments(sc, in, base, []string{"id", "depth"})
+	near, err1 := r.arguments(sc, in, base, []string{"id", "cursor"})
+	edges, err2 := r.arguments(sc, in, base, []string{"id", "depth", "cursor"})
 	if err1 != nil || err2 != nil {
 		return
 	}

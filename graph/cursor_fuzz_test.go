@@ -297,3 +297,77 @@ func FuzzCursorStorePage(f *testing.F) {
 		}
 	})
 }
+
+// pagedCalls are the neighbors and find_paths calls whose cursors are
+// fuzzed: each returns its page's size, page limit and next cursor.
+var pagedCalls = []func(t testing.TB, s graph.Store, cursor string) (n, limit int, next string, err error){
+	func(t testing.TB, s graph.Store, cursor string) (int, int, string, error) {
+		r, err := graph.Neighbors(t.Context(), s, graph.NeighborsQuery{ID: "service/payments", Direction: graph.Both, Depth: 2, Cursor: cursor, Limits: graph.Limits{MaxResults: 2}}, cursorLimits)
+		if err != nil {
+			return 0, 2, "", err
+		}
+		return len(r.Nodes), 2, r.Cursor, nil
+	},
+	func(t testing.TB, s graph.Store, cursor string) (int, int, string, error) {
+		r, err := graph.Paths(t.Context(), s, graph.PathsQuery{From: "service/checkout", To: "service/postgres-cluster", K: 2, MaxHops: 4, Cursor: cursor}, cursorLimits)
+		if err != nil {
+			return 0, 2, "", err
+		}
+		return len(r.Paths), 2, r.Cursor, nil
+	},
+}
+
+// FuzzCursorNeighborsPaths hands neighbors and find_paths cursors to
+// their calls: as a client could (cursor), or sealed under the store's key
+// from fuzzed contents (raw JSON, or a position n for the right call or
+// another): a cursor the store did not issue, made for another call or
+// out of range is refused with ErrInvalid; one that is accepted returns a
+// page of at most the page size.
+func FuzzCursorNeighborsPaths(f *testing.F) {
+	s := cursorStore(f)
+	for i, call := range pagedCalls {
+		cursor := ""
+		for range 3 {
+			_, _, next, err := call(f, s, cursor)
+			if err != nil {
+				f.Fatal(err)
+			}
+			if next == "" {
+				break
+			}
+			payload, err := graph.OpenCursor(s, kindOf[graph.PageCursor](), next)
+			if err != nil {
+				f.Fatal(err)
+			}
+			var pc graph.PageCursor
+			if err := json.Unmarshal(payload, &pc); err != nil {
+				f.Fatal(err)
+			}
+			f.Add(uint8(i), next, []byte(nil), pc.F, pc.N)
+			f.Add(uint8(i+1), next, []byte(nil), "", 0) // another call's cursor
+			f.Add(uint8(i), next[:len(next)-1], []byte(nil), "", 0)
+			f.Add(uint8(i), "", payload, "", 0)
+			f.Add(uint8(i), "", []byte(nil), pc.F, -1)
+			f.Add(uint8(i), "", []byte(nil), pc.F, 1<<40)
+			cursor = next
+		}
+	}
+	f.Fuzz(func(t *testing.T, ci uint8, cursor string, raw []byte, fp string, n int) {
+		switch {
+		case len(raw) > 0:
+			cursor = graph.SealCursor(s, kindOf[graph.PageCursor](), raw)
+		case fp != "":
+			cursor = graph.EncodeCursor(s, graph.PageCursor{F: fp, N: n})
+		}
+		got, limit, _, err := pagedCalls[int(ci)%len(pagedCalls)](t, s, cursor)
+		if err != nil {
+			if !errors.Is(err, graph.ErrInvalid) {
+				t.Fatalf("cursor %q: %v is not ErrInvalid", cursor, err)
+			}
+			return
+		}
+		if got > limit {
+			t.Fatalf("cursor %q: %d items on a page of %d", cursor, got, limit)
+		}
+	})
+}

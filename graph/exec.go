@@ -37,9 +37,10 @@ import (
 //   - With orderBy, a page is returned only when every result was found:
 //     a partial order is not the order. When a bound cut the work first,
 //     Nodes is empty, Truncated and Note say so, and no cursor skips ahead.
-//     An order read from an index (indexorder.go; Stats.Index names it)
-//     is the exception: its results come in order, so a cut page holds
-//     the first of them, and its cursor continues after them.
+//     An order read from an index (a property's: indexorder.go, and
+//     Stats.Index names it; one degree's: degreeorder.go) is the
+//     exception: its results come in order, so a cut page holds the
+//     first of them, and its cursor continues after what the scan read.
 //   - Count is exact unless Truncated; then it is a lower bound. A count
 //     has no cursor.
 //   - With groupBy, Groups holds a page of groups in their order and
@@ -222,6 +223,21 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		if cur.X = nil; cur.ID == "" {
 			cur = queryCursor{F: fp}
 		}
+	}
+	if p, ok := ex.degreeRangePlan(steps, cur); ok {
+		if done, err := ex.runDegreeRange(res, p, cur, fp); err != nil {
+			return nil, err
+		} else if done {
+			res.More = res.Cursor != ""
+			return res.finish(b, start), nil
+		}
+	}
+	if p, ok := ex.degreeOrderPlan(steps); ok {
+		if err := ex.runDegreeOrder(res, p, cur, fp); err != nil {
+			return nil, err
+		}
+		res.More = res.Cursor != ""
+		return res.finish(b, start), nil
 	}
 	if src, err = ex.newSource(cur.At); err != nil {
 		return nil, err

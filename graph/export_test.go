@@ -7,6 +7,7 @@ type (
 	QueryCursor  = queryCursor
 	SearchCursor = searchCursor
 	StartPos     = startPos
+	PageCursor   = pageCursor
 )
 
 var (

@@ -290,6 +290,9 @@ func (ex *executor) groupCounts(src *source, steps []Step) (map[string]int64, bo
 	if n, done, ok, err := ex.groupByIndex(steps); err != nil || done {
 		return n, ok, err
 	}
+	if n, done, ok, err := ex.groupByDegreeIndex(steps); err != nil || done {
+		return n, ok, err
+	}
 	c, err := ex.collect(src, queryCursor{}, steps)
 	if err != nil {
 		return nil, false, err

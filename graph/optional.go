@@ -333,3 +333,40 @@ type IndexEntry struct {
 	Value []byte
 	ID    ID
 }
+
+// A DegreeRanker keeps an index of its nodes' degrees per node type, edge
+// label and direction (the nonzero counts of the edge summaries), kept in
+// the transaction that changes the summaries. A query that orders a type
+// by one degree, or groups it by one, reads it instead of every node's
+// summary; without it, such a query reads the summary of every node of
+// the type.
+type DegreeRanker interface {
+	// RankByDegree returns up to q.Limit (at most MaxPageSize) nodes of
+	// q.Type whose count of q.Label edges in q.Direction (Out or In) is
+	// between q.Min and q.Max, ordered by that count (highest first when
+	// q.Desc), then by ID, after q.After. Nodes with no such edge are not
+	// listed. It reads one committed state. A type or label the model
+	// lacks, or another direction, is ErrInvalid.
+	RankByDegree(ctx context.Context, q DegreeQuery) ([]DegreeEntry, error)
+}
+
+// A DegreeQuery asks a DegreeRanker for a page of its degree index.
+type DegreeQuery struct {
+	Type      string
+	Label     string
+	Direction Direction // Out or In
+	Desc      bool
+	// Min and Max bound the degree, inclusive; a Min below 1 means 1, a
+	// Max of 0 means no bound.
+	Min, Max int64
+	// After, if set, is the entry the page follows: the page starts at the
+	// next entry in the order, whether or not After is in the index.
+	After *DegreeEntry
+	Limit int
+}
+
+// A DegreeEntry is a node and its degree.
+type DegreeEntry struct {
+	ID     ID
+	Degree int64
+}

@@ -514,7 +514,48 @@ func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
 		q.group = randomGroupBy(rng)
 		q.count, q.paths, q.fields, q.degrees, q.order = false, false, nil, nil, nil
 	}
+	if rng.IntN(6) == 0 {
+		degreeOrderQuery(rng, q)
+	}
 	return q
+}
+
+// degreeOrderQuery makes q a query the degree index orders: a whole type
+// by one degree (one label, out or in), with no traversal, often a degree
+// range on the same degree, sometimes another filter, and a small limit,
+// so that paging goes through the index, across to the nodes of degree
+// 0, and on.
+func degreeOrderQuery(rng *rand.Rand, q *oQuery) {
+	d := &graph.Degree{Edge: graph.Labels{oLabels[rng.IntN(len(oLabels))]}, Direction: graph.Direction([]string{"", "out", "in"}[rng.IntN(3)])}
+	q.ids, q.search, q.steps, q.count, q.group = nil, "", nil, false, nil
+	q.typ = oTypes[rng.IntN(len(oTypes))]
+	q.order = []graph.Order{{Degree: d, Desc: rng.IntN(3) > 0}}
+	q.where, q.final = nil, nil
+	switch rng.IntN(4) {
+	case 0:
+		f := &oFilter{conds: map[string][]oCond{}, short: map[string]bool{}, deg: d}
+		for _, op := range []string{"gte", "gt", "lte", "lt", "eq"} {
+			if rng.IntN(3) == 0 {
+				f.degOps = append(f.degOps, oCond{op, rng.IntN(4)})
+			}
+		}
+		if len(f.degOps) > 0 {
+			q.where = f
+			if rng.IntN(3) == 0 {
+				q.order = nil // a range as the start set, by ID
+			}
+		}
+	case 1:
+		q.final = randomFilter(rng, 0, oFields)
+	}
+	q.limit = 1 + rng.IntN(4)
+	if rng.IntN(4) == 0 { // the whole type grouped by the degree: the index counts it
+		q.order, q.where, q.final, q.paths, q.fields, q.degrees = nil, nil, nil, false, nil, nil
+		q.group = &graph.GroupBy{Degree: d}
+		if rng.IntN(2) == 0 {
+			q.group.Buckets = []int64{1, 2 + int64(rng.IntN(3))}
+		}
+	}
 }
 
 // json renders the query; cursor and limits are added per call.

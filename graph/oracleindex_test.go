@@ -115,3 +115,9 @@ func (q *oQuery) walkable() bool {
 	return q.search == "" && len(q.ids) == 0 && len(q.steps) == 0 && len(q.order) == 1 && q.group == nil && !q.count &&
 		(slices.Contains(indexed, q.order[0].Field) || q.order[0] == graph.Order{Field: "id"}) // by ID: the type scan's order
 }
+
+// degreeOrdered reports whether q may be read in the order of the degree
+// index: a whole type ordered by one degree (degreeorder.go).
+func (q *oQuery) degreeOrdered() bool {
+	return q.search == "" && len(q.ids) == 0 && len(q.steps) == 0 && len(q.order) >= 1 && q.order[0].Degree != nil && q.group == nil && !q.count
+}

@@ -18,10 +18,13 @@ type PathsQuery struct {
 	Direction Direction
 	// MaxHops bounds the length of each path, in edges; 0 means the hop ceiling.
 	MaxHops int
-	// K is how many paths are wanted; 0 means 1. It is capped at the
-	// results ceiling.
+	// K is how many paths are wanted (a page of them); 0 means 1. It is
+	// capped at the results ceiling.
 	K      int
 	Limits Limits
+	// Cursor, from the result of the same query, continues after the page
+	// it came with.
+	Cursor string
 }
 
 // A PathsResult lists up to K shortest simple paths (no node twice), in
@@ -38,13 +41,24 @@ type PathsResult struct {
 	Paths []Path `json:"paths"`
 	// Length is the length in edges of the shortest path, Paths[0]; -1
 	// when Paths is empty. Each path's own length is len(Path.Edges).
-	Length    int       `json:"length"`
+	Length int `json:"length"`
+	// More is true exactly when Cursor is set: the same query with the
+	// cursor returns the next K paths, in the same order.
+	More      bool      `json:"more"`
+	Cursor    string    `json:"cursor,omitempty"`
 	Truncated bool      `json:"truncated"`
 	Reason    string    `json:"reason,omitempty"`
 	Limits    Limits    `json:"limits"`
 	Capped    []string  `json:"capped,omitempty"`
 	Stats     ReadStats `json:"stats"`
+
+	page pageCursors
 }
+
+// CursorAfter returns the cursor that continues after the page's first n
+// paths (a surface that keeps only those, to fit its size cap), or the
+// cursor of the page itself when n is 0.
+func (r *PathsResult) CursorAfter(n int) string { return r.page.after(n) }
 
 // Paths finds the K shortest simple paths from q.From to q.To by Yen's
 // algorithm. The first path comes from a bidirectional breadth-first search
@@ -87,24 +101,47 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 			return nil, err
 		}
 	}
-	b := newBudget(ctx, lim)
-	defer b.cancel()
-	ps := &pathSearch{s: s, b: b, labels: q.Labels, dir: dir}
-	found, beyond, err := ps.kShortest(q.From, q.To, k, maxHops)
+	fp := fingerprintOf(struct {
+		Kind     string
+		From, To ID
+		Labels   []string
+		Dir      Direction
+		MaxHops  int
+	}{"find_paths", q.From, q.To, q.Labels, dir, maxHops})
+	skip, err := openPageCursor(s, q.Cursor, fp)
 	if err != nil {
 		return nil, err
 	}
-	if len(found) > 0 {
-		res.Paths, res.Length = found, len(found[0].Edges)
+	res.page = pageCursors{s: s, fp: fp, at: skip, cursor: q.Cursor}
+	b := newBudget(ctx, lim)
+	defer b.cancel()
+	ps := &pathSearch{s: s, b: b, labels: q.Labels, dir: dir}
+	// The paths of earlier pages, this page's, and one more, which says
+	// whether another page follows.
+	found, beyond, err := ps.kShortest(q.From, q.To, skip+k+1, maxHops)
+	if err != nil {
+		return nil, err
+	}
+	more := len(found) > skip+k
+	page := found[min(skip, len(found)):min(skip+k, len(found))]
+	if len(page) > 0 {
+		res.Paths, res.Length = page, len(page[0].Edges)
 	}
 	switch {
+	case more || len(page) == k && b.reason != "":
+		res.Cursor = res.page.after(len(page))
 	case b.reason != "":
+		res.Cursor = res.page.after(len(page)) // a prefix of the page: go on after it, or retry
+	}
+	switch {
+	case b.reason != "" && !more:
 		res.Truncated, res.Reason = true, b.reason
-	case len(found) < k && beyond:
+	case len(found) < skip+k && beyond:
 		res.Truncated, res.Reason = true, ReasonHops
-	case len(found) == k && q.K > k:
+	case len(page) == k && q.K > k:
 		res.Truncated, res.Reason = true, ReasonResults
 	}
+	res.More = res.Cursor != ""
 	res.Stats = ReadStats{Visited: b.visited, ElapsedMs: float64(time.Since(start).Microseconds()) / 1000}
 	return res, nil
 }

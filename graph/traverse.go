@@ -143,12 +143,15 @@ func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, di
 }
 
 // A NeighborsQuery asks for the nodes within Depth edges of a node.
+// Its page holds Limits.MaxResults neighbours at most; Cursor, from the
+// result of the same query, continues after the page it came with.
 type NeighborsQuery struct {
 	ID        ID        `json:"id"`
 	Labels    []string  `json:"edge,omitempty"`
 	Direction Direction `json:"direction,omitempty"`
 	Depth     int       `json:"depth,omitempty"` // default 1
 	Limits    Limits    `json:"limits,omitzero"`
+	Cursor    string    `json:"cursor,omitempty"`
 }
 
 // A Neighbor is a node reached at a depth.
@@ -157,17 +160,30 @@ type Neighbor struct {
 	Depth int   `json:"depth"`
 }
 
-// A NeighborsResult lists the neighbours, nearest first, each once, and
-// the edges through which each was first reached.
+// A NeighborsResult lists a page of the neighbours, nearest first, each
+// once, and the edges through which each was first reached. The order is
+// the breadth-first search's, the same on every call over the same graph:
+// More is true exactly when Cursor is set, and the same query with the
+// cursor returns the next page (a page whose work a bound cut is a
+// prefix of the page, and its cursor continues after it).
 type NeighborsResult struct {
 	Nodes     []Neighbor `json:"nodes"`
 	Edges     []EdgeKey  `json:"edges"`
+	More      bool       `json:"more"`
+	Cursor    string     `json:"cursor,omitempty"`
 	Truncated bool       `json:"truncated"`
 	Reason    string     `json:"reason,omitempty"`
 	Limits    Limits     `json:"limits"`
 	Capped    []string   `json:"capped,omitempty"`
 	Stats     ReadStats  `json:"stats"`
+
+	page pageCursors
 }
+
+// CursorAfter returns the cursor that continues after the page's first n
+// neighbours (a surface that keeps only those, to fit its size cap), or
+// the cursor of the page itself when n is 0.
+func (r *NeighborsResult) CursorAfter(n int) string { return r.page.after(n) }
 
 // Neighbors returns the neighbourhood of a node, breadth first, within the ceilings.
 func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) (*NeighborsResult, error) {
@@ -193,6 +209,18 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 	if _, err := s.Node(ctx, q.ID); err != nil {
 		return nil, err
 	}
+	fp := fingerprintOf(struct {
+		Kind   string
+		ID     ID
+		Labels []string
+		Dir    Direction
+		Depth  int
+	}{"neighbors", q.ID, q.Labels, dir, depth})
+	skip, err := openPageCursor(s, q.Cursor, fp)
+	if err != nil {
+		return nil, err
+	}
+	res.page = pageCursors{s: s, fp: fp, at: skip, cursor: q.Cursor}
 	b := newBudget(ctx, lim)
 	defer b.cancel()
 	seen := map[ID]bool{q.ID: true}
@@ -205,8 +233,8 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 			if seen[other] || !b.spend(1) {
 				return
 			}
-			if len(order) == lim.MaxResults {
-				b.stop(ReasonResults)
+			if len(order) == skip+lim.MaxResults {
+				b.stop(ReasonResults) // one more than the page: there are more
 				return
 			}
 			seen[other] = true
@@ -220,6 +248,8 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 		}
 		frontier = next
 	}
+	// The page: the neighbours after those of earlier pages.
+	order, res.Edges = order[min(skip, len(order)):], res.Edges[min(skip, len(res.Edges)):]
 	for i := 0; i < len(order); i += 256 {
 		chunk := order[i:min(i+256, len(order))]
 		nodes, err := s.Nodes(context.WithoutCancel(ctx), chunk)
@@ -232,9 +262,17 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 			}
 		}
 	}
-	if b.reason != "" {
+	switch b.reason {
+	case "":
+	case ReasonResults:
+		res.Cursor = res.page.after(len(order))
+	default:
+		// A bound cut the page: what it holds is a prefix of it, and the
+		// cursor goes on after it (or retries it, when it holds nothing).
 		res.Truncated, res.Reason = true, b.reason
+		res.Cursor = res.page.after(len(order))
 	}
+	res.More = res.Cursor != ""
 	res.Stats = ReadStats{Visited: b.visited, ElapsedMs: float64(time.Since(start).Microseconds()) / 1000}
 	return res, nil
 }

@@ -308,7 +308,8 @@ type neighborsIn struct {
 	Depth     int          `json:"depth,omitempty" schema:"min=1,default=1"`   // capped at MaxNeighborDepth
 	Limit     int          `json:"limit,omitempty" schema:"min=1,default=100"` // capped at MaxNeighborLimit
 	// EdgeProperties adds each listed edge's properties.
-	EdgeProperties bool `json:"edgeProperties,omitempty"`
+	EdgeProperties bool   `json:"edgeProperties,omitempty"`
+	Cursor         string `json:"cursor,omitempty"`
 }
 
 type neighborsOut struct {
@@ -320,8 +321,11 @@ type neighborsOut struct {
 
 func (o neighborsOut) items() int { return len(o.Nodes) }
 func (o neighborsOut) keep(n int) {
-	// Edges[i] is the edge that first reached Nodes[i].
+	// Edges[i] is the edge that first reached Nodes[i]; the cursor goes on
+	// after the nodes kept.
 	o.Nodes, o.Edges, o.Truncated, o.Reason = o.Nodes[:n], o.Edges[:min(n, cap(o.Edges))], true, graph.ReasonBytes
+	o.Cursor = o.CursorAfter(n)
+	o.More = o.Cursor != ""
 }
 
 func (o neighborsOut) text() string {
@@ -336,18 +340,21 @@ func (o neighborsOut) text() string {
 		fmt.Fprintf(&d, "%s\n", e)
 	}
 	b.WriteString(fence(d.String()))
+	if o.Cursor != "" {
+		b.WriteString("more: call again with cursor\n")
+	}
 	return b.String()
 }
 
 func neighbors() *Tool {
 	return define(readTool("neighbors", "Neighbours",
-		"Nodes linked to a node, breadth first up to depth hops, with the edges reaching them."),
+		"Nodes within depth hops of a node, breadth first, with the edges reaching them."),
 		func(ctx context.Context, c *Catalog, in *neighborsIn) (*neighborsOut, error) {
 			var capped []string
 			capAt(&in.Depth, MaxNeighborDepth, "depth", &capped)
 			capAt(&in.Limit, MaxNeighborLimit, "limit", &capped)
 			r, err := graph.Neighbors(ctx, c.store, graph.NeighborsQuery{ID: in.ID, Labels: in.Edge, Direction: graph.Direction(in.Direction),
-				Depth: in.Depth, Limits: graph.Limits{MaxResults: in.Limit}}, c.ceilings)
+				Depth: in.Depth, Limits: graph.Limits{MaxResults: in.Limit}, Cursor: in.Cursor}, c.ceilings)
 			if err != nil {
 				return nil, err
 			}
@@ -376,7 +383,8 @@ type pathsIn struct {
 	Direction string       `json:"direction,omitempty" schema:"enum=out|in|both,default=\"both\""`
 	K         int          `json:"k,omitempty" schema:"min=1,default=1"` // capped at MaxPaths
 	// EdgeProperties adds the properties of the paths' edges.
-	EdgeProperties bool `json:"edgeProperties,omitempty"`
+	EdgeProperties bool   `json:"edgeProperties,omitempty"`
+	Cursor         string `json:"cursor,omitempty"`
 }
 
 type pathsOut struct {
@@ -393,6 +401,8 @@ func (o pathsOut) keep(n int) {
 	if n == 0 {
 		o.Length = -1
 	}
+	o.Cursor = o.CursorAfter(n) // after the paths kept
+	o.More = o.Cursor != ""
 }
 
 func (o pathsOut) text() string {
@@ -414,18 +424,21 @@ func (o pathsOut) text() string {
 		fmt.Fprintf(&d, "%d edge(s): %s\n", len(p.Edges), strings.Join(p.Edges, " · "))
 	}
 	b.WriteString(fence(d.String()))
+	if o.Cursor != "" {
+		b.WriteString("more: call again with cursor\n")
+	}
 	return b.String()
 }
 
 func findPaths() *Tool {
 	return define(readTool("find_paths", "Find paths",
-		"The k shortest simple paths between two nodes, shortest first, as node and edge IDs."),
+		"The k shortest simple paths between two nodes, shortest first."),
 		func(ctx context.Context, c *Catalog, in *pathsIn) (*pathsOut, error) {
 			var capped []string
 			capAt(&in.MaxHops, MaxPathHops, "maxHops", &capped)
 			capAt(&in.K, MaxPaths, "k", &capped)
 			r, err := graph.Paths(ctx, c.store, graph.PathsQuery{From: in.From, To: in.To, Labels: in.Edge, Direction: graph.Direction(in.Direction),
-				MaxHops: in.MaxHops, K: in.K}, c.ceilings)
+				MaxHops: in.MaxHops, K: in.K, Cursor: in.Cursor}, c.ceilings)
 			if err != nil {
 				return nil, err
 			}

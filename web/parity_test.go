@@ -3,6 +3,7 @@ package web_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -42,19 +43,19 @@ var scenarios = []scenario{
 	{name: "get edge", tool: "get_edge", args: `{"id":"memberOf(person/ada-okafor,team/payments)"}`,
 		gql: `{ getEdge(id: "memberOf(person/ada-okafor,team/payments)") { edge { id from label to key properties createdAt updatedAt revision } } }`},
 	{name: "neighbors with edge properties", tool: "neighbors", args: `{"id":"person/ada-okafor","edgeProperties":true}`,
-		gql: `{ neighbors(id: "person/ada-okafor", edgeProperties: true) { nodes { node { ` + nodeFields + ` } depth } edges { from label to key } edgeProperties ` + readFields + ` } }`},
+		gql: `{ neighbors(id: "person/ada-okafor", edgeProperties: true) { nodes { node { ` + nodeFields + ` } depth } edges { from label to key } more cursor edgeProperties ` + readFields + ` } }`},
 	{name: "paths with edge properties", tool: "find_paths", args: `{"from":"person/ada-okafor","to":"team/payments","edge":"memberOf","edgeProperties":true}`,
-		gql: `{ findPaths(from: "person/ada-okafor", to: "team/payments", edge: "memberOf", edgeProperties: true) { paths { nodes edges } length edgeProperties ` + readFields + ` } }`},
+		gql: `{ findPaths(from: "person/ada-okafor", to: "team/payments", edge: "memberOf", edgeProperties: true) { paths { nodes edges } length more cursor edgeProperties ` + readFields + ` } }`},
 	{name: "search", tool: "search_nodes", args: `{"query":"billing","type":"Service","limit":3}`,
 		gql: `{ searchNodes(query: "billing", type: "Service", limit: 3) { hits { node { ` + nodeFields + ` } score } total totalEstimated more cursor ` + readFields + ` } }`},
 	{name: "search paged", tool: "search_nodes", args: `{"query":"a","limit":1}`,
 		gql: `{ searchNodes(query: "a", limit: 1) { hits { node { ` + nodeFields + ` } score } total totalEstimated more cursor ` + readFields + ` } }`},
 	{name: "neighbors", tool: "neighbors", args: `{"id":"service/billing","edge":"dependsOn","direction":"out"}`,
-		gql: `{ neighbors(id: "service/billing", edge: ["dependsOn"], direction: out) { nodes { node { ` + nodeFields + ` } depth } edges { from label to key } ` + readFields + ` } }`},
+		gql: `{ neighbors(id: "service/billing", edge: ["dependsOn"], direction: out) { nodes { node { ` + nodeFields + ` } depth } edges { from label to key } more cursor ` + readFields + ` } }`},
 	{name: "neighbors cut", tool: "neighbors", args: `{"id":"service/billing","depth":2,"limit":1}`,
-		gql: `{ neighbors(id: "service/billing", depth: 2, limit: 1) { nodes { node { ` + nodeFields + ` } depth } edges { from label to key } ` + readFields + ` } }`},
+		gql: `{ neighbors(id: "service/billing", depth: 2, limit: 1) { nodes { node { ` + nodeFields + ` } depth } edges { from label to key } more cursor ` + readFields + ` } }`},
 	{name: "paths", tool: "find_paths", args: `{"from":"person/ada-okafor","to":"service/billing","k":3}`,
-		gql: `{ findPaths(from: "person/ada-okafor", to: "service/billing", k: 3) { paths { nodes edges } length ` + readFields + ` } }`},
+		gql: `{ findPaths(from: "person/ada-okafor", to: "service/billing", k: 3) { paths { nodes edges } length more cursor ` + readFields + ` } }`},
 	{name: "query", tool: "query_graph", args: `{"from":{"type":"Service","where":{"tier":0}},"return":{"fields":["id","name"]},"orderBy":[{"field":"id"}]}`,
 		gql: `{ queryGraph(from: {type: "Service", where: {tier: 0}}, return: {fields: ["id", "name"]}, orderBy: [{field: "id"}]) { nodes paths { nodes edges } count more note partial cursor ` + readFields + ` } }`},
 	{name: "query count", tool: "query_graph", args: `{"from":{"type":"Service"},"return":{"count":true}}`,
@@ -71,6 +72,9 @@ var scenarios = []scenario{
 		gql: `{ queryGraph(from: {type: "Service"}, groupBy: {degree: {edge: "dependsOn", direction: "in"}, buckets: [1, 3], order: "key"}) { nodes groups { key count } count more note partial cursor ` + readFields + ` } }`},
 	{name: "query groupBy invalid", tool: "query_graph", args: `{"from":{"type":"Service"},"groupBy":{"field":"licence"}}`,
 		gql: `{ queryGraph(from: {type: "Service"}, groupBy: {field: "licence"}) { count } }`, code: "invalid_argument", pointers: []string{"/groupBy/field"}},
+	// The work limit cuts a scan: a reason, and a cursor past what it read.
+	{name: "query cut", tool: "query_graph", args: `{"from":{"type":"Service"},"return":{"fields":["id"]},"limit":5,"limits":{"maxVisited":3}}`,
+		gql: `{ queryGraph(from: {type: "Service"}, return: {fields: ["id"]}, limit: 5, limits: {maxVisited: 3}) { nodes paths { nodes edges } count more note partial cursor ` + readFields + ` } }`},
 	{name: "query capped", tool: "query_graph", args: `{"from":{"type":"Service"},"limit":2,"limits":{"maxResults":1000000}}`,
 		gql: `{ queryGraph(from: {type: "Service"}, limit: 2, limits: {maxResults: 1000000}) { nodes paths { nodes edges } count more note partial cursor ` + readFields + ` } }`},
 	{name: "changes", tool: "changes_since", args: `{"cursor":0,"limit":2}`,
@@ -85,7 +89,7 @@ var scenarios = []scenario{
 		gql: `{ neighbors(id: "service/billing", depth: 0) { truncated } }`, code: "invalid_argument", pointers: []string{"/depth"}},
 	// A size above the tool's maximum is lowered and reported alike everywhere.
 	{name: "neighbors capped", tool: "neighbors", args: `{"id":"service/billing","depth":99,"limit":5000}`,
-		gql: `{ neighbors(id: "service/billing", depth: 99, limit: 5000) { nodes { node { ` + nodeFields + ` } depth } edges { from label to key } ` + readFields + ` } }`},
+		gql: `{ neighbors(id: "service/billing", depth: 99, limit: 5000) { nodes { node { ` + nodeFields + ` } depth } edges { from label to key } more cursor ` + readFields + ` } }`},
 	{name: "bad write", tool: "upsert_nodes", args: `{"nodes":[{"id":"topic/x","type":"Topic","properties":{"name":7}},{"id":"a b","type":"Topic","properties":{"name":"ok"}}]}`,
 		gql:  `mutation { upsertNodes(nodes: [{id: "topic/x", type: "Topic", properties: {name: 7}}, {id: "a b", type: "Topic", properties: {name: "ok"}}]) { seq } }`,
 		code: "invalid_argument", pointers: []string{"/nodes/0/properties/name", "/nodes/1/id"}},
@@ -97,6 +101,45 @@ var scenarios = []scenario{
 	{name: "write", tool: "upsert_nodes", args: `{"nodes":[{"id":"topic/parity","type":"Topic","properties":{"name":"Parity"}}],"idempotencyKey":"parity-1"}`,
 		gql:    `mutation { upsertNodes(nodes: [{id: "topic/parity", type: "Topic", properties: {name: "Parity"}}], idempotencyKey: "parity-1") { ` + writeFields + ` } }`,
 		replay: true},
+}
+
+// TestParityPaging pages neighbors and find_paths through MCP, REST and
+// GraphQL: the second page, asked with the first page's cursor (which
+// MCP returned), is the same on every surface, as is its cursor.
+func TestParityPaging(t *testing.T) {
+	f := newFixture(t)
+	cs := f.mcpClient(t)
+	for _, p := range []struct {
+		name, tool, args, gql string
+	}{
+		{"neighbors", "neighbors", `{"id":"service/billing","depth":2,"limit":2%s}`,
+			`{ neighbors(id: "service/billing", depth: 2, limit: 2%s) { nodes { node { ` + nodeFields + ` } depth } edges { from label to key } more cursor ` + readFields + ` } }`},
+		{"paths", "find_paths", `{"from":"person/ada-okafor","to":"service/billing","k":1%s}`,
+			`{ findPaths(from: "person/ada-okafor", to: "service/billing", k: 1%s) { paths { nodes edges } length more cursor ` + readFields + ` } }`},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			first := f.viaMCP(t, cs, scenario{tool: p.tool, args: fmt.Sprintf(p.args, "")})
+			cursor, _ := first.result.(map[string]any)["cursor"].(string)
+			if first.code != "" || cursor == "" {
+				t.Fatalf("first page: %v %s", first.result, first.text)
+			}
+			sc := scenario{tool: p.tool, args: fmt.Sprintf(p.args, `,"cursor":"`+cursor+`"`), gql: fmt.Sprintf(p.gql, `, cursor: "`+cursor+`"`)}
+			m, r, g := f.viaMCP(t, cs, sc), f.viaREST(t, sc), f.viaGraphQL(t, sc)
+			if m.code != "" || r.code != "" || g.code != "" {
+				t.Fatalf("errors: mcp %q %s, rest %q %s, graphql %q %s", m.code, m.text, r.code, r.text, g.code, g.text)
+			}
+			if diff := cmp.Diff(first.result, m.result); diff == "" {
+				t.Errorf("the second page is the first")
+			}
+			m.result, r.result, g.result = comparable(m.result), comparable(r.result), comparable(fromGraphQL(g.result))
+			if diff := cmp.Diff(m.result, r.result); diff != "" {
+				t.Errorf("REST differs from MCP (-mcp +rest):\n%s", diff)
+			}
+			if diff := cmp.Diff(m.result, g.result); diff != "" {
+				t.Errorf("GraphQL differs from MCP (-mcp +graphql):\n%s", diff)
+			}
+		})
+	}
 }
 
 // outcome is what one surface answered: a result, or an error code and

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -377,7 +380,9 @@ func TestReadCommands(t *testing.T) {
 		{"query ceiling", []string{"query", "--store", store, "--max-visited", "3", query}, 0, `"reason": "work"`},
 		{"search", []string{"search", "--store", store, "--type", "Service", "billing"}, 0, `"id": "service/billing"`},
 		{"neighbors", []string{"neighbors", "--store", store, "--edge", "supersedes", "--depth", "2", "adr/0016-run-postgresql-on-a-managed-ha-cluster"}, 0, `"id": "adr/0002-use-mysql-for-transactional-data"`},
-		{"neighbors limit", []string{"neighbors", "--store", store, "--limit", "1", "service/billing"}, 0, `"reason": "results"`},
+		{"neighbors limit", []string{"neighbors", "--store", store, "--limit", "1", "service/billing"}, 0, `"more": true`},
+		{"neighbors bad cursor", []string{"neighbors", "--store", store, "--cursor", "nope", "service/billing"}, 1, "cursor"},
+		{"paths bad cursor", []string{"paths", "--store", store, "--cursor", "nope", "service/checkout", "service/billing"}, 1, "cursor"},
 		{"neighbors limit capped", []string{"neighbors", "--store", store, "--limit", "99999", "service/billing"}, 0, `"capped": [`},
 		{"paths", []string{"paths", "--store", store, "--edge", "dependsOn", "--direction", "out", "service/checkout", "service/postgres-cluster"}, 0, `"length": 2`},
 		{"paths missing", []string{"paths", "--store", store, "service/checkout", "service/nope"}, 1, "not found"},
@@ -386,6 +391,47 @@ func TestReadCommands(t *testing.T) {
 			out, errOut, code := lore(t, tt.args...)
 			if code != tt.code || !strings.Contains(out+errOut, tt.want) {
 				t.Errorf("lore %s: exit %d, want %d; output:\n%s%s\nwant it to contain %q", strings.Join(tt.args, " "), code, tt.code, out, errOut, tt.want)
+			}
+		})
+	}
+	// lore neighbors and lore paths page with --cursor: the pages, one
+	// node or path each, are those of one call.
+	for _, tt := range []struct {
+		name       string
+		flags, pos []string
+		one        string // the flag for pages of one
+		items      func(map[string]any) []any
+	}{
+		{"neighbors", []string{"neighbors", "--store", store, "--depth", "2", "--json"}, []string{"service/billing"}, "--limit=1",
+			func(v map[string]any) []any { return v["nodes"].([]any) }},
+		{"paths", []string{"paths", "--store", store, "--k", "6", "--json"}, []string{"person/ada-okafor", "service/billing"}, "--k=1",
+			func(v map[string]any) []any { return v["paths"].([]any) }},
+	} {
+		t.Run(tt.name+" pages", func(t *testing.T) {
+			call := func(args ...string) map[string]any {
+				all := append(append(slices.Clone(tt.flags), args...), tt.pos...)
+				out, errOut, code := lore(t, all...)
+				var v map[string]any
+				if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+					t.Fatalf("lore %s: exit %d: %s%s", strings.Join(all, " "), code, out, errOut)
+				}
+				return v
+			}
+			whole := tt.items(call())
+			var paged []any
+			for cursor := ""; len(paged) < len(whole); {
+				args := []string{tt.one}
+				if cursor != "" {
+					args = append(args, "--cursor", cursor)
+				}
+				v := call(args...)
+				paged = append(paged, tt.items(v)...)
+				if cursor, _ = v["cursor"].(string); cursor == "" {
+					break
+				}
+			}
+			if len(whole) < 2 || !reflect.DeepEqual(whole, paged) {
+				t.Errorf("pages of one: %v\nwhole: %v", paged, whole)
 			}
 		})
 	}

@@ -109,7 +109,7 @@ func cmdSearch(ctx context.Context, e *env, args []string) error {
 }
 
 func cmdNeighbors(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "neighbors", "neighbors [--edge L1,L2] [--direction out|in|both] [--depth N] [--limit N] [--json | -o table|json] ID")
+	fs := newFlagSet(e, "neighbors", "neighbors [--edge L1,L2] [--direction out|in|both] [--depth N] [--limit N] [--cursor C] [--json | -o table|json] ID")
 	var sf storeFlags
 	var cf ceilingFlags
 	var of outputFlags
@@ -120,9 +120,10 @@ func cmdNeighbors(ctx context.Context, e *env, args []string) error {
 	dir := fs.String("direction", "both", "out, in or both")
 	depth := fs.Int("depth", 1, "hops from the node")
 	limit := fs.Int("limit", 0, "the most nodes to list (default and most: --max-results; more is lowered to it and reported in capped)")
+	cursor := fs.String("cursor", "", "the cursor of the previous page")
 	return readStore(ctx, e, fs, &sf, &of, args, 1, "neighbors takes one node ID", func(s graph.Store, pos []string) (any, view, error) {
 		r, err := graph.Neighbors(ctx, s, graph.NeighborsQuery{ID: graph.ID(pos[0]), Labels: splitList(*edges), Direction: graph.Direction(*dir), Depth: *depth,
-			Limits: graph.Limits{MaxResults: max(*limit, 0)}}, cf.limits())
+			Limits: graph.Limits{MaxResults: max(*limit, 0)}, Cursor: *cursor}, cf.limits())
 		return r, func(w io.Writer) error {
 			root, err := s.Node(ctx, graph.ID(pos[0]))
 			if err != nil {
@@ -134,7 +135,7 @@ func cmdNeighbors(ctx context.Context, e *env, args []string) error {
 }
 
 func cmdPaths(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "paths", "paths [--edge L1,L2] [--direction out|in|both] [--hops N] [--k N] [--json | -o table|json] FROM TO")
+	fs := newFlagSet(e, "paths", "paths [--edge L1,L2] [--direction out|in|both] [--hops N] [--k N] [--cursor C] [--json | -o table|json] FROM TO")
 	var sf storeFlags
 	var cf ceilingFlags
 	var of outputFlags
@@ -144,10 +145,11 @@ func cmdPaths(ctx context.Context, e *env, args []string) error {
 	edges := fs.String("edge", "", "comma-separated edge `labels` to follow (default: all)")
 	dir := fs.String("direction", "both", "out follows edges from FROM towards TO; in against them; both either way")
 	maxHops := fs.Int("hops", 0, "longest path to look for (default: the hop ceiling)")
-	k := fs.Int("k", 1, "how many of the shortest simple paths (no node twice), shortest first")
+	k := fs.Int("k", 1, "how many of the shortest simple paths (no node twice), shortest first: a page of them")
+	cursor := fs.String("cursor", "", "the cursor of the previous page")
 	return readStore(ctx, e, fs, &sf, &of, args, 2, "paths takes two node IDs", func(s graph.Store, pos []string) (any, view, error) {
 		r, err := graph.Paths(ctx, s, graph.PathsQuery{From: graph.ID(pos[0]), To: graph.ID(pos[1]), Labels: splitList(*edges),
-			Direction: graph.Direction(*dir), MaxHops: *maxHops, K: *k}, cf.limits())
+			Direction: graph.Direction(*dir), MaxHops: *maxHops, K: *k, Cursor: *cursor}, cf.limits())
 		return r, func(w io.Writer) error { return viewPaths(ctx, w, s, r, graph.ID(pos[0]), graph.ID(pos[1])) }, err
 	})
 }

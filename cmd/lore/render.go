@@ -253,14 +253,20 @@ func viewNeighbors(w io.Writer, m *schema.Model, root *graph.Node, r *graph.Neig
 	}
 	children := map[graph.ID][]child{}
 	seen := map[graph.ID]bool{root.ID: true}
-	for _, k := range r.Edges {
+	for i, k := range r.Edges {
 		// Each edge reached one new node, from a node reached before.
 		parent, id, out := k.From, k.To, true
-		if seen[k.To] && !seen[k.From] {
+		if seen[k.To] && !seen[k.From] || len(r.Nodes) == len(r.Edges) && r.Nodes[i].Node.ID == k.From {
 			parent, id, out = k.To, k.From, false
 		}
 		if seen[id] {
 			continue
+		}
+		if !seen[parent] {
+			// A page after the first: the node it was reached from is on
+			// an earlier page, shown (by ID) under the root.
+			seen[parent] = true
+			children[root.ID] = append(children[root.ID], child{parent, "…"})
 		}
 		seen[id] = true
 		children[parent] = append(children[parent], child{id, arrow(k, out)})
@@ -287,8 +293,12 @@ func viewNeighbors(w io.Writer, m *schema.Model, root *graph.Node, r *graph.Neig
 		}
 	}
 	walk(root.ID, "")
-	t.line("%s", footer{count: count(len(r.Nodes), "neighbor") + ", " + count(len(r.Edges), "edge"),
-		truncated: r.Truncated, reason: r.Reason, capped: r.Capped})
+	f := footer{count: count(len(r.Nodes), "neighbor") + ", " + count(len(r.Edges), "edge"),
+		truncated: r.Truncated, reason: r.Reason, capped: r.Capped}
+	if r.More {
+		f.next = "--cursor " + r.Cursor
+	}
+	t.line("%s", f)
 	return t.flush()
 }
 
@@ -321,6 +331,9 @@ func viewPaths(ctx context.Context, w io.Writer, s graph.Store, r *graph.PathsRe
 		f.count = fmt.Sprintf("no path from %s to %s", from, to)
 	case len(r.Paths) > 1:
 		f.count += fmt.Sprintf(", the shortest %s", count(r.Length, "edge"))
+	}
+	if r.More {
+		f.next = "--cursor " + r.Cursor
 	}
 	t.line("%s", f)
 	return t.flush()

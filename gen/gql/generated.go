@@ -150,9 +150,11 @@ type ComplexityRoot struct {
 
 	FindPathsResult struct {
 		Capped         func(childComplexity int) int
+		Cursor         func(childComplexity int) int
 		EdgeProperties func(childComplexity int) int
 		Length         func(childComplexity int) int
 		Limits         func(childComplexity int) int
+		More           func(childComplexity int) int
 		Paths          func(childComplexity int) int
 		Reason         func(childComplexity int) int
 		Stats          func(childComplexity int) int
@@ -189,9 +191,11 @@ type ComplexityRoot struct {
 
 	NeighborsResult struct {
 		Capped         func(childComplexity int) int
+		Cursor         func(childComplexity int) int
 		EdgeProperties func(childComplexity int) int
 		Edges          func(childComplexity int) int
 		Limits         func(childComplexity int) int
+		More           func(childComplexity int) int
 		Nodes          func(childComplexity int) int
 		Reason         func(childComplexity int) int
 		Stats          func(childComplexity int) int
@@ -225,10 +229,10 @@ type ComplexityRoot struct {
 	Query struct {
 		ChangesSince  func(childComplexity int, cursor *int, limit *int, offset *int) int
 		DescribeModel func(childComplexity int, typeArg *string) int
-		FindPaths     func(childComplexity int, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool) int
+		FindPaths     func(childComplexity int, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool, cursor *string) int
 		GetEdge       func(childComplexity int, id string) int
 		GetNode       func(childComplexity int, id string) int
-		Neighbors     func(childComplexity int, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) int
+		Neighbors     func(childComplexity int, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool, cursor *string) int
 		QueryGraph    func(childComplexity int, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, groupBy any, limit *int, cursor *string, limits any, explain *bool) int
 		Resource      func(childComplexity int, uri string) int
 		SearchNodes   func(childComplexity int, query string, typeArg *string, limit *int, cursor *string) int
@@ -357,8 +361,8 @@ type QueryResolver interface {
 	GetNode(ctx context.Context, id string) (*model.GetNodeResult, error)
 	GetEdge(ctx context.Context, id string) (*model.GetEdgeResult, error)
 	SearchNodes(ctx context.Context, query string, typeArg *string, limit *int, cursor *string) (*model.SearchNodesResult, error)
-	Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) (*model.NeighborsResult, error)
-	FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool) (*model.FindPathsResult, error)
+	Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool, cursor *string) (*model.NeighborsResult, error)
+	FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool, cursor *string) (*model.FindPathsResult, error)
 	QueryGraph(ctx context.Context, from model.QueryGraphFromInput, traverse []*model.QueryGraphTraverseInput, where any, returnArg *model.QueryGraphReturnInput, orderBy []*model.QueryGraphOrderByInput, groupBy any, limit *int, cursor *string, limits any, explain *bool) (*model.QueryGraphResult, error)
 	ChangesSince(ctx context.Context, cursor *int, limit *int, offset *int) (*model.ChangesSinceResult, error)
 	Resource(ctx context.Context, uri string) (*model.Resource, error)
@@ -862,6 +866,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FindPathsResult.Capped(childComplexity), true
+	case "FindPathsResult.cursor":
+		if e.ComplexityRoot.FindPathsResult.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FindPathsResult.Cursor(childComplexity), true
 	case "FindPathsResult.edgeProperties":
 		if e.ComplexityRoot.FindPathsResult.EdgeProperties == nil {
 			break
@@ -880,6 +890,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FindPathsResult.Limits(childComplexity), true
+	case "FindPathsResult.more":
+		if e.ComplexityRoot.FindPathsResult.More == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FindPathsResult.More(childComplexity), true
 	case "FindPathsResult.paths":
 		if e.ComplexityRoot.FindPathsResult.Paths == nil {
 			break
@@ -1014,6 +1030,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NeighborsResult.Capped(childComplexity), true
+	case "NeighborsResult.cursor":
+		if e.ComplexityRoot.NeighborsResult.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NeighborsResult.Cursor(childComplexity), true
 	case "NeighborsResult.edgeProperties":
 		if e.ComplexityRoot.NeighborsResult.EdgeProperties == nil {
 			break
@@ -1032,6 +1054,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NeighborsResult.Limits(childComplexity), true
+	case "NeighborsResult.more":
+		if e.ComplexityRoot.NeighborsResult.More == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NeighborsResult.More(childComplexity), true
 	case "NeighborsResult.nodes":
 		if e.ComplexityRoot.NeighborsResult.Nodes == nil {
 			break
@@ -1192,7 +1220,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.FindPaths(childComplexity, args["from"].(string), args["to"].(string), args["maxHops"].(*int), args["edge"].([]string), args["direction"].(*model.Direction), args["k"].(*int), args["edgeProperties"].(*bool)), true
+		return e.ComplexityRoot.Query.FindPaths(childComplexity, args["from"].(string), args["to"].(string), args["maxHops"].(*int), args["edge"].([]string), args["direction"].(*model.Direction), args["k"].(*int), args["edgeProperties"].(*bool), args["cursor"].(*string)), true
 	case "Query.getEdge":
 		if e.ComplexityRoot.Query.GetEdge == nil {
 			break
@@ -1226,7 +1254,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Neighbors(childComplexity, args["id"].(string), args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int), args["edgeProperties"].(*bool)), true
+		return e.ComplexityRoot.Query.Neighbors(childComplexity, args["id"].(string), args["edge"].([]string), args["direction"].(*model.Direction), args["depth"].(*int), args["limit"].(*int), args["edgeProperties"].(*bool), args["cursor"].(*string)), true
 	case "Query.queryGraph":
 		if e.ComplexityRoot.Query.QueryGraph == nil {
 			break
@@ -2057,6 +2085,10 @@ func (ec *executionContext) childFields_FindPathsResult(ctx context.Context, fie
 		return ec.fieldContext_FindPathsResult_paths(ctx, field)
 	case "length":
 		return ec.fieldContext_FindPathsResult_length(ctx, field)
+	case "more":
+		return ec.fieldContext_FindPathsResult_more(ctx, field)
+	case "cursor":
+		return ec.fieldContext_FindPathsResult_cursor(ctx, field)
 	case "truncated":
 		return ec.fieldContext_FindPathsResult_truncated(ctx, field)
 	case "reason":
@@ -2121,6 +2153,10 @@ func (ec *executionContext) childFields_NeighborsResult(ctx context.Context, fie
 		return ec.fieldContext_NeighborsResult_nodes(ctx, field)
 	case "edges":
 		return ec.fieldContext_NeighborsResult_edges(ctx, field)
+	case "more":
+		return ec.fieldContext_NeighborsResult_more(ctx, field)
+	case "cursor":
+		return ec.fieldContext_NeighborsResult_cursor(ctx, field)
 	case "truncated":
 		return ec.fieldContext_NeighborsResult_truncated(ctx, field)
 	case "reason":
@@ -2796,6 +2832,14 @@ func (ec *executionContext) field_Query_findPaths_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["edgeProperties"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "cursor",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cursor"] = arg7
 	return args, nil
 }
 
@@ -2878,6 +2922,14 @@ func (ec *executionContext) field_Query_neighbors_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["edgeProperties"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "cursor",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["cursor"] = arg6
 	return args, nil
 }
 
@@ -5043,6 +5095,52 @@ func (ec *executionContext) fieldContext_FindPathsResult_length(_ context.Contex
 	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "Int")
 }
 
+func (ec *executionContext) _FindPathsResult_more(ctx context.Context, field graphql.CollectedField, obj *model.FindPathsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FindPathsResult_more(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.More, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FindPathsResult_more(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _FindPathsResult_cursor(ctx context.Context, field graphql.CollectedField, obj *model.FindPathsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FindPathsResult_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_FindPathsResult_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FindPathsResult", field, false, false, "String")
+}
+
 func (ec *executionContext) _FindPathsResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.FindPathsResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5671,6 +5769,52 @@ func (ec *executionContext) fieldContext_NeighborsResult_edges(_ context.Context
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _NeighborsResult_more(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NeighborsResult_more(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.More, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NeighborsResult_more(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NeighborsResult", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _NeighborsResult_cursor(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NeighborsResult_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NeighborsResult_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NeighborsResult", field, false, false, "String")
 }
 
 func (ec *executionContext) _NeighborsResult_truncated(ctx context.Context, field graphql.CollectedField, obj *model.NeighborsResult) (ret graphql.Marshaler) {
@@ -6411,7 +6555,7 @@ func (ec *executionContext) _Query_neighbors(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Neighbors(ctx, fc.Args["id"].(string), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool))
+			return ec.Resolvers.Query().Neighbors(ctx, fc.Args["id"].(string), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["depth"].(*int), fc.Args["limit"].(*int), fc.Args["edgeProperties"].(*bool), fc.Args["cursor"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.NeighborsResult) graphql.Marshaler {
@@ -6455,7 +6599,7 @@ func (ec *executionContext) _Query_findPaths(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().FindPaths(ctx, fc.Args["from"].(string), fc.Args["to"].(string), fc.Args["maxHops"].(*int), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["k"].(*int), fc.Args["edgeProperties"].(*bool))
+			return ec.Resolvers.Query().FindPaths(ctx, fc.Args["from"].(string), fc.Args["to"].(string), fc.Args["maxHops"].(*int), fc.Args["edge"].([]string), fc.Args["direction"].(*model.Direction), fc.Args["k"].(*int), fc.Args["edgeProperties"].(*bool), fc.Args["cursor"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FindPathsResult) graphql.Marshaler {
@@ -10838,6 +10982,16 @@ func (ec *executionContext) _FindPathsResult(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "more":
+			out.Values[i] = ec._FindPathsResult_more(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._FindPathsResult_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "truncated":
 			out.Values[i] = ec._FindPathsResult_truncated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11125,6 +11279,16 @@ func (ec *executionContext) _NeighborsResult(ctx context.Context, sel ast.Select
 		case "edges":
 			out.Values[i] = ec._NeighborsResult_edges(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "more":
+			out.Values[i] = ec._NeighborsResult_more(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cursor":
+			out.Values[i] = ec._NeighborsResult_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "truncated":

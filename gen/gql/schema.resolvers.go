@@ -67,12 +67,12 @@ func (r *queryResolver) SearchNodes(ctx context.Context, query string, typeArg *
 }
 
 // Neighbors is the resolver for the neighbors field.
-func (r *queryResolver) Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool) (*model.NeighborsResult, error) {
+func (r *queryResolver) Neighbors(ctx context.Context, id string, edge []string, direction *model.Direction, depth *int, limit *int, edgeProperties *bool, cursor *string) (*model.NeighborsResult, error) {
 	return invoke[*model.NeighborsResult](ctx, r.Cat, "neighbors", arguments(ctx))
 }
 
 // FindPaths is the resolver for the findPaths field.
-func (r *queryResolver) FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool) (*model.FindPathsResult, error) {
+func (r *queryResolver) FindPaths(ctx context.Context, from string, to string, maxHops *int, edge []string, direction *model.Direction, k *int, edgeProperties *bool, cursor *string) (*model.FindPathsResult, error) {
 	return invoke[*model.FindPathsResult](ctx, r.Cat, "find_paths", arguments(ctx))
 }
 

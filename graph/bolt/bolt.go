@@ -39,10 +39,11 @@ const ownerFile = "owner"
 // version 4 keeps Cayley's value IDs and reference counts in two buckets
 // instead of 131,072 (see hookKV); version 5 adds the in-edge index (bIn);
 // version 6 holds the search postings of graph.TokenizerVersion 2 (folded,
-// stemmed, BM25 impacts), in impact order too, and their counts.
-// Open upgrades older stores: it moves the values (mergeValueBuckets) and
+// stemmed, BM25 impacts), in impact order too, and their counts; version 7
+// adds the degree index (bDegIdx). Open upgrades older stores: it moves
+// the values (mergeValueBuckets) and
 // rebuilds the derived data, the in-edge index with it.
-const storeVersion = 6
+const storeVersion = 7
 
 // Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", and "v" and
 // "n" as the adapter keeps them, see hookKV).
@@ -54,10 +55,11 @@ var (
 	bProp      = []byte("lore.prop") // type NUL prop NUL value ID -> ""
 	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight, and impKey
 	bDeg       = []byte("lore.deg")  // ID -> edge summary a bulk load stages (see degree.go)
+	bDegIdx    = []byte("lore.degx") // type NUL label NUL dir count ID -> "": the degree index (see degindex.go)
 	bLog       = []byte("lore.log")  // seq -> Change
 	bIdem      = []byte("lore.idem") // idempotency key -> idemRec
 	bMeta      = []byte("lore.meta") // seq, version, model, counts
-	allBuckets = [][]byte{bNodes, bEdges, bIn, bType, bProp, bTok, bDeg, bLog, bIdem, bMeta}
+	allBuckets = [][]byte{bNodes, bEdges, bIn, bType, bProp, bTok, bDeg, bDegIdx, bLog, bIdem, bMeta}
 )
 
 // Config configures Open.
@@ -308,7 +310,7 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 		if v := meta.Get([]byte("version")); v != nil {
 			switch binary.BigEndian.Uint64(v) {
 			case storeVersion:
-			case 1, 2, 3, 4, 5:
+			case 1, 2, 3, 4, 5, 6:
 				// Mark the derived buckets stale in the same transaction
 				// that bumps the version: Open rebuilds them, and a crash
 				// before it finishes leaves the mark for the next Open.
@@ -581,7 +583,7 @@ func (s *Store) flushDeferred() error {
 		if err != nil {
 			return err
 		}
-		dops, err := foldDeg(tx, deg, nil, nil, true) // and the staged summaries
+		dops, err := foldDeg(tx, deg, nil, nil, nil, true) // and the staged summaries
 		if err != nil {
 			return err
 		}

@@ -427,9 +427,10 @@ type counterKey struct {
 func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time.Time) ([]kvOp, error) {
 	ops := make([]kvOp, 0, len(p.Edges)+2*len(p.Nodes)+4)
 	counters := map[counterKey]int64{}
-	recs := map[graph.ID]*nodeRec{} // the node records this commit writes
-	var updated []graph.ID          // those of them that exist: their summaries carry over
-	gone := map[graph.ID]bool{}     // the nodes it deletes
+	recs := map[graph.ID]*nodeRec{}  // the node records this commit writes
+	var updated []graph.ID           // those of them that exist: their summaries carry over
+	gone := map[graph.ID]bool{}      // the nodes it deletes
+	retyped := map[graph.ID]string{} // the nodes it re-types, and their old types
 	primary := func(op kvOp) { ops = append(ops, op) }
 	d := s.deferred // a bulk load's deferred entries, if any
 	hold := d       // where this commit's index entries go; nil: with the commit
@@ -483,6 +484,9 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		// A re-typed node's postings are keyed by its new type: none of
 		// the old ones stays.
 		retype := op.Old != nil && op.New != nil && op.Old.Type != op.New.Type
+		if retype {
+			retyped[id] = op.Old.Type
+		}
 		for tok, w := range newToks {
 			if old, ok := oldToks[tok]; !ok || old != w || retype {
 				put(bTok, tokenKey(tok, op.New.Type, id), []byte{w})
@@ -581,7 +585,12 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		if d != nil && p.drained && !p.last {
 			dops, err = stageDeg(tx, deg) // a bulk load's flush: see stageDeg
 		} else {
-			dops, err = foldDeg(tx, deg, recs, gone, d != nil && p.last)
+			dops, err = foldDeg(tx, deg, recs, gone, retyped, d != nil && p.last)
+		}
+		if err == nil && len(gone) > 0 {
+			var gops []kvOp
+			gops, err = goneDegIdxOps(tx, gone)
+			dops = append(dops, gops...)
 		}
 		ops = append(ops, dops...)
 		return err

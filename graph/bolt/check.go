@@ -25,6 +25,19 @@ type derived struct {
 	counts    map[string]int64    // bMeta count keys
 	deg       map[string]int64    // edge counts by degKey
 	summaries map[graph.ID][]byte // the summary each node record holds
+	types     map[graph.ID]string // each node's type
+}
+
+// degIdxKeys returns the degree index keys the edge counts imply.
+func (d *derived) degIdxKeys() map[string]bool {
+	want := map[string]bool{}
+	for id, v := range summaries(d.deg) {
+		es, _ := decodeDeg(v)
+		for _, k := range degIdxKeys(d.types[graph.ID(id)], graph.ID(id), es) {
+			want[string(k)] = true
+		}
+	}
+	return want
 }
 
 // Check verifies the store: bbolt's page structure; every record decodes
@@ -56,7 +69,7 @@ func (s *Store) Check(ctx context.Context) (*graph.CheckReport, error) {
 // buckets; read, if set, is called with the records read so far, every
 // progressEvery records.
 func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, m *schema.Model, r *graph.CheckReport, read func(n int64)) (*derived, error) {
-	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, tokKeys: map[string]byte{}, terms: map[string]int64{}, counts: map[string]int64{}, deg: map[string]int64{}, summaries: map[graph.ID][]byte{}}
+	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, tokKeys: map[string]byte{}, terms: map[string]int64{}, counts: map[string]int64{}, deg: map[string]int64{}, summaries: map[graph.ID][]byte{}, types: map[graph.ID]string{}}
 	tick := func() {
 		if n := r.Nodes + r.Edges; read != nil && n%progressEvery == 0 {
 			read(n)
@@ -75,6 +88,7 @@ func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, m *schema.Model,
 			return nil
 		}
 		d.summaries[id] = rec.Deg
+		d.types[id] = rec.Type
 		if err := id.Check(); err != nil {
 			r.Addf("node %q: %v", id, err)
 		}
@@ -160,6 +174,7 @@ func (s *Store) checkDerived(tx *bbolt.Tx, d *derived, r *graph.CheckReport) {
 	}
 	set("type", bType, d.typeKeys)
 	set("property", bProp, d.propKeys)
+	set("degree", bDegIdx, d.degIdxKeys())
 	n := 0
 	_ = tx.Bucket(bTok).ForEach(func(k, v []byte) error {
 		n++
@@ -328,7 +343,7 @@ func (s *Store) Repair(ctx context.Context) (*graph.CheckReport, error) {
 	}
 	r, err := s.Check(ctx)
 	if r != nil {
-		r.Repaired = []string{"type index", "property index", "search index", "in-edge index", "counts", "edge summaries"}
+		r.Repaired = []string{"type index", "property index", "search index", "in-edge index", "counts", "edge summaries", "degree index"}
 	}
 	return r, err
 }
@@ -386,7 +401,7 @@ func (s *Store) derive(ctx context.Context, m *schema.Model, progress func(Rebui
 // writeDerived replaces the derived buckets with d in tx, and clears the
 // mark of stale derived data. The caller holds wmu and rw.
 func writeDerived(tx *bbolt.Tx, d *derived) error {
-	for _, b := range [][]byte{bType, bProp, bTok, bDeg, bIn} {
+	for _, b := range [][]byte{bType, bProp, bTok, bDeg, bIn, bDegIdx} {
 		if err := tx.DeleteBucket(b); err != nil {
 			return err
 		}
@@ -422,6 +437,9 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 	}
 	for k, n := range d.terms {
 		ops = append(ops, kvOp{bucket: bMeta, key: []byte(k), val: u64(uint64(n))})
+	}
+	for k := range d.degIdxKeys() {
+		ops = append(ops, kvOp{bucket: bDegIdx, key: []byte(k)})
 	}
 	err := tx.Bucket(bEdges).ForEach(func(k, _ []byte) error {
 		ops = append(ops, kvOp{bucket: bIn, key: inKey(graph.EdgeKeyFromBytes(k))})

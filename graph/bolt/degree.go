@@ -127,12 +127,15 @@ func stageDeg(tx *bbolt.Tx, deltas map[string]int64) ([]kvOp, error) {
 }
 
 // foldDeg adds counter deltas keyed by degKey to the summaries of the node
-// records in tx, and returns the writes of the records it changes. recs
-// are the records the commit writes anyway, each holding its committed
-// summary: theirs are updated in place. The deltas of the nodes in gone,
-// which the commit deletes, are dropped. With staged, the summaries in
-// bDeg are added too, and bDeg is emptied.
-func foldDeg(tx *bbolt.Tx, deltas map[string]int64, recs map[graph.ID]*nodeRec, gone map[graph.ID]bool, staged bool) ([]kvOp, error) {
+// records in tx, and returns the writes of the records it changes and of
+// their degree index keys. recs are the records the commit writes anyway,
+// each holding its committed summary: theirs are updated in place. The
+// deltas of the nodes in gone, which the commit deletes, are dropped (and
+// their index keys left to goneDegIdxOps). retyped maps the nodes the
+// commit re-types to their old types: their index keys move to the new
+// type. With staged, the summaries in bDeg are added too, and bDeg is
+// emptied.
+func foldDeg(tx *bbolt.Tx, deltas map[string]int64, recs map[graph.ID]*nodeRec, gone map[graph.ID]bool, retyped map[graph.ID]string, staged bool) ([]kvOp, error) {
 	ids, by := groupDeg(deltas)
 	var ops []kvOp
 	if staged {
@@ -172,13 +175,30 @@ func foldDeg(tx *bbolt.Tx, deltas map[string]int64, recs map[graph.ID]*nodeRec, 
 		if err != nil {
 			return nil, corrupt(fmt.Sprintf("edge summary of node %q", id), err)
 		}
+		old := slices.Clone(cur) // addDeg changes cur's entries
 		if cur, err = addDeg(id, cur, by[id]); err != nil {
 			return nil, err
 		}
 		rec.Deg = encodeDeg(cur)
+		oldType := rec.Type
+		if t, ok := retyped[id]; ok {
+			oldType = t
+		}
+		ops = append(ops, degIdxOps(id, oldType, old, rec.Type, cur)...)
 		if write {
 			ops = append(ops, kvOp{bucket: bNodes, key: []byte(id), val: rec.encode()})
 		}
+	}
+	// A re-typed node whose summary does not change moves its keys.
+	for id, oldType := range retyped {
+		if _, ok := by[id]; ok || gone[id] || recs[id] == nil {
+			continue
+		}
+		es, err := decodeDeg(recs[id].Deg)
+		if err != nil {
+			return nil, corrupt(fmt.Sprintf("edge summary of node %q", id), err)
+		}
+		ops = append(ops, degIdxOps(id, oldType, es, recs[id].Type, es)...)
 	}
 	return ops, nil
 }

@@ -25,10 +25,10 @@ import (
 //	go test -run '^$' -bench 'Search|Traversal|Bounds' -benchtime 1x ./graph/bolt -lore.qsizes 10000,100000,1000000
 var querySizes = flag.String("lore.qsizes", "10000,100000", "comma-separated node counts for the query benchmarks")
 
-// queryDirs names stores a previous run built (they are left in the
-// temporary directory), as n=DIR,…, to measure them again without
-// rebuilding: -lore.qdirs 1000000=/tmp/lore-qbench-1000000-123.
-var queryDirs = flag.String("lore.qdirs", "", "comma-separated n=DIR of stores built by an earlier run, to reuse")
+// keepStores keeps the query benchmarks' stores in the temporary directory
+// (lore-qbench-N-kept-vL, L the store layout) and reuses them in later
+// runs: building the 1M-node store takes minutes.
+var keepStores = flag.Bool("lore.qkeep", false, "keep the query benchmarks' stores and reuse them")
 
 var (
 	benchStores   = map[int]*Store{}
@@ -42,8 +42,13 @@ func benchStore(b *testing.B, n int) *Store {
 	if s, ok := benchStores[n]; ok {
 		return s
 	}
-	for kv := range strings.SplitSeq(*queryDirs, ",") {
-		if k, dir, ok := strings.Cut(kv, "="); ok && k == strconv.Itoa(n) {
+	var dir string
+	var err error
+	if *keepStores {
+		// A store built by an earlier run (it wrote "built" last) is
+		// opened again; else one is built here, and kept.
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("lore-qbench-%d-kept-v%d", n, storeVersion))
+		if _, err := os.Stat(filepath.Join(dir, "built")); err == nil {
 			s, err := Open(context.Background(), Config{Path: filepath.Join(dir, "store")})
 			if err != nil {
 				b.Fatal(err)
@@ -51,8 +56,13 @@ func benchStore(b *testing.B, n int) *Store {
 			benchStores[n] = s
 			return s
 		}
+		if err := os.RemoveAll(dir); err != nil {
+			b.Fatal(err)
+		}
+		err = os.MkdirAll(dir, 0o755)
+	} else {
+		dir, err = os.MkdirTemp("", fmt.Sprintf("lore-qbench-%d-", n))
 	}
-	dir, err := os.MkdirTemp("", fmt.Sprintf("lore-qbench-%d-", n))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,6 +81,11 @@ func benchStore(b *testing.B, n int) *Store {
 	}
 	f.Close()
 	fmt.Printf("built a %d-node store in %v\n", n, time.Since(start).Round(time.Second))
+	if *keepStores {
+		if err := os.WriteFile(filepath.Join(dir, "built"), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	benchStores[n] = s
 	return s
 }

@@ -365,6 +365,7 @@ func testCascade(t *testing.T, b Backend) {
 	if st, _ := s.Stats(ctx); st.Nodes != 2 || st.Edges != 1 || st.EdgeLabels["dependsOn"] != 0 || st.NodeTypes["Service"] != 1 {
 		t.Errorf("stats after the cascade: %+v", st)
 	}
+	CheckDegreeIndex(t, s)
 }
 
 func testPagesSeeLaterWrites(t *testing.T, b Backend) {
@@ -1019,6 +1020,7 @@ func (m *model) check(t *testing.T, s graph.Store) {
 	m.checkWalks(t, s, ids)
 	m.checkTypeIDs(t, s)
 	m.checkPostings(t, s, ids)
+	m.checkDegreeIndex(t, s)
 	// Stats.
 	st, err := s.Stats(ctx)
 	if err != nil {

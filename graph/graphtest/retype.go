@@ -149,6 +149,7 @@ func testRetype(t *testing.T, b Backend) {
 	if len(changes) != 1 || changes[0].Op != "migrate" || len(changes[0].Edges) != 0 || !slices.Equal(changes[0].Nodes, want) {
 		t.Errorf("the change log after the re-type: %+v, want one migrate entry with %+v", changes, want)
 	}
+	CheckDegreeIndex(t, s)
 	if c, ok := s.(graph.Checker); ok {
 		r, err := c.Check(ctx)
 		if err != nil || len(r.Problems) > 0 {
@@ -224,6 +225,7 @@ func testRetypeHub(t *testing.T, b Backend) {
 	if got.Type != "Team" || len(got.Edges) != 1 || got.Edges[0].Count != n {
 		t.Errorf("the re-typed hub: type %s, edges %+v; want Team with %d about edges in", got.Type, got.Edges, n)
 	}
+	CheckDegreeIndex(t, s)
 	// A type that may not end them is refused, saying why (the edges are
 	// then read, and there are too many to list).
 	_, err = graph.Migrate(ctx, s, migration(t, `{"steps": [{"retypeNodes": {"from": "Team", "to": "Person", "ids": ["topic/hub"]}}]}`), graph.MigrationOptions{})

@@ -151,6 +151,22 @@ func BenchmarkVsEmbedded(b *testing.B) {
 				b.Fatal(err)
 			}
 		}))
+		// The degree index: the top 5 by in-degree, and the 5 lowest
+		// nonzero in-degrees (the recursive skip over the counts).
+		for _, c := range []struct{ name, query string }{
+			{"top5-by-in-degree", `{"from":{"type":"Service"},"orderBy":[{"degree":{"edge":"dependsOn","direction":"in"},"desc":true}],"limit":5,"return":{"fields":["id"]}}`},
+			{"low5-by-in-degree", `{"from":{"type":"Service","where":{"degree":{"edge":"dependsOn","direction":"in","gte":1}}},"orderBy":[{"degree":{"edge":"dependsOn","direction":"in"}}],"limit":5,"return":{"fields":["id"]}}`},
+		} {
+			q, err := graph.ParseQuery(pg.Model(), []byte(c.query))
+			if err != nil {
+				b.Fatal(err)
+			}
+			report(c.name, interleaved(300, stores, func(s graph.Store, i int) {
+				if res, err := graph.Run(ctx, s, q, graph.Limits{}); err != nil || len(res.Nodes) != 5 || res.Stats.Visited > 6 {
+					b.Fatalf("%s: %v %+v", c.name, err, res)
+				}
+			}))
+		}
 		report("apply-1-node", interleaved(300, stores, func(s graph.Store, i int) {
 			if _, err := s.Apply(ctx, &graph.Batch{Nodes: []graph.NodeInput{{ID: graph.ID(fmt.Sprintf("topic/bench-%d", i)), Type: "Topic", Properties: graph.Props{"name": "x"}}}}); err != nil {
 				b.Fatal(err)

@@ -53,8 +53,8 @@ func (s *Store) Repair(ctx context.Context) (*graph.CheckReport, error) {
 			`INSERT INTO lore_counts (kind, name, n) SELECT 'node', type, count(*) FROM lore_nodes GROUP BY type`,
 			`INSERT INTO lore_counts (kind, name, n) SELECT 'edge', label, count(*) FROM lore_edges GROUP BY label`,
 			`DELETE FROM lore_degrees`,
-			`INSERT INTO lore_degrees (node_id, label, inbound, n) SELECT from_id, label, false, count(*) FROM lore_edges GROUP BY from_id, label`,
-			`INSERT INTO lore_degrees (node_id, label, inbound, n) SELECT to_id, label, true, count(*) FROM lore_edges GROUP BY to_id, label`,
+			`INSERT INTO lore_degrees (node_id, label, inbound, n, type) SELECT e.from_id, e.label, false, count(*), min(n.type) FROM lore_edges e JOIN lore_nodes n ON n.id = e.from_id GROUP BY e.from_id, e.label`,
+			`INSERT INTO lore_degrees (node_id, label, inbound, n, type) SELECT e.to_id, e.label, true, count(*), min(n.type) FROM lore_edges e JOIN lore_nodes n ON n.id = e.to_id GROUP BY e.to_id, e.label`,
 		} {
 			if _, err := tx.Exec(ctx, q); err != nil {
 				return err
@@ -67,7 +67,7 @@ func (s *Store) Repair(ctx context.Context) (*graph.CheckReport, error) {
 		if err := s.rebuildDerived(ctx, tx, m, m.NodeTypeNames()); err != nil {
 			return err
 		}
-		r.Repaired = []string{"counts", "edge summaries", "property index", "postings"}
+		r.Repaired = []string{"counts", "edge summaries", "degree index", "property index", "postings"}
 		return s.checkTx(ctx, tx, m, r)
 	})
 	return r, err
@@ -95,6 +95,8 @@ func (s *Store) checkTx(ctx context.Context, tx pgx.Tx, m *schema.Model, r *grap
 			           UNION ALL SELECT to_id, label, true, count(*) FROM lore_edges GROUP BY to_id, label) a
 			  ON a.node_id = d.node_id AND a.label = d.label AND a.inbound = d.inbound
 			WHERE d.n IS DISTINCT FROM a.n`},
+		{"degree index", `SELECT d.node_id || ' ' || d.label || CASE WHEN d.inbound THEN ' in' ELSE ' out' END || ': the degree index files it under type ' || d.type || ', the node is a ' || coalesce(n.type, 'missing node')
+			FROM lore_degrees d LEFT JOIN lore_nodes n ON n.id = d.node_id WHERE d.n <> 0 AND n.type IS DISTINCT FROM d.type`},
 		{"dangling edge", `SELECT e.label || '(' || e.from_id || ',' || e.to_id || ')' FROM lore_edges e
 			WHERE NOT EXISTS (SELECT 1 FROM lore_nodes n WHERE n.id = e.from_id) OR NOT EXISTS (SELECT 1 FROM lore_nodes n WHERE n.id = e.to_id)`},
 	}

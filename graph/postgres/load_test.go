@@ -53,7 +53,8 @@ func keysPresent(t *testing.T, s *postgres.Store) {
 	var ok bool
 	if err := s.Pool().QueryRow(t.Context(), `SELECT to_regclass('lore_postings_pkey') IS NOT NULL AND to_regclass('lore_prop_pkey') IS NOT NULL
 		AND to_regclass('lore_nodes_type') IS NOT NULL AND to_regclass('lore_edges_in') IS NOT NULL AND to_regclass('lore_degrees_pkey') IS NOT NULL
-		AND to_regclass('lore_nodes_pkey') IS NOT NULL AND to_regclass('lore_edges_pkey') IS NOT NULL`).Scan(&ok); err != nil || !ok {
+		AND to_regclass('lore_nodes_pkey') IS NOT NULL AND to_regclass('lore_edges_pkey') IS NOT NULL
+		AND to_regclass('lore_degrees_rank') IS NOT NULL`).Scan(&ok); err != nil || !ok {
 		t.Errorf("a key or index a fast load defers is missing (%v)", err)
 	}
 }
@@ -79,6 +80,7 @@ func TestLoadUpdatesElements(t *testing.T) {
 				t.Fatal(err)
 			}
 			graphtest.CheckOK(t, s)
+			graphtest.CheckDegreeIndex(t, s)
 			keysPresent(t, s)
 			if d, err := graph.Degrees(t.Context(), s, []graph.ID{"service/s0", "service/s599"}, nil, graph.Both); err != nil || d[0] != 2 || d[1] != 2 {
 				t.Errorf("degrees: %v %v, want 2 and 2", d, err)

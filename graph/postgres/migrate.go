@@ -91,6 +91,16 @@ CREATE TABLE lore_idempotency (
 	// 2: the search postings by weight (graph.TokenizerVersion 2), for
 	// Search's impact-ordered reads.
 	2: `CREATE INDEX lore_postings_weight ON lore_postings (token, weight DESC, id) INCLUDE (type);`,
+	// 3: the degree index. Each summary row carries its node's type, and
+	// is indexed by type, label, direction and count (highest first), then
+	// node, so that a type's nodes are read in order of a degree.
+	3: `
+ALTER TABLE lore_degrees ADD COLUMN type text COLLATE "C";
+UPDATE lore_degrees d SET type = n.type FROM lore_nodes n WHERE n.id = d.node_id;
+UPDATE lore_degrees SET type = '' WHERE type IS NULL;
+ALTER TABLE lore_degrees ALTER COLUMN type SET NOT NULL;
+CREATE INDEX lore_degrees_rank ON lore_degrees (type, label, inbound, n DESC, node_id);
+`,
 }
 
 // migrate applies the migrations the database lacks, under a session

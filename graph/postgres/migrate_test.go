@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/graphtest"
 	"github.com/lore-dev/lore/graph/postgres"
 	"github.com/lore-dev/lore/graph/postgres/pgtest"
 	"github.com/lore-dev/lore/schema"
@@ -33,9 +34,10 @@ func TestReplicasStartTogether(t *testing.T) {
 		}
 		t.Cleanup(func() { stores[i].Close() })
 	}
-	var versions int
-	if err := stores[0].Pool().QueryRow(t.Context(), `SELECT count(*) FROM lore_schema_migrations`).Scan(&versions); err != nil || versions != 2 {
-		t.Fatalf("%d migrations recorded (%v), want 2", versions, err)
+	// Each migration once: three (the schema, the search postings by weight, the degree index).
+	var versions, distinct int
+	if err := stores[0].Pool().QueryRow(t.Context(), `SELECT count(*), count(DISTINCT version) FROM lore_schema_migrations`).Scan(&versions, &distinct); err != nil || versions != 3 || distinct != 3 {
+		t.Fatalf("%d migrations recorded, %d distinct (%v), want 3", versions, distinct, err)
 	}
 	for i, s := range stores {
 		if string(s.CursorKey()) != string(stores[0].CursorKey()) || len(s.CursorKey()) != 32 {
@@ -135,13 +137,14 @@ func TestCheckAndRepair(t *testing.T) {
 		`UPDATE lore_degrees SET n = 5 WHERE node_id = 'service/b' AND inbound`,
 		`DELETE FROM lore_postings WHERE token = 'alpha'::bytea`,
 		`UPDATE lore_counts SET n = 9 WHERE kind = 'node'`,
+		`UPDATE lore_degrees SET type = 'Topic' WHERE node_id = 'service/b' AND NOT inbound`,
 	} {
 		if _, err := s.Pool().Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	r, err = s.Check(ctx)
-	if err != nil || len(r.Problems) != 4 { // two counters, a summary, a posting
+	if err != nil || len(r.Problems) != 5 { // two counters, a summary, a posting, a degree index row
 		t.Fatalf("check of a damaged store: %v %v", r.Problems, err)
 	}
 	r, err = s.Repair(ctx)
@@ -190,4 +193,31 @@ func TestReadOnly(t *testing.T) {
 	if string(r.CursorKey()) != string(w.CursorKey()) {
 		t.Error("the reader has another cursor key")
 	}
+}
+
+// A database of schema version 1 had no degree index: a writer's open
+// builds it from the summaries and the nodes' types.
+func TestUpgradeBuildsDegreeIndex(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	s, err := postgres.Open(t.Context(), postgres.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(t.Context(), &graph.Batch{
+		Nodes: []graph.NodeInput{topic("topic/a", "a"), {ID: "service/b", Type: "Service", Properties: graph.Props{"name": "b"}}, {ID: "service/c", Type: "Service", Properties: graph.Props{"name": "c"}}},
+		Edges: []graph.EdgeInput{
+			{EdgeKey: graph.EdgeKey{From: "service/b", Label: "dependsOn", To: "service/c"}},
+			{EdgeKey: graph.EdgeKey{From: "service/c", Label: "dependsOn", To: "service/b"}},
+			{EdgeKey: graph.EdgeKey{From: "service/b", Label: "dependsOn", To: "service/b"}},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(t.Context(), `DROP INDEX lore_degrees_rank; ALTER TABLE lore_degrees DROP COLUMN type; DELETE FROM lore_schema_migrations WHERE version = 3`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, url)
+	graphtest.CheckDegreeIndex(t, s)
+	graphtest.CheckOK(t, s)
 }

@@ -556,6 +556,7 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 		edgeDel []graph.EdgeKey
 		deg     = map[degKey]int64{}
 		counts  = map[countKey]int64{}
+		retyped []string // nodes re-typed: their summary rows move to the new type
 	)
 	w.held = w.hold != nil && wr.adds && bulk
 	wr.held = w.held
@@ -592,6 +593,9 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 		// A re-typed node's postings and property rows are keyed by its
 		// new type: none of the old ones stays.
 		retype := op.Old != nil && op.New != nil && op.Old.Type != op.New.Type
+		if retype {
+			retyped = append(retyped, string(id))
+		}
 		for tok, wt := range newToks {
 			if old, ok := oldToks[tok]; !ok || retype {
 				w.postNew.add(postingRow{tok, op.New.Type, string(id), int16(wt)})
@@ -734,13 +738,20 @@ func planWrites(m *schema.Model, p *graph.Plan, noDegrees bool, w *derivedRows) 
 			}
 		}
 		if len(ids) > 0 {
-			b.Queue(`INSERT INTO lore_degrees AS d (node_id, label, inbound, n) SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::bigint[])
+			// A new row takes its node's type (written above); a row that
+			// exists keeps its own.
+			b.Queue(`INSERT INTO lore_degrees AS d (node_id, label, inbound, n, type)
+				SELECT u.i, u.l, u.b, u.n, coalesce((SELECT type FROM lore_nodes WHERE id = u.i), '')
+				FROM unnest($1::text[], $2::text[], $3::boolean[], $4::bigint[]) AS u(i, l, b, n)
 				ON CONFLICT (node_id, label, inbound) DO UPDATE SET n = d.n + excluded.n`, ids, labels, ins, ns)
 		}
 		if len(fell.ids) > 0 {
 			b.Queue(`DELETE FROM lore_degrees d USING unnest($1::text[], $2::text[], $3::boolean[]) AS u(i, l, b)
 				WHERE d.node_id = u.i AND d.label = u.l AND d.inbound = u.b AND d.n = 0`, fell.ids, fell.labels, fell.ins)
 		}
+	}
+	if len(retyped) > 0 && !noDegrees {
+		b.Queue(`UPDATE lore_degrees d SET type = n.type FROM lore_nodes n WHERE d.node_id = ANY($1::text[]) AND n.id = d.node_id AND d.type <> n.type`, retyped)
 	}
 	if len(counts) > 0 {
 		var kinds, names []string

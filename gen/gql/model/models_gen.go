@@ -151,6 +151,8 @@ type FindPathsResult struct {
 	Paths []*Path `json:"paths"`
 	// Edges in paths[0]; -1: none
 	Length         int        `json:"length"`
+	More           bool       `json:"more"`
+	Cursor         *string    `json:"cursor,omitempty"`
 	Truncated      bool       `json:"truncated"`
 	Reason         *string    `json:"reason,omitempty"`
 	Limits         *Limits    `json:"limits"`
@@ -188,6 +190,8 @@ type Neighbor struct {
 type NeighborsResult struct {
 	Nodes          []*Neighbor `json:"nodes"`
 	Edges          []*Edge     `json:"edges"`
+	More           bool        `json:"more"`
+	Cursor         *string     `json:"cursor,omitempty"`
 	Truncated      bool        `json:"truncated"`
 	Reason         *string     `json:"reason,omitempty"`
 	Limits         *Limits     `json:"limits"`

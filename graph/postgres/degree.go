@@ -1,0 +1,81 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/lore-dev/lore/graph"
+)
+
+// RankByDegree reads a page of the degree index (see graph.DegreeRanker):
+// lore_degrees by its rank index (type, label, inbound, n DESC, node_id).
+// Highest first, that is the index's order; lowest first, a recursive
+// query visits the counts upwards, one index probe each, and reads each
+// count's rows by node, so that no sort reads more than the page.
+func (s *Store) RankByDegree(ctx context.Context, q graph.DegreeQuery) ([]graph.DegreeEntry, error) {
+	if _, err := graph.KnownType(s.Model(), q.Type); err != nil {
+		return nil, err
+	}
+	if _, ok := s.Model().Edge(q.Label); !ok {
+		return nil, fmt.Errorf("unknown edge label %q: %w", q.Label, graph.ErrInvalid)
+	}
+	if q.Direction != graph.Out && q.Direction != graph.In {
+		return nil, fmt.Errorf("a degree index is by direction out or in, not %q: %w", q.Direction, graph.ErrInvalid)
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	lo, hi := max(q.Min, 1), q.Max
+	if hi <= 0 {
+		hi = math.MaxInt64
+	}
+	limit := int64(graph.Page{Limit: q.Limit}.Size())
+	// The entry the page follows: none is count -1.
+	afterN, afterID := int64(-1), ""
+	if a := q.After; a != nil {
+		afterN, afterID = a.Degree, string(a.ID)
+	}
+	const where = `type = $1 AND label = $2 AND inbound = $3`
+	var sql string
+	switch {
+	case q.Desc && afterN >= 0:
+		sql = `SELECT node_id, n FROM (
+			(SELECT node_id, n FROM lore_degrees WHERE ` + where + ` AND n = $4 AND node_id > $5::text COLLATE "C" AND n BETWEEN $6 AND $7 ORDER BY node_id LIMIT $8)
+			UNION ALL
+			(SELECT node_id, n FROM lore_degrees WHERE ` + where + ` AND n < $4 AND n BETWEEN $6 AND $7 ORDER BY n DESC, node_id LIMIT $8)
+		) u ORDER BY n DESC, node_id LIMIT $8`
+	case q.Desc:
+		sql = `SELECT node_id, n FROM lore_degrees WHERE ` + where + ` AND $4::bigint < 0 AND $5::text = '' AND n BETWEEN $6 AND $7 ORDER BY n DESC, node_id LIMIT $8`
+	default:
+		if afterN >= lo {
+			lo = afterN
+		}
+		sql = `WITH RECURSIVE g(n) AS (
+			SELECT min(n) FROM lore_degrees WHERE ` + where + ` AND n >= $6
+			UNION ALL
+			SELECT (SELECT min(n) FROM lore_degrees WHERE ` + where + ` AND n > g.n) FROM g WHERE g.n < $7
+		)
+		SELECT d.node_id, d.n FROM g CROSS JOIN LATERAL (
+			SELECT node_id, n FROM lore_degrees WHERE ` + where + ` AND n = g.n
+				AND node_id > (CASE WHEN g.n = $4 THEN $5 ELSE '' END)::text COLLATE "C"
+			ORDER BY node_id LIMIT $8) d
+		WHERE g.n <= $7 LIMIT $8`
+	}
+	return readOn(ctx, s, func(db querier) ([]graph.DegreeEntry, error) {
+		rows, err := db.Query(ctx, sql, q.Type, q.Label, q.Direction == graph.In, afterN, afterID, lo, hi, limit)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		out := []graph.DegreeEntry{}
+		for rows.Next() {
+			var e graph.DegreeEntry
+			if err := rows.Scan(&e.ID, &e.Degree); err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+		return out, rows.Err()
+	})
+}
