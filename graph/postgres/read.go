@@ -577,20 +577,6 @@ func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, 
 
 }
 
-// successor returns the least byte string greater than every string
-// that starts with p, or nil if there is none.
-func successor(p []byte) []byte {
-	s := bytes.Clone(p)
-	for len(s) > 0 && s[len(s)-1] == 0xff {
-		s = s[:len(s)-1]
-	}
-	if len(s) == 0 {
-		return nil
-	}
-	s[len(s)-1]++
-	return s
-}
-
 // Postings returns a page of the text-search index, examining at most
 // q.MaxScan entries as the embedded store does.
 func (s *Store) Postings(ctx context.Context, q graph.PostingQuery) (*graph.PostingPage, error) {
@@ -624,7 +610,7 @@ func (s *Store) Postings(ctx context.Context, q graph.PostingQuery) (*graph.Post
 		}
 	} else {
 		sql += `token >= ` + args.add([]byte(q.Prefix))
-		if hi := successor([]byte(q.Prefix)); hi != nil {
+		if hi := graph.PrefixEnd([]byte(q.Prefix)); hi != nil {
 			sql += ` AND token < ` + args.add(hi)
 		}
 	}

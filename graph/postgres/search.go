@@ -112,7 +112,7 @@ func (s *Store) Terms(ctx context.Context, q graph.TermQuery) ([]graph.Term, err
 		sql += `token = ` + args.add([]byte(q.Prefix))
 	} else {
 		sql += `token >= ` + args.add([]byte(q.Prefix))
-		if hi := successor([]byte(q.Prefix)); hi != nil {
+		if hi := graph.PrefixEnd([]byte(q.Prefix)); hi != nil {
 			sql += ` AND token < ` + args.add(hi)
 		}
 	}
