@@ -236,7 +236,7 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 		NoSync:          cfg.NoSync,
 		NoGrowSync:      cfg.NoSync,
 	}
-	db, err := hbolt.Open(filepath.Join(cfg.Path, FileName), opts)
+	db, err := openFile(filepath.Join(cfg.Path, FileName), opts)
 	if errors.Is(err, bbolt.ErrTimeout) {
 		owner, _ := os.ReadFile(filepath.Join(cfg.Path, ownerFile))
 		who := strings.TrimSpace(string(owner))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
 
@@ -56,7 +57,27 @@ func (s *Store) rewriteFile() (err error) {
 	}
 	opts := *s.boltOpts
 	opts.NoSync, opts.NoGrowSync = true, true
-	dst, err := bbolt.Open(tmp, fi.Mode().Perm(), &opts)
+	// bbolt names a database after its file, and opens it again by that
+	// name to copy it (Tx.WriteTo, which backups use): so the new file is
+	// opened at tmp under the name it will have after the rename.
+	first := true
+	opts.OpenFile = func(path string, flag int, mode os.FileMode) (*os.File, error) {
+		if !first || path != name {
+			return os.OpenFile(path, flag, mode)
+		}
+		first = false
+		f, err := os.OpenFile(tmp, flag, mode)
+		if err != nil {
+			return nil, err
+		}
+		fd, err := syscall.Dup(int(f.Fd()))
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		return os.NewFile(uintptr(fd), name), nil
+	}
+	dst, err := bbolt.Open(name, fi.Mode().Perm(), &opts)
 	if err != nil {
 		return err
 	}
@@ -81,6 +102,10 @@ func (s *Store) rewriteFile() (err error) {
 		return fmt.Errorf("the store's file was rewritten, but syncing its directory failed: %w", err)
 	}
 	old := s.db
+	// A process waiting for the old file's lock would get it when the
+	// old file closes, and open a file no longer in the directory: the
+	// mark tells its Open to open the directory's file instead.
+	_ = old.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Put(metaMoved, []byte{1}) })
 	dst.NoSync, dst.NoGrowSync = s.boltOpts.NoSync, s.boltOpts.NoGrowSync
 	s.db = hbolt.New(dst)
 	s.kv.DB = s.db
@@ -173,6 +198,33 @@ func (c *fileCopy) bucket(path [][]byte, src *bbolt.Bucket) error {
 		}
 	}
 	return nil
+}
+
+// metaMoved marks a file that a rewrite replaced (see rewriteFile).
+var metaMoved = []byte("moved")
+
+// openFile opens the bbolt file at path, waiting for its lock as opts say.
+// A file whose lock it got after a rewrite replaced it (metaMoved) is
+// closed, and the file now at path is opened instead.
+func openFile(path string, opts *bbolt.Options) (*hbolt.DB, error) {
+	for range 16 {
+		db, err := hbolt.Open(path, opts)
+		if err != nil {
+			return nil, err
+		}
+		moved := false
+		_ = db.DB().View(func(tx *bbolt.Tx) error {
+			if meta := tx.Bucket(bMeta); meta != nil {
+				moved = meta.Get(metaMoved) != nil
+			}
+			return nil
+		})
+		if !moved {
+			return db, nil
+		}
+		_ = db.Close()
+	}
+	return nil, fmt.Errorf("%s: rewritten again and again while this open waited for it", path)
 }
 
 // syncDir makes a rename in dir durable.

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"os"
 	"path/filepath"
@@ -158,6 +159,16 @@ func TestLoadRewritesFile(t *testing.T) {
 	}
 	if !found {
 		t.Error("an edge written after the rewrite is not among its target's in-edges")
+	}
+	// A backup copies the file by its name (bbolt's Tx.WriteTo): the
+	// rewritten one, with what was written since.
+	var copy bytes.Buffer
+	info, err := s.Backup(t.Context(), &copy)
+	if err != nil {
+		t.Fatalf("backup after the rewrite: %v", err)
+	}
+	if info.Nodes != 3001 {
+		t.Errorf("the backup holds %d nodes, want 3001", info.Nodes)
 	}
 	if _, err := Open(t.Context(), Config{Path: dir, LockTimeout: 50e6}); err == nil {
 		t.Error("a second open of the rewritten store did not find it locked")
