@@ -281,13 +281,20 @@ func Degrees(ctx context.Context, s Store, ids []ID, labels []string, dir Direct
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range n.Edges {
-			if (len(labels) == 0 || slices.Contains(labels, c.Label)) && (dir == Both || c.Direction == dir) {
-				out[i] += c.Count
-			}
-		}
+		out[i] = countDegree(n.Edges, labels, dir)
 	}
 	return out, nil
+}
+
+// countDegree returns the degree Degrees gives from a node's edge counts.
+func countDegree(counts []EdgeCount, labels []string, dir Direction) int64 {
+	var n int64
+	for _, c := range counts {
+		if (len(labels) == 0 || slices.Contains(labels, c.Label)) && (dir == Both || c.Direction == dir) {
+			n += c.Count
+		}
+	}
+	return n
 }
 
 // An IndexWalker reads a property index's entries in either direction,

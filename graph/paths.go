@@ -96,10 +96,19 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 		k = lim.MaxResults
 		res.Capped = appendOnce(res.Capped, "maxResults")
 	}
-	for _, id := range []ID{q.From, q.To} {
-		if _, err := s.Node(ctx, id); err != nil {
+	// Each end's node says, besides that it exists, its degree on its
+	// side of the search (as Degrees would), which the search reads first.
+	ps := &pathSearch{s: s, labels: q.Labels, dir: dir, degs: map[sideNode]int64{}}
+	for i, id := range []ID{q.From, q.To} {
+		n, err := s.Node(ctx, id)
+		if err != nil {
 			return nil, err
 		}
+		d := dir
+		if i == 1 {
+			d = reverse(dir)
+		}
+		ps.degs[sideNode{id, d}] = countDegree(n.Edges, q.Labels, d)
 	}
 	fp := fingerprintOf(struct {
 		Kind     string
@@ -115,7 +124,7 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 	res.page = pageCursors{s: s, fp: fp, at: skip, cursor: q.Cursor}
 	b := newBudget(ctx, lim)
 	defer b.cancel()
-	ps := &pathSearch{s: s, b: b, labels: q.Labels, dir: dir}
+	ps.b = b
 	// The paths of earlier pages, this page's, and one more, which says
 	// whether another page follows.
 	found, beyond, err := ps.kShortest(q.From, q.To, skip+k+1, maxHops)
@@ -147,7 +156,9 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 }
 
 // A pathSearch runs shortest-path searches over one budget, skipping the
-// nodes and edges a spur search must avoid.
+// nodes and edges a spur search must avoid. degs holds the degrees read so
+// far (a spur search grows from nodes an earlier search reached, towards
+// the same end), so that no search reads one twice.
 type pathSearch struct {
 	s      Store
 	b      *budget
@@ -155,6 +166,25 @@ type pathSearch struct {
 	dir    Direction
 	noNode map[ID]bool
 	noEdge map[string]bool
+	degs   map[sideNode]int64
+}
+
+// A sideNode is a node seen from one side of a search: its degree there
+// counts the edges in that direction.
+type sideNode struct {
+	id  ID
+	dir Direction
+}
+
+// reverse returns the direction that walks edges the other way.
+func reverse(d Direction) Direction {
+	switch d {
+	case Out:
+		return In
+	case In:
+		return Out
+	}
+	return d
 }
 
 // The outcomes of one search.
@@ -262,15 +292,27 @@ type pathSide struct {
 // nextCost returns how many edges growing sd by a level reads: the sum of
 // its frontier's degrees (an upper bound when some edges are excluded).
 func (ps *pathSearch) nextCost(sd *pathSide) (int64, error) {
-	if sd.cost < 0 {
-		degs, err := Degrees(ps.b.ctx, ps.s, sd.frontier, ps.labels, sd.dir)
+	if sd.cost >= 0 {
+		return sd.cost, nil
+	}
+	var miss []ID
+	for _, id := range sd.frontier {
+		if _, ok := ps.degs[sideNode{id, sd.dir}]; !ok {
+			miss = append(miss, id)
+		}
+	}
+	if len(miss) > 0 {
+		degs, err := Degrees(ps.b.ctx, ps.s, miss, ps.labels, sd.dir)
 		if err != nil {
 			return 0, err
 		}
-		sd.cost = 0
-		for _, d := range degs {
-			sd.cost += d
+		for i, id := range miss {
+			ps.degs[sideNode{id, sd.dir}] = degs[i]
 		}
+	}
+	sd.cost = 0
+	for _, id := range sd.frontier {
+		sd.cost += ps.degs[sideNode{id, sd.dir}]
 	}
 	return sd.cost, nil
 }
@@ -287,7 +329,7 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 		return Path{Nodes: []ID{from}, Edges: []string{}}, pathFound, nil
 	}
 	b := ps.b
-	back := map[Direction]Direction{Out: In, In: Out, Both: Both}[ps.dir]
+	back := reverse(ps.dir)
 	fwd := &pathSide{dir: ps.dir, depth: map[ID]int{from: 0}, parents: map[ID][]hop{}, frontier: []ID{from}, cost: -1}
 	bwd := &pathSide{dir: back, depth: map[ID]int{to: 0}, parents: map[ID][]hop{}, frontier: []ID{to}, cost: -1}
 	var meet []ID
@@ -305,6 +347,12 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 			sd, other = bwd, fwd
 		}
 		sd.level++
+		if min(fc, bc) == 0 {
+			// The side has no edges to follow: the level reaches nothing,
+			// and the search ends.
+			sd.frontier, sd.cost = nil, -1
+			break
+		}
 		var next []ID
 		err = expandLevel(ps.s, b, sd.frontier, ps.labels, sd.dir, nil, func(self, nb ID, k EdgeKey) {
 			if ps.noNode[nb] || len(ps.noEdge) > 0 && ps.noEdge[k.String()] {
