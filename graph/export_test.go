@@ -35,3 +35,11 @@ func Tokens(text string) []string {
 	tokenize(text, func(tok string) { out = append(out, tok) })
 	return out
 }
+
+// SetPathsCacheEdges sets how many edges a Paths call keeps for its spur
+// searches, until the returned function restores it.
+func SetPathsCacheEdges(n int) (restore func()) {
+	old := adjCacheEdges
+	adjCacheEdges = n
+	return func() { adjCacheEdges = old }
+}

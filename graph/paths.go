@@ -98,7 +98,7 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 	}
 	// Each end's node says, besides that it exists, its degree on its
 	// side of the search (as Degrees would), which the search reads first.
-	ps := &pathSearch{s: s, labels: q.Labels, dir: dir, degs: map[sideNode]int64{}}
+	ps := &pathSearch{s: s, labels: q.Labels, dir: dir, degs: map[sideNode]int64{}, adj: newAdjCache()}
 	for i, id := range []ID{q.From, q.To} {
 		n, err := s.Node(ctx, id)
 		if err != nil {
@@ -156,9 +156,10 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 }
 
 // A pathSearch runs shortest-path searches over one budget, skipping the
-// nodes and edges a spur search must avoid. degs holds the degrees read so
-// far (a spur search grows from nodes an earlier search reached, towards
-// the same end), so that no search reads one twice.
+// nodes and edges a spur search must avoid. A spur search grows from
+// nodes an earlier search reached, towards the same end: degs holds the
+// degrees read so far, so that no search reads one twice, and adj the
+// edges of the nodes expanded so far, as many as it has room for.
 type pathSearch struct {
 	s      Store
 	b      *budget
@@ -167,6 +168,7 @@ type pathSearch struct {
 	noNode map[ID]bool
 	noEdge map[string]bool
 	degs   map[sideNode]int64
+	adj    adjCache
 }
 
 // A sideNode is a node seen from one side of a search: its degree there
@@ -354,7 +356,7 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 			break
 		}
 		var next []ID
-		err = expandLevel(ps.s, b, sd.frontier, ps.labels, sd.dir, nil, func(self, nb ID, k EdgeKey) {
+		err = ps.expand(sd, func(self, nb ID, k EdgeKey) {
 			if ps.noNode[nb] || len(ps.noEdge) > 0 && ps.noEdge[k.String()] {
 				return
 			}
@@ -431,6 +433,15 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 		p.Nodes, p.Edges, cur = append(p.Nodes, h.prev), append(p.Edges, h.edge), h.prev
 	}
 	return p, pathFound, nil
+}
+
+// expand calls reach for the edges of sd's frontier, as expandLevel does:
+// from the store's Adjacency through the call's cache when it has one.
+func (ps *pathSearch) expand(sd *pathSide, reach func(self, other ID, k EdgeKey)) error {
+	if adj, ok := ps.s.(Adjacency); ok {
+		return expandAdjacent(adj, ps.b, sd.frontier, ps.labels, sd.dir, &ps.adj, reach)
+	}
+	return expandLevel(ps.s, ps.b, sd.frontier, ps.labels, sd.dir, nil, reach)
 }
 
 // cutOr turns an error of a degree read into the outcome of a search: a

@@ -22,7 +22,7 @@ import (
 // once from each end (for Both).
 func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Direction, keep *filter, reach func(self, other ID, k EdgeKey)) error {
 	if adj, ok := s.(Adjacency); ok && keep == nil {
-		return expandAdjacent(adj, b, frontier, labels, dir, reach)
+		return expandAdjacent(adj, b, frontier, labels, dir, nil, reach)
 	}
 	for i := 0; i < len(frontier) && b.ok(); i += frontierChunk {
 		part := frontier[i:min(i+frontierChunk, len(frontier))]
@@ -77,8 +77,10 @@ const (
 	deadlineEvery = 1024
 )
 
-// expandAdjacent is expandLevel over a store's Adjacency.
-func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, dir Direction, reach func(self, other ID, k EdgeKey)) error {
+// expandAdjacent is expandLevel over a store's Adjacency. With a cache,
+// it lists the edges of a node the cache holds from there, and keeps those
+// of the nodes it reads while there is room.
+func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, dir Direction, cache *adjCache, reach func(self, other ID, k EdgeKey)) error {
 	if dir == "" {
 		dir = Out
 	}
@@ -96,39 +98,61 @@ func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, di
 			}
 		}
 	}
+	n := 0 // edges listed
+	// visit takes the edge k listed for frontier[at], and reports whether
+	// to go on.
+	visit := func(at int, k EdgeKey) bool {
+		if n++; n%deadlineEvery == 0 && !b.ok() {
+			return false
+		}
+		if b.visited >= b.limits.MaxVisited {
+			b.stop(ReasonWork)
+			return false
+		}
+		b.visited++
+		self := frontier[at]
+		switch dir {
+		case Out:
+			reach(self, k.To, k)
+		case In:
+			reach(self, k.From, k)
+		default:
+			c := at / frontierChunk
+			if cf, ok := chunkOf[k.From]; ok && cf == c {
+				reach(k.From, k.To, k)
+			}
+			if ct, ok := chunkOf[k.To]; ok && ct == c {
+				reach(k.To, k.From, k)
+			}
+		}
+		return b.reason == ""
+	}
 	for i := 0; i < len(frontier) && b.ok(); {
-		part := frontier[i:min(i+adjacentChunk, len(frontier))]
-		n, last, resume := 0, 0, len(part)
+		if es, ok := cache.edges(frontier[i], dir); ok {
+			for _, k := range es {
+				if !visit(i, k) {
+					return nil
+				}
+			}
+			i++
+			continue
+		}
+		end := i + 1 // the run of nodes the cache does not hold, up to a chunk
+		for end < len(frontier) && end-i < adjacentChunk && !cache.holds(frontier[end], dir) {
+			end++
+		}
+		part := frontier[i:end]
+		rec := cache.record(part, dir)
+		listed, last, resume := 0, 0, len(part)
 		err := adj.Adjacent(b.ctx, EdgeQuery{Nodes: part, Labels: labels, Direction: dir}, func(j int, k EdgeKey) bool {
-			if n >= adjacentEdges && j != last {
+			if listed >= adjacentEdges && j != last {
 				resume = j // the next call starts with this node's edges
 				return false
 			}
 			last = j
-			if n++; n%deadlineEvery == 0 && !b.ok() {
-				return false
-			}
-			if b.visited >= b.limits.MaxVisited {
-				b.stop(ReasonWork)
-				return false
-			}
-			b.visited++
-			self := part[j]
-			switch dir {
-			case Out:
-				reach(self, k.To, k)
-			case In:
-				reach(self, k.From, k)
-			default:
-				c := (i + j) / frontierChunk
-				if cf, ok := chunkOf[k.From]; ok && cf == c {
-					reach(k.From, k.To, k)
-				}
-				if ct, ok := chunkOf[k.To]; ok && ct == c {
-					reach(k.To, k.From, k)
-				}
-			}
-			return b.reason == ""
+			listed++
+			rec.edge(j, k)
+			return visit(i+j, k)
 		})
 		if err != nil {
 			if b.ctx.Err() != nil {
@@ -137,9 +161,92 @@ func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, di
 			}
 			return err
 		}
+		if b.reason == "" {
+			rec.upTo(resume) // the nodes before resume are listed whole
+		}
 		i += resume
 	}
 	return nil
+}
+
+// An adjCache holds the edges of some nodes in one direction, as Adjacent
+// lists them for one set of labels, for a read that expands the same nodes
+// again (Paths' spur searches): at most room edges. A nil cache holds
+// nothing.
+type adjCache struct {
+	lists map[sideNode][]EdgeKey
+	held  int
+	room  int
+}
+
+// adjCacheEdges is the room of Paths' cache (a variable for the tests).
+var adjCacheEdges = 4096
+
+func newAdjCache() adjCache {
+	return adjCache{lists: map[sideNode][]EdgeKey{}, room: adjCacheEdges}
+}
+
+// edges returns the edges of id in direction dir, if c holds them.
+func (c *adjCache) edges(id ID, dir Direction) ([]EdgeKey, bool) {
+	if c == nil {
+		return nil, false
+	}
+	es, ok := c.lists[sideNode{id, dir}]
+	return es, ok
+}
+
+func (c *adjCache) holds(id ID, dir Direction) bool {
+	_, ok := c.edges(id, dir)
+	return ok
+}
+
+// record returns a recorder of the edges of the nodes part, listed by one
+// Adjacent call in direction dir, into c.
+func (c *adjCache) record(part []ID, dir Direction) *adjRecord {
+	if c == nil {
+		return nil
+	}
+	return &adjRecord{c: c, part: part, dir: dir}
+}
+
+// An adjRecord collects, from one Adjacent call, the edges of each node in
+// turn, and puts them in the cache once they are known whole.
+type adjRecord struct {
+	c    *adjCache
+	part []ID
+	dir  Direction
+	cur  int       // the node whose edges buf holds
+	buf  []EdgeKey // its edges so far
+	over bool      // they do not fit in the cache
+}
+
+// edge takes an edge listed for part[j]: the nodes before it are listed whole.
+func (r *adjRecord) edge(j int, k EdgeKey) {
+	if r == nil {
+		return
+	}
+	r.upTo(j)
+	switch {
+	case r.over:
+	case r.c.held+len(r.buf) >= r.c.room:
+		r.over, r.buf = true, nil
+	default:
+		r.buf = append(r.buf, k)
+	}
+}
+
+// upTo puts the edges of the nodes before part[j] (listed whole) in the cache.
+func (r *adjRecord) upTo(j int) {
+	if r == nil {
+		return
+	}
+	for ; r.cur < j; r.cur++ {
+		if !r.over {
+			r.c.lists[sideNode{r.part[r.cur], r.dir}] = r.buf
+			r.c.held += len(r.buf)
+		}
+		r.buf, r.over = nil, false
+	}
 }
 
 // A NeighborsQuery asks for the nodes within Depth edges of a node.

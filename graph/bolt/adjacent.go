@@ -54,8 +54,18 @@ func (s *Store) Adjacent(ctx context.Context, q graph.EdgeQuery, f func(int, gra
 		}
 	}
 	return s.read(func(tx *bbolt.Tx) error {
-		out, in := tx.Bucket(bEdges).Cursor(), tx.Bucket(bIn).Cursor()
-		nodes := tx.Bucket(bNodes)
+		// Only the buckets the query reads are opened.
+		var out, in *bbolt.Cursor
+		if dir != graph.In {
+			out = tx.Bucket(bEdges).Cursor()
+		}
+		if dir != graph.Out {
+			in = tx.Bucket(bIn).Cursor()
+		}
+		var nodes *bbolt.Bucket
+		if len(labels) > 2 {
+			nodes = tx.Bucket(bNodes)
+		}
 		var prefix []byte
 		var present []degEntry
 		for i, node := range q.Nodes {
