@@ -98,7 +98,7 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 	}
 	// Each end's node says, besides that it exists, its degree on its
 	// side of the search (as Degrees would), which the search reads first.
-	ps := &pathSearch{s: s, labels: q.Labels, dir: dir, degs: map[sideNode]int64{}, adj: newAdjCache()}
+	ps := &pathSearch{s: s, labels: q.Labels, dir: dir, noNode: map[ID]bool{}, noEdge: map[string]bool{}, degs: map[sideNode]int64{}, adj: newAdjCache()}
 	for i, id := range []ID{q.From, q.To} {
 		n, err := s.Node(ctx, id)
 		if err != nil {
@@ -166,9 +166,11 @@ type pathSearch struct {
 	labels []string
 	dir    Direction
 	noNode map[ID]bool
-	noEdge map[string]bool
+	noEdge map[string]bool // every one leaves the spur's start
 	degs   map[sideNode]int64
 	adj    adjCache
+	// The two sides of a search, whose maps each search empties and reuses.
+	fwd, bwd pathSide
 }
 
 // A sideNode is a node seen from one side of a search: its degree there
@@ -219,11 +221,11 @@ func (ps *pathSearch) kShortest(from, to ID, k, maxHops int) ([]Path, bool, erro
 			// The spur path leaves prev.Nodes[i]: it avoids the nodes before
 			// it and every edge that a path found so far takes from this
 			// same root.
-			ps.noNode = make(map[ID]bool, i)
+			clear(ps.noNode)
 			for _, id := range prev.Nodes[:i] {
 				ps.noNode[id] = true
 			}
-			ps.noEdge = map[string]bool{}
+			clear(ps.noEdge)
 			for _, p := range found {
 				if len(p.Edges) > i && slices.Equal(p.Edges[:i], prev.Edges[:i]) {
 					ps.noEdge[p.Edges[i]] = true
@@ -285,10 +287,27 @@ func comparePaths(a, b Path) int {
 type pathSide struct {
 	dir      Direction
 	depth    map[ID]int
-	parents  map[ID][]hop
+	parents  map[ID][]pathHop
 	frontier []ID
 	level    int
 	cost     int64 // the edges the next level reads, -1 until known
+}
+
+// A pathHop is a way a side reached a node: from prev over the edge.
+type pathHop struct {
+	prev ID
+	edge EdgeKey
+}
+
+// start makes sd a side that starts at id, in direction dir.
+func (sd *pathSide) start(id ID, dir Direction) {
+	if sd.depth == nil {
+		sd.depth, sd.parents = map[ID]int{}, map[ID][]pathHop{}
+	}
+	clear(sd.depth)
+	clear(sd.parents)
+	sd.depth[id] = 0
+	*sd = pathSide{dir: dir, depth: sd.depth, parents: sd.parents, frontier: []ID{id}, cost: -1}
 }
 
 // nextCost returns how many edges growing sd by a level reads: the sum of
@@ -331,9 +350,9 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 		return Path{Nodes: []ID{from}, Edges: []string{}}, pathFound, nil
 	}
 	b := ps.b
-	back := reverse(ps.dir)
-	fwd := &pathSide{dir: ps.dir, depth: map[ID]int{from: 0}, parents: map[ID][]hop{}, frontier: []ID{from}, cost: -1}
-	bwd := &pathSide{dir: back, depth: map[ID]int{to: 0}, parents: map[ID][]hop{}, frontier: []ID{to}, cost: -1}
+	fwd, bwd := &ps.fwd, &ps.bwd
+	fwd.start(from, ps.dir)
+	bwd.start(to, reverse(ps.dir))
 	var meet []ID
 	for fwd.level+bwd.level < maxLen && len(fwd.frontier) > 0 && len(bwd.frontier) > 0 && b.ok() {
 		fc, err := ps.nextCost(fwd)
@@ -357,7 +376,7 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 		}
 		var next []ID
 		err = ps.expand(sd, func(self, nb ID, k EdgeKey) {
-			if ps.noNode[nb] || len(ps.noEdge) > 0 && ps.noEdge[k.String()] {
+			if ps.noNode[nb] || len(ps.noEdge) > 0 && (self == from || nb == from) && ps.noEdge[k.String()] {
 				return
 			}
 			d, seen := sd.depth[nb]
@@ -371,7 +390,7 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 			case d != sd.level:
 				return // reached earlier by a shorter way
 			}
-			sd.parents[nb] = append(sd.parents[nb], hop{prev: self, edge: k.String()})
+			sd.parents[nb] = append(sd.parents[nb], pathHop{prev: self, edge: k})
 		})
 		if err != nil {
 			return Path{}, pathCut, err
@@ -416,21 +435,23 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 			stack = append(stack, h.prev)
 		}
 	}
-	ahead := map[ID][]hop{} // from a node on a forward chain, the steps towards a meeting node
+	ahead := map[ID][]pathHop{} // from a node on a forward chain, the steps towards a meeting node
 	for id := range onPath {
 		for _, h := range fwd.parents[id] {
-			ahead[h.prev] = append(ahead[h.prev], hop{prev: id, edge: h.edge})
+			ahead[h.prev] = append(ahead[h.prev], pathHop{prev: id, edge: h.edge})
 		}
 	}
-	p := Path{Nodes: []ID{from}, Edges: []string{}}
+	n := fwd.level + bwd.level
+	p := Path{Nodes: make([]ID, 1, n+1), Edges: make([]string, 0, n)}
+	p.Nodes[0] = from
 	cur := from
 	for range fwd.level {
 		h := leastHop(ahead[cur])
-		p.Nodes, p.Edges, cur = append(p.Nodes, h.prev), append(p.Edges, h.edge), h.prev
+		p.Nodes, p.Edges, cur = append(p.Nodes, h.prev), append(p.Edges, h.edge.String()), h.prev
 	}
 	for range bwd.level {
 		h := leastHop(bwd.parents[cur])
-		p.Nodes, p.Edges, cur = append(p.Nodes, h.prev), append(p.Edges, h.edge), h.prev
+		p.Nodes, p.Edges, cur = append(p.Nodes, h.prev), append(p.Edges, h.edge.String()), h.prev
 	}
 	return p, pathFound, nil
 }
@@ -455,8 +476,11 @@ func (ps *pathSearch) cutOr(err error) (Path, pathOutcome, error) {
 }
 
 // leastHop returns the step to the least node ID, by the least edge ID.
-func leastHop(hs []hop) hop {
-	return slices.MinFunc(hs, func(a, b hop) int {
-		return cmp.Or(cmp.Compare(a.prev, b.prev), cmp.Compare(a.edge, b.edge))
+func leastHop(hs []pathHop) pathHop {
+	return slices.MinFunc(hs, func(a, b pathHop) int {
+		if c := cmp.Compare(a.prev, b.prev); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.edge.String(), b.edge.String())
 	})
 }

@@ -98,39 +98,12 @@ func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, di
 			}
 		}
 	}
-	n := 0 // edges listed
-	// visit takes the edge k listed for frontier[at], and reports whether
-	// to go on.
-	visit := func(at int, k EdgeKey) bool {
-		if n++; n%deadlineEvery == 0 && !b.ok() {
-			return false
-		}
-		if b.visited >= b.limits.MaxVisited {
-			b.stop(ReasonWork)
-			return false
-		}
-		b.visited++
-		self := frontier[at]
-		switch dir {
-		case Out:
-			reach(self, k.To, k)
-		case In:
-			reach(self, k.From, k)
-		default:
-			c := at / frontierChunk
-			if cf, ok := chunkOf[k.From]; ok && cf == c {
-				reach(k.From, k.To, k)
-			}
-			if ct, ok := chunkOf[k.To]; ok && ct == c {
-				reach(k.To, k.From, k)
-			}
-		}
-		return b.reason == ""
-	}
+	w := &adjWalk{b: b, frontier: frontier, dir: dir, chunkOf: chunkOf, reach: reach}
+	w.rec.c = cache
 	for i := 0; i < len(frontier) && b.ok(); {
 		if es, ok := cache.edges(frontier[i], dir); ok {
 			for _, k := range es {
-				if !visit(i, k) {
+				if !w.visit(i, k) {
 					return nil
 				}
 			}
@@ -142,18 +115,9 @@ func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, di
 			end++
 		}
 		part := frontier[i:end]
-		rec := cache.record(part, dir)
-		listed, last, resume := 0, 0, len(part)
-		err := adj.Adjacent(b.ctx, EdgeQuery{Nodes: part, Labels: labels, Direction: dir}, func(j int, k EdgeKey) bool {
-			if listed >= adjacentEdges && j != last {
-				resume = j // the next call starts with this node's edges
-				return false
-			}
-			last = j
-			listed++
-			rec.edge(j, k)
-			return visit(i+j, k)
-		})
+		w.at, w.listed, w.last, w.resume = i, 0, 0, len(part)
+		w.rec.start(part, dir)
+		err := adj.Adjacent(b.ctx, EdgeQuery{Nodes: part, Labels: labels, Direction: dir}, w.listEdge)
 		if err != nil {
 			if b.ctx.Err() != nil {
 				b.stop(ReasonDeadline)
@@ -162,11 +126,69 @@ func expandAdjacent(adj Adjacency, b *budget, frontier []ID, labels []string, di
 			return err
 		}
 		if b.reason == "" {
-			rec.upTo(resume) // the nodes before resume are listed whole
+			w.rec.upTo(w.resume) // the nodes before resume are listed whole
 		}
-		i += resume
+		i += w.resume
 	}
 	return nil
+}
+
+// An adjWalk is the state of expandAdjacent, kept together so that the
+// calls it makes allocate nothing per call.
+type adjWalk struct {
+	b        *budget
+	frontier []ID
+	dir      Direction
+	chunkOf  map[ID]int
+	reach    func(self, other ID, k EdgeKey)
+	n        int // edges listed
+	// The Adjacent call under way: the place of its first node in frontier,
+	// the edges it listed, the node of the last, the node the next call
+	// starts with.
+	at, listed, last, resume int
+	rec                      adjRecord
+}
+
+// listEdge is Adjacent's callback: it takes the edge k of part[j].
+func (w *adjWalk) listEdge(j int, k EdgeKey) bool {
+	if w.listed >= adjacentEdges && j != w.last {
+		w.resume = j // the next call starts with this node's edges
+		return false
+	}
+	w.last = j
+	w.listed++
+	w.rec.edge(j, k)
+	return w.visit(w.at+j, k)
+}
+
+// visit takes the edge k listed for frontier[at], and reports whether to
+// go on.
+func (w *adjWalk) visit(at int, k EdgeKey) bool {
+	b := w.b
+	if w.n++; w.n%deadlineEvery == 0 && !b.ok() {
+		return false
+	}
+	if b.visited >= b.limits.MaxVisited {
+		b.stop(ReasonWork)
+		return false
+	}
+	b.visited++
+	self := w.frontier[at]
+	switch w.dir {
+	case Out:
+		w.reach(self, k.To, k)
+	case In:
+		w.reach(self, k.From, k)
+	default:
+		c := at / frontierChunk
+		if cf, ok := w.chunkOf[k.From]; ok && cf == c {
+			w.reach(k.From, k.To, k)
+		}
+		if ct, ok := w.chunkOf[k.To]; ok && ct == c {
+			w.reach(k.To, k.From, k)
+		}
+	}
+	return b.reason == ""
 }
 
 // An adjCache holds the edges of some nodes in one direction, as Adjacent
@@ -200,17 +222,8 @@ func (c *adjCache) holds(id ID, dir Direction) bool {
 	return ok
 }
 
-// record returns a recorder of the edges of the nodes part, listed by one
-// Adjacent call in direction dir, into c.
-func (c *adjCache) record(part []ID, dir Direction) *adjRecord {
-	if c == nil {
-		return nil
-	}
-	return &adjRecord{c: c, part: part, dir: dir}
-}
-
 // An adjRecord collects, from one Adjacent call, the edges of each node in
-// turn, and puts them in the cache once they are known whole.
+// turn, and puts them in its cache (if any) once they are known whole.
 type adjRecord struct {
 	c    *adjCache
 	part []ID
@@ -220,9 +233,14 @@ type adjRecord struct {
 	over bool      // they do not fit in the cache
 }
 
+// start begins the record of the edges of part, in direction dir.
+func (r *adjRecord) start(part []ID, dir Direction) {
+	r.part, r.dir, r.cur, r.buf, r.over = part, dir, 0, nil, false
+}
+
 // edge takes an edge listed for part[j]: the nodes before it are listed whole.
 func (r *adjRecord) edge(j int, k EdgeKey) {
-	if r == nil {
+	if r.c == nil {
 		return
 	}
 	r.upTo(j)
@@ -237,7 +255,7 @@ func (r *adjRecord) edge(j int, k EdgeKey) {
 
 // upTo puts the edges of the nodes before part[j] (listed whole) in the cache.
 func (r *adjRecord) upTo(j int) {
-	if r == nil {
+	if r.c == nil {
 		return
 	}
 	for ; r.cur < j; r.cur++ {

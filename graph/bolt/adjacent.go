@@ -25,6 +25,11 @@ func (s *Store) edgeLabels(asked []string) ([]string, error) {
 	if len(asked) == 0 {
 		return s.Model().EdgeLabels(), nil
 	}
+	if len(asked) == 1 { // sorted already: no copy
+		if _, ok := s.Model().Edge(asked[0]); ok {
+			return asked, nil
+		}
+	}
 	labels := make([]string, 0, len(asked))
 	for _, l := range asked {
 		if _, ok := s.Model().Edge(l); !ok {
@@ -175,19 +180,51 @@ func recordDeg(b []byte) ([]byte, error) {
 	return b[k : k+int(n)], nil
 }
 
-// degreeOf sums the counts of a summary with the given labels (sorted) in
-// direction dir.
-func degreeOf(es []degEntry, labels []string, dir graph.Direction) int64 {
+// recordDegree sums the counts of a node record's edge summary with the
+// given labels (sorted) in direction dir, without decoding the rest of the
+// record or building a string per entry.
+func recordDegree(rec []byte, labels []string, dir graph.Direction) (int64, error) {
+	raw, err := recordDeg(rec)
+	if err != nil {
+		return 0, err
+	}
 	var n int64
-	for _, e := range es {
-		if e.dir == 'o' && dir == graph.In || e.dir == 'i' && dir == graph.Out {
+	for len(raw) > 0 {
+		d := raw[0]
+		l, k := binary.Uvarint(raw[1:])
+		if k <= 0 || (d != 'o' && d != 'i') || uint64(len(raw)-1-k) < l {
+			return 0, errBadDeg
+		}
+		raw = raw[1+k:]
+		label := raw[:l]
+		raw = raw[l:]
+		c, k := binary.Uvarint(raw)
+		if k <= 0 || c == 0 {
+			return 0, errBadDeg
+		}
+		raw = raw[k:]
+		if d == 'o' && dir == graph.In || d == 'i' && dir == graph.Out {
 			continue
 		}
-		if _, ok := slices.BinarySearch(labels, e.label); ok {
-			n += e.n
+		if hasLabel(labels, label) {
+			n += int64(c)
 		}
 	}
-	return n
+	return n, nil
+}
+
+// hasLabel reports whether labels (sorted) hold label.
+func hasLabel(labels []string, label []byte) bool {
+	lo, hi := 0, len(labels)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if labels[m] < string(label) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < len(labels) && labels[lo] == string(label)
 }
 
 // Degrees returns the degree of each node from its edge summary: one
@@ -203,17 +240,15 @@ func (s *Store) Degrees(ctx context.Context, ids []graph.ID, labels []string, di
 	out := make([]int64, len(ids))
 	err = s.read(func(tx *bbolt.Tx) error {
 		nodes := tx.Bucket(bNodes)
-		var es []degEntry
 		for i, id := range ids {
 			v := nodes.Get([]byte(id))
 			if v == nil {
 				continue
 			}
 			var err error
-			if es, err = appendDeg(es[:0], v); err != nil {
+			if out[i], err = recordDegree(v, labels, dir); err != nil {
 				return corrupt(fmt.Sprintf("node %q", id), err)
 			}
-			out[i] = degreeOf(es, labels, dir)
 		}
 		return nil
 	})
