@@ -98,7 +98,7 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 	}
 	// Each end's node says, besides that it exists, its degree on its
 	// side of the search (as Degrees would), which the search reads first.
-	ps := &pathSearch{s: s, labels: q.Labels, dir: dir, noNode: map[ID]bool{}, noEdge: map[string]bool{}, degs: map[sideNode]int64{}, adj: newAdjCache()}
+	ps := &pathSearch{s: s, labels: q.Labels, dir: dir, noNode: map[ID]bool{}, noEdge: map[string]bool{}, noNext: map[ID]bool{}, degs: map[sideNode]int64{}, adj: newAdjCache()}
 	for i, id := range []ID{q.From, q.To} {
 		n, err := s.Node(ctx, id)
 		if err != nil {
@@ -167,6 +167,7 @@ type pathSearch struct {
 	dir    Direction
 	noNode map[ID]bool
 	noEdge map[string]bool // every one leaves the spur's start
+	noNext map[ID]bool     // the nodes they lead to
 	degs   map[sideNode]int64
 	adj    adjCache
 	// The two sides of a search, whose maps each search empties and reuses.
@@ -226,9 +227,11 @@ func (ps *pathSearch) kShortest(from, to ID, k, maxHops int) ([]Path, bool, erro
 				ps.noNode[id] = true
 			}
 			clear(ps.noEdge)
+			clear(ps.noNext)
 			for _, p := range found {
 				if len(p.Edges) > i && slices.Equal(p.Edges[:i], prev.Edges[:i]) {
 					ps.noEdge[p.Edges[i]] = true
+					ps.noNext[p.Nodes[i+1]] = true
 				}
 			}
 			spur, out, err := ps.shortest(prev.Nodes[i], to, maxHops-i)
@@ -319,6 +322,9 @@ func (ps *pathSearch) nextCost(sd *pathSide) (int64, error) {
 	var miss []ID
 	for _, id := range sd.frontier {
 		if _, ok := ps.degs[sideNode{id, sd.dir}]; !ok {
+			if miss == nil {
+				miss = make([]ID, 0, len(sd.frontier))
+			}
 			miss = append(miss, id)
 		}
 	}
@@ -374,9 +380,11 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 			sd.frontier, sd.cost = nil, -1
 			break
 		}
-		var next []ID
+		next := make([]ID, 0, min(sd.cost, 1024)) // it reaches at most one node per edge
 		err = ps.expand(sd, func(self, nb ID, k EdgeKey) {
-			if ps.noNode[nb] || len(ps.noEdge) > 0 && (self == from || nb == from) && ps.noEdge[k.String()] {
+			// An excluded edge joins the start and a node of noNext: only
+			// such an edge needs its ID made.
+			if ps.noNode[nb] || len(ps.noEdge) > 0 && (self == from && ps.noNext[nb] || nb == from && ps.noNext[self]) && ps.noEdge[k.String()] {
 				return
 			}
 			d, seen := sd.depth[nb]
