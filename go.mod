@@ -25,7 +25,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/segmentio/encoding v0.5.4
 	github.com/vektah/gqlparser/v2 v2.5.64
-	go.etcd.io/bbolt v1.3.10
+	go.etcd.io/bbolt v1.5.0
 	golang.org/x/text v0.43.0
 	golang.org/x/time v0.16.0
 )
