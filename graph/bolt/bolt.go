@@ -23,6 +23,7 @@ import (
 	ckv "github.com/cayleygraph/cayley/graph/kv"
 	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
 	bbolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/lore-dev/lore/schema"
 )
@@ -237,7 +238,7 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 		NoGrowSync:      cfg.NoSync,
 	}
 	db, err := openFile(filepath.Join(cfg.Path, FileName), opts)
-	if errors.Is(err, bbolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		owner, _ := os.ReadFile(filepath.Join(cfg.Path, ownerFile))
 		who := strings.TrimSpace(string(owner))
 		if who == "" {

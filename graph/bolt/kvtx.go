@@ -10,6 +10,7 @@ import (
 	hkv "github.com/hidal-go/hidalgo/kv"
 	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
 	bbolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // hookKV is the KV Cayley runs on. Write transactions are Lore's own thin
@@ -358,7 +359,7 @@ func (t *writeTx) Close() error {
 	if t.handed {
 		return nil // the next write transaction has it
 	}
-	if err := t.tx.Rollback(); err != nil && !errors.Is(err, bbolt.ErrTxClosed) {
+	if err := t.tx.Rollback(); err != nil && !errors.Is(err, bolterrors.ErrTxClosed) {
 		return err
 	}
 	return nil
