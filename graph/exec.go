@@ -87,11 +87,6 @@ const DefaultQueryLimit = 50
 // frontierChunk is how many nodes one edge fetch expands.
 const frontierChunk = 128
 
-type hop struct {
-	prev ID
-	edge string
-}
-
 // How start nodes are expanded: a call expands them in chunks, the first
 // of one node, each next one four times as large up to maxChunk, so that a
 // bound rarely leaves nothing; a cut chunk is the unit of continuation.
