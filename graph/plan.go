@@ -989,13 +989,22 @@ func canonicalProps(p Props) (json.RawMessage, map[string]any, error) {
 	if p == nil {
 		p = Props{}
 	}
+	bp := canonBufs.Get().(*[]byte)
+	raw, ok := appendCanonical((*bp)[:0], p)
+	if cap(raw) <= maxCanonBuf {
+		*bp = raw
+		defer canonBufs.Put(bp)
+	}
+	if ok {
+		return slices.Clone(raw), p, nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(p); err != nil {
 		return nil, nil, err
 	}
-	raw := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	raw = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if pureJSON(p) {
 		return raw, p, nil
 	}
