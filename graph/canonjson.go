@@ -79,14 +79,18 @@ func appendCanonical(dst []byte, v any) ([]byte, bool) {
 
 // appendJSONString appends s quoted as encoding/json quotes it without
 // HTML escaping; invalid UTF-8 returns false.
-func appendJSONString(dst []byte, s string) ([]byte, bool) {
+func appendJSONString(dst []byte, s string) ([]byte, bool) { return appendQuoted(dst, s, false) }
+
+// appendQuoted appends s quoted as encoding/json quotes it, escaping <, >
+// and & with html (as json.Marshal does); invalid UTF-8 returns false.
+func appendQuoted(dst []byte, s string, html bool) ([]byte, bool) {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
+			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
 				i++
 				continue
 			}
