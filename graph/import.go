@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -835,7 +836,9 @@ type lineReader struct {
 	done bool
 }
 
-// next returns the next non-blank line (without its newline) and its number.
+// next returns the next non-blank line (without its newline or the spaces
+// around it) and its number. The line is valid until the next call: the
+// decoders copy what they keep of it.
 func (l *lineReader) next() ([]byte, int64, error) {
 	for {
 		if l.done {
@@ -863,9 +866,8 @@ func (l *lineReader) next() ([]byte, int64, error) {
 			break
 		}
 		l.n++
-		line := strings.TrimSpace(string(l.buf))
-		if line != "" {
-			return []byte(line), l.n, nil
+		if line := bytes.TrimSpace(l.buf); len(line) > 0 {
+			return line, l.n, nil
 		}
 	}
 }
