@@ -706,7 +706,8 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 		ib.b.rank = func(ptr string) int64 { return lineOf(ptr, ib.nodeLines, ib.edgeLines) }
 		return ib
 	}
-	cur, inBatch := newBatch(), map[string]bool{}
+	// The batch's elements, to end it before one it holds already.
+	cur, nodesIn, edgesIn := newBatch(), map[ID]struct{}{}, map[EdgeKey]struct{}{}
 	send := func() bool {
 		if rc.dangling != DanglingError && !cur.fatal && len(cur.b.Edges) > 0 {
 			if err := resolveDangling(ctx, rc, cur); err != nil {
@@ -727,7 +728,8 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 		}
 		limit = min(2*limit, size)
 		cur = newBatch()
-		clear(inBatch)
+		clear(nodesIn)
+		clear(edgesIn)
 		return true
 	}
 	for ctx.Err() == nil {
@@ -751,12 +753,21 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 			}
 			continue
 		}
-		key := el.key()
-		if inBatch[key] && !send() {
+		var held bool
+		if el.node != nil {
+			_, held = nodesIn[el.node.ID]
+		} else {
+			_, held = edgesIn[el.edge.EdgeKey]
+		}
+		if held && !send() {
 			return
 		}
-		inBatch[key] = true
-		rc.tr.see(el, key)
+		if el.node != nil {
+			nodesIn[el.node.ID] = struct{}{}
+		} else {
+			edgesIn[el.edge.EdgeKey] = struct{}{}
+		}
+		rc.tr.see(el)
 		if rc.mode == ModeMerge {
 			if el.node != nil {
 				el.node.Merge = true
@@ -784,13 +795,6 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 			return
 		}
 	}
-}
-
-func (el element) key() string {
-	if el.node != nil {
-		return "n\x00" + string(el.node.ID)
-	}
-	return "e\x00" + string(el.edge.Bytes())
 }
 
 // lineOf maps a problem's pointer ("/nodes/3/…", "/edges/0/…") to its input line.
