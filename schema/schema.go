@@ -32,7 +32,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -47,10 +46,25 @@ const Draft2020 = "https://json-schema.org/draft/2020-12/schema"
 // MaxNameLen is the longest node type, edge label or property name.
 const MaxNameLen = 64
 
-var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
-
-// ValidName reports whether s may name a node type, an edge label or a property.
-func ValidName(s string) bool { return len(s) <= MaxNameLen && nameRE.MatchString(s) }
+// ValidName reports whether s may name a node type, an edge label or a
+// property: a letter, then letters, digits and underscores (ASCII), at
+// most MaxNameLen bytes. (Every edge a batch writes is checked: a loop,
+// not a regular expression.)
+func ValidName(s string) bool {
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '_'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 //go:embed models/default.json
 var defaultModel []byte
