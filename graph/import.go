@@ -246,7 +246,8 @@ type element struct {
 	edge *EdgeInput
 }
 
-// A decoder reads elements; it returns io.EOF at the end.
+// A decoder reads elements; it returns io.EOF at the end. An element's
+// node or edge may be valid only until the next call.
 type decoder interface {
 	next() (element, error)
 	lines() int64

@@ -211,9 +211,22 @@ func prepare(m *schema.Model, b *Batch) {
 			n.prep = prepareProps(nt.Validate, n.Properties)
 		}
 	}
+	// Most edges have no properties: those of a label share one verdict.
+	var empty map[string]*prepared
 	for i := range b.Edges {
 		e := &b.Edges[i]
-		if et, ok := m.Edge(e.Label); ok && !e.Merge {
+		et, ok := m.Edge(e.Label)
+		switch {
+		case !ok || e.Merge:
+		case len(e.Properties) == 0:
+			if empty == nil {
+				empty = map[string]*prepared{}
+			}
+			if e.prep = empty[e.Label]; e.prep == nil {
+				e.prep = prepareProps(et.Validate, nil)
+				empty[e.Label] = e.prep
+			}
+		default:
 			e.prep = prepareProps(et.Validate, e.Properties)
 		}
 	}
