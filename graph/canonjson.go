@@ -85,12 +85,16 @@ func appendJSONString(dst []byte, s string) ([]byte, bool) { return appendQuoted
 // and & with html (as json.Marshal does); invalid UTF-8 returns false.
 func appendQuoted(dst []byte, s string, html bool) ([]byte, bool) {
 	const hex = "0123456789abcdef"
+	safe := &plainSafe
+	if html {
+		safe = &htmlSafe
+	}
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
+			if safe[b] {
 				i++
 				continue
 			}
@@ -129,6 +133,16 @@ func appendQuoted(dst []byte, s string, html bool) ([]byte, bool) {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"'), true
 }
+
+// plainSafe and htmlSafe say which ASCII bytes a JSON string holds as
+// they are, without and with HTML escaping.
+var plainSafe, htmlSafe = func() (plain, html [utf8.RuneSelf]bool) {
+	for b := range utf8.RuneSelf {
+		plain[b] = b >= 0x20 && b != '"' && b != '\\'
+		html[b] = plain[b] && b != '<' && b != '>' && b != '&'
+	}
+	return plain, html
+}()
 
 // validNumber reports whether s is a JSON number (RFC 8259, section 6).
 func validNumber(s string) bool {
