@@ -11,6 +11,7 @@ import (
 	"math"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -204,16 +205,107 @@ const compressAbove = 2048
 // EncodeChange encodes a change-log entry as Lore stores it: JSON,
 // compressed when large. DecodeChange and LogEntry read it back.
 func EncodeChange(c *Change) []byte {
-	data, _ := json.Marshal(c)
+	bp := changeBufs.Get().(*[]byte)
+	defer changeBufs.Put(bp)
+	data, ok := appendChange((*bp)[:0], c)
+	*bp = data
+	if !ok {
+		data, _ = json.Marshal(c)
+	}
 	if len(data) < compressAbove {
-		return data
+		return slices.Clone(data)
 	}
 	var buf bytes.Buffer
+	buf.Grow(len(data)/4 + 64)
 	buf.WriteByte('z')
-	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	w := flateWriters.Get().(*flate.Writer)
+	w.Reset(&buf)
 	w.Write(data)
 	w.Close()
+	flateWriters.Put(w)
 	return buf.Bytes()
+}
+
+// changeBufs holds the buffers EncodeChange encodes into.
+var changeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// flateWriters holds EncodeChange's compressors: each one is some 600 KB
+// of state to allocate and clear.
+var flateWriters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, flate.BestSpeed)
+	return w
+}}
+
+// appendChange appends c as json.Marshal encodes it, without reflection:
+// an import's entries list every element of their batch. It returns false
+// for what it leaves to json.Marshal: an entry read in part, a time
+// MarshalJSON refuses, invalid UTF-8.
+func appendChange(dst []byte, c *Change) ([]byte, bool) {
+	if c.Part != nil {
+		return dst, false
+	}
+	t, err := c.Time.MarshalJSON()
+	if err != nil {
+		return dst, false
+	}
+	ok := true
+	str := func(s string) {
+		if ok {
+			dst, ok = appendQuoted(dst, s, true)
+		}
+	}
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendUint(dst, c.Seq, 10)
+	dst = append(dst, `,"time":`...)
+	dst = append(dst, t...)
+	dst = append(dst, `,"op":`...)
+	str(c.Op)
+	if len(c.Nodes) > 0 {
+		dst = append(dst, `,"nodes":[`...)
+		for i, n := range c.Nodes {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"id":`...)
+			str(string(n.ID))
+			dst = append(dst, `,"type":`...)
+			str(n.Type)
+			dst = append(dst, `,"action":`...)
+			str(string(n.Action))
+			dst = append(dst, `,"revision":`...)
+			dst = strconv.AppendInt(dst, n.Revision, 10)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if len(c.Edges) > 0 {
+		dst = append(dst, `,"edges":[`...)
+		for i, e := range c.Edges {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"from":`...)
+			str(string(e.From))
+			dst = append(dst, `,"label":`...)
+			str(e.Label)
+			dst = append(dst, `,"to":`...)
+			str(string(e.To))
+			if e.Key != "" {
+				dst = append(dst, `,"key":`...)
+				str(e.Key)
+			}
+			dst = append(dst, `,"action":`...)
+			str(string(e.Action))
+			dst = append(dst, `,"revision":`...)
+			dst = strconv.AppendInt(dst, e.Revision, 10)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if c.Truncated {
+		dst = append(dst, `,"truncated":true`...)
+	}
+	return append(dst, '}'), ok
 }
 
 // DecodeChange decodes what EncodeChange returned into c.

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -245,7 +246,8 @@ type element struct {
 	edge *EdgeInput
 }
 
-// A decoder reads elements; it returns io.EOF at the end.
+// A decoder reads elements; it returns io.EOF at the end. An element's
+// node or edge may be valid only until the next call.
 type decoder interface {
 	next() (element, error)
 	lines() int64
@@ -705,7 +707,8 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 		ib.b.rank = func(ptr string) int64 { return lineOf(ptr, ib.nodeLines, ib.edgeLines) }
 		return ib
 	}
-	cur, inBatch := newBatch(), map[string]bool{}
+	// The batch's elements, to end it before one it holds already.
+	cur, nodesIn, edgesIn := newBatch(), map[ID]struct{}{}, map[EdgeKey]struct{}{}
 	send := func() bool {
 		if rc.dangling != DanglingError && !cur.fatal && len(cur.b.Edges) > 0 {
 			if err := resolveDangling(ctx, rc, cur); err != nil {
@@ -726,7 +729,8 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 		}
 		limit = min(2*limit, size)
 		cur = newBatch()
-		clear(inBatch)
+		clear(nodesIn)
+		clear(edgesIn)
 		return true
 	}
 	for ctx.Err() == nil {
@@ -750,12 +754,21 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 			}
 			continue
 		}
-		key := el.key()
-		if inBatch[key] && !send() {
+		var held bool
+		if el.node != nil {
+			_, held = nodesIn[el.node.ID]
+		} else {
+			_, held = edgesIn[el.edge.EdgeKey]
+		}
+		if held && !send() {
 			return
 		}
-		inBatch[key] = true
-		rc.tr.see(el, key)
+		if el.node != nil {
+			nodesIn[el.node.ID] = struct{}{}
+		} else {
+			edgesIn[el.edge.EdgeKey] = struct{}{}
+		}
+		rc.tr.see(el)
 		if rc.mode == ModeMerge {
 			if el.node != nil {
 				el.node.Merge = true
@@ -783,13 +796,6 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 			return
 		}
 	}
-}
-
-func (el element) key() string {
-	if el.node != nil {
-		return "n\x00" + string(el.node.ID)
-	}
-	return "e\x00" + string(el.edge.Bytes())
 }
 
 // lineOf maps a problem's pointer ("/nodes/3/…", "/edges/0/…") to its input line.
@@ -835,7 +841,9 @@ type lineReader struct {
 	done bool
 }
 
-// next returns the next non-blank line (without its newline) and its number.
+// next returns the next non-blank line (without its newline or the spaces
+// around it) and its number. The line is valid until the next call: the
+// decoders copy what they keep of it.
 func (l *lineReader) next() ([]byte, int64, error) {
 	for {
 		if l.done {
@@ -863,9 +871,8 @@ func (l *lineReader) next() ([]byte, int64, error) {
 			break
 		}
 		l.n++
-		line := strings.TrimSpace(string(l.buf))
-		if line != "" {
-			return []byte(line), l.n, nil
+		if line := bytes.TrimSpace(l.buf); len(line) > 0 {
+			return line, l.n, nil
 		}
 	}
 }

@@ -121,17 +121,45 @@ func newTracker(exact bool) *tracker {
 	return t
 }
 
-func (t *tracker) hash(key string) uint64 { return maphash.String(t.seed, key) }
+// nodeHash and elemHash hash an element's key: "n\x00" and a node's ID,
+// or "e\x00" and an edge's key as EdgeKey.Bytes writes it, written piece
+// by piece rather than joined (the hash is the same, the string is not
+// made).
+func (t *tracker) nodeHash(id ID) uint64 {
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	h.WriteString("n\x00")
+	h.WriteString(string(id))
+	return h.Sum64()
+}
 
-// see records an element read at its line; key is el.key(). A 64-bit hash stands for the
+func (t *tracker) elemHash(el element) uint64 {
+	if el.node != nil {
+		return t.nodeHash(el.node.ID)
+	}
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	k := el.edge.EdgeKey
+	h.WriteString("e\x00")
+	h.WriteString(string(k.From))
+	h.WriteByte(0)
+	h.WriteString(k.Label)
+	h.WriteByte(0)
+	h.WriteString(string(k.To))
+	h.WriteByte(0)
+	h.WriteString(k.Key)
+	return h.Sum64()
+}
+
+// see records an element read at its line. A 64-bit hash stands for its
 // key: two distinct keys collide with a probability near n²/2⁶⁵ (below one
 // in a million for three million elements), and a collision only reports
 // a duplicate that is not one, or (with --dangling skip|stub) takes an
 // endpoint for present, which the batch's check then rejects.
-func (t *tracker) see(el element, key string) {
+func (t *tracker) see(el element) {
+	h := t.elemHash(el)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	h := t.hash(key)
 	if first, ok := t.seen[h]; ok {
 		t.dups++
 		if len(t.dupList) < maxListed {
@@ -164,7 +192,7 @@ func (t *tracker) hasNode(id ID) bool {
 		_, ok := t.nodes[id]
 		return ok
 	}
-	_, ok := t.seen[t.hash("n\x00"+string(id))]
+	_, ok := t.seen[t.nodeHash(id)]
 	return ok
 }
 
@@ -172,7 +200,7 @@ func (t *tracker) hasNode(id ID) bool {
 func (t *tracker) addNode(id ID, typ string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.seen[t.hash("n\x00"+string(id))] = 0
+	t.seen[t.nodeHash(id)] = 0
 	if t.exact {
 		t.nodes[id] = typ
 	}

@@ -39,6 +39,12 @@ type ndjsonLine struct {
 type ndjsonDecoder struct {
 	lr       *lineReader
 	maxDepth int // of a line's JSON; 0 means schema.DefaultMaxDepth
+	// The line decoded last, and the element made of it: the element is
+	// valid until the next call (readBatches copies it into its batch),
+	// which spares two allocations per line.
+	line ndjsonLine
+	node NodeInput
+	edge EdgeInput
 }
 
 func (d *ndjsonDecoder) lines() int64 { return d.lr.n }
@@ -49,11 +55,12 @@ func (d *ndjsonDecoder) next() (element, error) {
 	if err != nil {
 		return el, err
 	}
-	var l ndjsonLine
+	l := &d.line
+	*l = ndjsonLine{}
 	if bytes.Contains(line, []byte(`"properties"`)) {
 		l.Properties = make(Props, 8) // or segmentio makes one of 64 slots
 	}
-	if err := strictJSON(line, &l, d.maxDepth, ndjsonFields); err != nil {
+	if err := strictJSON(line, l, d.maxDepth, ndjsonFields); err != nil {
 		return el, err
 	}
 	switch l.Kind {
@@ -61,13 +68,15 @@ func (d *ndjsonDecoder) next() (element, error) {
 		if l.From != "" || l.To != "" || l.Label != "" || l.Key != "" {
 			return el, fmt.Errorf("a node line takes id, type and properties, not from, label, to or key")
 		}
-		el.node = &NodeInput{ID: l.ID, Type: l.Type, Properties: l.Properties, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, Revision: l.Revision, Merge: l.Merge}
+		d.node = NodeInput{ID: l.ID, Type: l.Type, Properties: l.Properties, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, Revision: l.Revision, Merge: l.Merge}
+		el.node = &d.node
 	case "edge":
 		if l.ID != "" || l.Type != "" {
 			return el, fmt.Errorf("an edge line takes from, label, to, key and properties, not id or type")
 		}
-		el.edge = &EdgeInput{EdgeKey: EdgeKey{From: l.From, Label: l.Label, To: l.To, Key: l.Key},
+		d.edge = EdgeInput{EdgeKey: EdgeKey{From: l.From, Label: l.Label, To: l.To, Key: l.Key},
 			Properties: l.Properties, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt, Revision: l.Revision, Merge: l.Merge}
+		el.edge = &d.edge
 	default:
 		return el, fmt.Errorf(`"kind" is %q; want "node" or "edge"`, l.Kind)
 	}

@@ -211,9 +211,22 @@ func prepare(m *schema.Model, b *Batch) {
 			n.prep = prepareProps(nt.Validate, n.Properties)
 		}
 	}
+	// Most edges have no properties: those of a label share one verdict.
+	var empty map[string]*prepared
 	for i := range b.Edges {
 		e := &b.Edges[i]
-		if et, ok := m.Edge(e.Label); ok && !e.Merge {
+		et, ok := m.Edge(e.Label)
+		switch {
+		case !ok || e.Merge:
+		case len(e.Properties) == 0:
+			if empty == nil {
+				empty = map[string]*prepared{}
+			}
+			if e.prep = empty[e.Label]; e.prep == nil {
+				e.prep = prepareProps(et.Validate, nil)
+				empty[e.Label] = e.prep
+			}
+		default:
 			e.prep = prepareProps(et.Validate, e.Properties)
 		}
 	}
@@ -462,7 +475,9 @@ func (pl *planner) readRecords(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pl.endpointType = make(map[ID]string, len(endpoints))
+	// Each map is made the size of what was found: into an empty store,
+	// an import's batches find no records at all.
+	pl.endpointType = make(map[ID]string, found(types, func(t string) bool { return t != "" }))
 	for i, id := range endpoints {
 		if types[i] != "" {
 			pl.endpointType[id] = types[i]
@@ -472,7 +487,7 @@ func (pl *planner) readRecords(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pl.oldNode = make(map[ID]*NodeRecord, len(pl.nodeIDs))
+	pl.oldNode = make(map[ID]*NodeRecord, found(recs, func(r *NodeRecord) bool { return r != nil }))
 	for i, id := range pl.nodeIDs {
 		if recs[i] != nil {
 			pl.oldNode[id] = recs[i]
@@ -482,13 +497,24 @@ func (pl *planner) readRecords(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pl.oldEdge = make(map[EdgeKey]*EdgeRecord, len(pl.edgeKeys))
+	pl.oldEdge = make(map[EdgeKey]*EdgeRecord, found(erecs, func(r *EdgeRecord) bool { return r != nil }))
 	for i, k := range pl.edgeKeys {
 		if erecs[i] != nil {
 			pl.oldEdge[k] = erecs[i]
 		}
 	}
 	return nil
+}
+
+// found counts the elements of s that f accepts.
+func found[T any](s []T, f func(T) bool) int {
+	n := 0
+	for _, x := range s {
+		if f(x) {
+			n++
+		}
+	}
+	return n
 }
 
 // startPlan makes the empty plan the planning phases fill in.
@@ -502,7 +528,7 @@ func (pl *planner) startPlan(t time.Time) {
 		Change: &Change{Time: t, Op: cmp.Or(b.Op, "write"), Nodes: make([]NodeChange, 0, nn), Edges: make([]EdgeChange, 0, ne)},
 	}
 	pl.badNode = map[ID]bool{}
-	pl.newType = map[ID]string{}
+	pl.newType = make(map[ID]string, len(b.Nodes))
 	pl.deletedNode = map[ID]bool{}
 	pl.deletedEdge = map[EdgeKey]bool{}
 	pl.cascade = map[EdgeKey]bool{}
@@ -513,12 +539,18 @@ func (pl *planner) startPlan(t time.Time) {
 // properties leave the node unchanged.
 func (pl *planner) planNodes() error {
 	p, b := pl.p, pl.b
+	// A node that does not pass is reported; its edges are not reported
+	// again (badNode), unless the node is reported as given twice.
+	defer func() {
+		for i, n := range b.Nodes {
+			if _, passed := pl.newType[n.ID]; !passed && pl.seenNode[n.ID] == (elemRef{"nodes", i}) && n.ID.Check() == nil {
+				pl.badNode[n.ID] = true
+			}
+		}
+	}()
 	for i, n := range b.Nodes {
 		here := elemRef{"nodes", i}
 		name := func() string { return nodeElem(n.ID) } // for the problems only
-		if n.ID.Check() == nil && pl.seenNode[n.ID] == here {
-			pl.badNode[n.ID] = true // until it passes: its edges are not reported again
-		}
 		if !pl.nodeOK[i] {
 			continue
 		}
@@ -550,7 +582,6 @@ func (pl *planner) planNodes() error {
 		}
 		canon := prep.canon
 		pl.newType[n.ID] = n.Type
-		delete(pl.badNode, n.ID)
 		rec := &NodeRecord{Type: n.Type, Props: canon}
 		st := Created
 		switch {
@@ -989,13 +1020,22 @@ func canonicalProps(p Props) (json.RawMessage, map[string]any, error) {
 	if p == nil {
 		p = Props{}
 	}
+	bp := canonBufs.Get().(*[]byte)
+	raw, ok := appendCanonical((*bp)[:0], p)
+	if cap(raw) <= maxCanonBuf {
+		*bp = raw
+		defer canonBufs.Put(bp)
+	}
+	if ok {
+		return slices.Clone(raw), p, nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(p); err != nil {
 		return nil, nil, err
 	}
-	raw := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	raw = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if pureJSON(p) {
 		return raw, p, nil
 	}

@@ -325,3 +325,39 @@ func TestStatsDuringWrites(t *testing.T) {
 		last = st.LastSeq
 	}
 }
+
+// TestBadNodeEdgesNotReportedAgain checks that a batch's node that is
+// refused has its own problem reported, and not one more for each edge
+// of the batch that joins it.
+func TestBadNodeEdgesNotReportedAgain(t *testing.T) {
+	s := graphtest.New(t)
+	_, err := s.Apply(t.Context(), &graph.Batch{
+		Nodes: []graph.NodeInput{
+			{ID: "service/bad", Type: "Service", Properties: graph.Props{"name": json.Number("1")}},
+			{ID: "service/ok", Type: "Service", Properties: graph.Props{"name": "ok"}},
+			{ID: "service/unknown", Type: "Nope", Properties: graph.Props{}},
+		},
+		Edges: []graph.EdgeInput{
+			{EdgeKey: ek("service/ok", "dependsOn", "service/bad")},
+			{EdgeKey: ek("service/bad", "dependsOn", "service/ok")},
+			{EdgeKey: ek("service/ok", "dependsOn", "service/unknown")},
+			{EdgeKey: ek("service/ok", "dependsOn", "service/missing")},
+		},
+	})
+	var be *graph.BatchError
+	if !errors.As(err, &be) {
+		t.Fatalf("Apply = %v, want a *BatchError", err)
+	}
+	var got []string
+	for _, p := range be.Problems {
+		got = append(got, p.Pointer+" "+p.Rule)
+	}
+	want := []string{
+		"/nodes/2/type unknown-type",
+		"/nodes/0/properties/name type",
+		"/edges/3/to dangling",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}

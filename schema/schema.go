@@ -32,7 +32,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -47,10 +46,25 @@ const Draft2020 = "https://json-schema.org/draft/2020-12/schema"
 // MaxNameLen is the longest node type, edge label or property name.
 const MaxNameLen = 64
 
-var nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
-
-// ValidName reports whether s may name a node type, an edge label or a property.
-func ValidName(s string) bool { return len(s) <= MaxNameLen && nameRE.MatchString(s) }
+// ValidName reports whether s may name a node type, an edge label or a
+// property: a letter, then letters, digits and underscores (ASCII), at
+// most MaxNameLen bytes. (Every edge a batch writes is checked: a loop,
+// not a regular expression.)
+func ValidName(s string) bool {
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '_'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 //go:embed models/default.json
 var defaultModel []byte
@@ -117,6 +131,7 @@ type NodeType struct {
 	Schema json.RawMessage
 
 	compiled *jsonschema.Schema
+	quick    *quick // nil if the schema has none
 	empty    emptyResult
 }
 
@@ -133,6 +148,7 @@ type EdgeType struct {
 	Schema     json.RawMessage
 
 	compiled *jsonschema.Schema
+	quick    *quick // nil if the schema has none
 	empty    emptyResult
 }
 
@@ -198,7 +214,7 @@ func (t *NodeType) Validate(props map[string]any) error {
 	if len(props) == 0 {
 		return t.empty.of(t.compiled)
 	}
-	return validate(t.compiled, props)
+	return validate(t.compiled, t.quick, props)
 }
 
 // Validate checks an edge's properties against its type, reporting every violation.
@@ -206,7 +222,7 @@ func (e *EdgeType) Validate(props map[string]any) error {
 	if len(props) == 0 {
 		return e.empty.of(e.compiled)
 	}
-	return validate(e.compiled, props)
+	return validate(e.compiled, e.quick, props)
 }
 
 // emptyResult holds a type's verdict on no properties, which most edges
@@ -218,7 +234,7 @@ type emptyResult struct {
 }
 
 func (r *emptyResult) of(s *jsonschema.Schema) error {
-	r.once.Do(func() { r.err = validate(s, nil) })
+	r.once.Do(func() { r.err = validate(s, nil, nil) })
 	return r.err
 }
 
@@ -406,11 +422,13 @@ func (m *Model) compile() error {
 		if t.compiled, err = c.Compile(url + "#" + defPtr(name)); err != nil {
 			return fmt.Errorf("model: %s: %v", defPtr(name), err)
 		}
+		t.quick = compileQuick(t.compiled, 0)
 	}
 	for name, e := range m.edges {
 		if e.compiled, err = c.Compile(url + "#" + defPtr(name)); err != nil {
 			return fmt.Errorf("model: %s: %v", defPtr(name), err)
 		}
+		e.quick = compileQuick(e.compiled, 0)
 	}
 	return nil
 }
