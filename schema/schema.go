@@ -131,7 +131,6 @@ type NodeType struct {
 	Schema json.RawMessage
 
 	compiled *jsonschema.Schema
-	quick    *quick // nil if the schema has none
 	empty    emptyResult
 }
 
@@ -148,7 +147,6 @@ type EdgeType struct {
 	Schema     json.RawMessage
 
 	compiled *jsonschema.Schema
-	quick    *quick // nil if the schema has none
 	empty    emptyResult
 }
 
@@ -214,7 +212,7 @@ func (t *NodeType) Validate(props map[string]any) error {
 	if len(props) == 0 {
 		return t.empty.of(t.compiled)
 	}
-	return validate(t.compiled, t.quick, props)
+	return validate(t.compiled, props)
 }
 
 // Validate checks an edge's properties against its type, reporting every violation.
@@ -222,7 +220,7 @@ func (e *EdgeType) Validate(props map[string]any) error {
 	if len(props) == 0 {
 		return e.empty.of(e.compiled)
 	}
-	return validate(e.compiled, e.quick, props)
+	return validate(e.compiled, props)
 }
 
 // emptyResult holds a type's verdict on no properties, which most edges
@@ -234,7 +232,7 @@ type emptyResult struct {
 }
 
 func (r *emptyResult) of(s *jsonschema.Schema) error {
-	r.once.Do(func() { r.err = validate(s, nil, nil) })
+	r.once.Do(func() { r.err = validate(s, nil) })
 	return r.err
 }
 
@@ -422,13 +420,11 @@ func (m *Model) compile() error {
 		if t.compiled, err = c.Compile(url + "#" + defPtr(name)); err != nil {
 			return fmt.Errorf("model: %s: %v", defPtr(name), err)
 		}
-		t.quick = compileQuick(t.compiled, 0)
 	}
 	for name, e := range m.edges {
 		if e.compiled, err = c.Compile(url + "#" + defPtr(name)); err != nil {
 			return fmt.Errorf("model: %s: %v", defPtr(name), err)
 		}
-		e.quick = compileQuick(e.compiled, 0)
 	}
 	return nil
 }

@@ -49,12 +49,9 @@ func (e *ValidationError) Error() string {
 
 var printer = message.NewPrinter(language.English)
 
-func validate(s *jsonschema.Schema, q *quick, v map[string]any) error {
+func validate(s *jsonschema.Schema, v map[string]any) error {
 	if v == nil {
 		v = map[string]any{}
-	}
-	if q != nil && q.valid(v) {
-		return nil
 	}
 	err := s.Validate(v)
 	if err == nil {
