@@ -78,15 +78,11 @@ func (rw *reachWalk) steps(steps []Step) []Step {
 	return out
 }
 
-// addReached records the nodes a chunk reached that the call had not
-// found yet, untested (see reachWalk).
+// addReached records the nodes a chunk reached, untested (see
+// reachWalk); a node that several chunks reached is recorded once for
+// each.
 func (ex *executor) addReached(c *collection, found []ID) {
-	for _, id := range found {
-		if !c.seen[id] {
-			c.seen[id] = true
-			c.ids = append(c.ids, id)
-		}
-	}
+	c.ids = append(c.ids, found...)
 }
 
 // readReached turns what a complete traversal reached (c.ids, untested)
@@ -109,7 +105,6 @@ func (ex *executor) readReached(res *QueryResult, c *collection, cur queryCursor
 	if err != nil {
 		return err
 	}
-	c.seen = map[ID]bool{}
 	if err := ex.add(c, kept, nil, nil); err != nil {
 		return err
 	}
@@ -140,6 +135,10 @@ func (ex *executor) walkReached(res *QueryResult, c *collection, reached []ID, c
 	if !ex.fewMeetLast(limit, n, r) {
 		return false, nil
 	}
+	in := make(map[ID]bool, len(reached))
+	for _, id := range reached {
+		in[id] = true
+	}
 	var pos *walkPos // the last entry passed: the walk goes on after it
 	if cur.ID != "" {
 		enc, ok := EncodeIndexValue(cur.after[0])
@@ -163,7 +162,8 @@ func (ex *executor) walkReached(res *QueryResult, c *collection, reached []ID, c
 	}
 	var page []found
 	more := false
-	batch := min(max(int(float64(limit+1)*n/r*1.5), 64), MaxPageSize)
+	walked := 0     // entries walked
+	perResult := n / r // entries walked per result, as far as the walk can tell
 	ranges := slices.Clone(rw.ranges)
 	if rw.desc {
 		slices.Reverse(ranges)
@@ -178,7 +178,7 @@ walk:
 				ex.cut, c.complete = true, false
 				return true, nil
 			}
-			size := min(batch, int(bound-spent))
+			size := min(int(float64(limit+1-len(page))*perResult*1.25)+16, MaxPageSize, int(bound-spent))
 			if size <= 0 {
 				return false, nil // the walk costs more than testing every node reached
 			}
@@ -195,10 +195,11 @@ walk:
 			}
 			b.spend(len(entries)) // within b.remaining(): never a stop
 			spent += float64(len(entries))
+			walked += len(entries)
 			var ids []ID
 			var at []int
 			for i, e := range entries {
-				if c.seen[e.ID] {
+				if in[e.ID] {
 					ids = append(ids, e.ID)
 					at = append(at, i)
 				}
@@ -237,7 +238,11 @@ walk:
 			if len(entries) < size {
 				break // the stretch is done
 			}
-			batch = min(2*batch, MaxPageSize)
+			if len(page) > 0 {
+				perResult = float64(walked) / float64(len(page))
+			} else {
+				perResult = max(perResult, float64(walked)) // none yet: at least as many again
+			}
 		}
 	}
 	if !more && !rw.complete {
