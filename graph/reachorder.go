@@ -162,7 +162,7 @@ func (ex *executor) walkReached(res *QueryResult, c *collection, reached []ID, c
 	}
 	var page []found
 	more := false
-	walked := 0     // entries walked
+	walked := 0        // entries walked
 	perResult := n / r // entries walked per result, as far as the walk can tell
 	ranges := slices.Clone(rw.ranges)
 	if rw.desc {
