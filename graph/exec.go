@@ -41,6 +41,8 @@ import (
 //     Stats.Index names it; one degree's: degreeorder.go) is the
 //     exception: its results come in order, so a cut page holds the
 //     first of them, and its cursor continues after what the scan read.
+//     (A traversal whose page an index walk reads, reachorder.go, is
+//     not: its traversal completes first, as every ordered one does.)
 //   - Count is exact unless Truncated; then it is a lower bound. A count
 //     has no cursor.
 //   - With groupBy, Groups holds a page of groups in their order and
