@@ -21,7 +21,8 @@ import (
 // how far the expansion of the start set got.
 type collection struct {
 	ids   []ID
-	seen  map[ID]bool // found, whether or not where kept it
+	seen  map[ID]bool // found, whether or not where kept it; nil until a second chunk (see add)
+	first []ID        // while seen is nil: what the first chunk found
 	keys  map[ID][]any
 	paths map[ID]*Path
 	// gkeys holds, for a groupBy on a field, the group keys of the
@@ -54,7 +55,7 @@ type segment struct {
 // chunk, until it ends or a bound stops the work: first the cursor's
 // unit, if any, then onwards.
 func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collection, error) {
-	c := &collection{seen: map[ID]bool{}, keys: map[ID][]any{}, paths: map[ID]*Path{}, gkeys: map[ID][]string{}}
+	c := &collection{keys: map[ID][]any{}, paths: map[ID]*Path{}, gkeys: map[ID][]string{}}
 	chunk := cmp.Or(cur.Chunk, 1)
 	seg := &segment{at: src.pos(), chunk: chunk}
 	left := cur.N // start nodes left in the unit
@@ -113,7 +114,7 @@ func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collec
 		}
 		if ex.rw != nil {
 			ex.addReached(c, found)
-		} else if err := ex.add(c, found, pathOf, read); err != nil {
+		} else if err := ex.add(c, found, len(steps) > 0, pathOf, read); err != nil {
 			return nil, err
 		}
 		if ex.b.reason != "" || ex.cut {
@@ -147,13 +148,27 @@ func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collec
 // add records the nodes a chunk reached that the call had not found yet,
 // keeping those that pass the query's where. read holds nodes the call
 // has read already (start nodes a scan read), which it does not read again.
-func (ex *executor) add(c *collection, found []ID, pathOf func(ID) *Path, read map[ID]*Node) error {
+// distinct says that found holds no node twice (a step's result; a start
+// set may, in an "in" plan): then the first chunk's nodes are all new, and
+// the set of nodes found is built only if a second chunk comes.
+func (ex *executor) add(c *collection, found []ID, distinct bool, pathOf func(ID) *Path, read map[ID]*Node) error {
 	q := ex.q
 	var fresh []ID
-	for _, id := range found { // a start set may hold a node twice (an "in" plan)
-		if !c.seen[id] {
-			c.seen[id] = true
-			fresh = append(fresh, id)
+	if c.seen == nil && len(c.first) == 0 && distinct {
+		c.first, fresh = found, found
+	} else {
+		if c.seen == nil {
+			c.seen = make(map[ID]bool, len(c.first)+len(found))
+			for _, id := range c.first {
+				c.seen[id] = true
+			}
+			c.first = nil
+		}
+		for _, id := range found {
+			if !c.seen[id] {
+				c.seen[id] = true
+				fresh = append(fresh, id)
+			}
 		}
 	}
 	push := func(id ID, n *Node) {

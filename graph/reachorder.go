@@ -105,7 +105,7 @@ func (ex *executor) readReached(res *QueryResult, c *collection, cur queryCursor
 	if err != nil {
 		return err
 	}
-	if err := ex.add(c, kept, nil, nil); err != nil {
+	if err := ex.add(c, kept, false, nil, nil); err != nil { // a node several chunks reached is in kept once for each
 		return err
 	}
 	if ex.cut {

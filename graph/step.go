@@ -74,17 +74,24 @@ func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error
 	if st.Hops.Max < st.Hops.Min { // the ceiling cut the range below its minimum
 		return out, nil
 	}
-	seen := map[ID]bool{}
+	// A pass from one start node finds each node once: its one bit is new
+	// to a node only the first time the node is reached.
+	var seen map[ID]bool
+	if len(sources) > 1 {
+		seen = map[ID]bool{}
+	}
 	for i := 0; i < len(sources); i += passSources {
 		if !ex.b.ok() && st.Hops.Min > 0 {
 			break
 		}
 		src := sources[i:min(i+passSources, len(sources))]
 		err := ex.pass(src, st, withWalks, func(v ID, wk func() walk) {
-			if seen[v] {
-				return
+			if seen != nil {
+				if seen[v] {
+					return
+				}
+				seen[v] = true
 			}
-			seen[v] = true
 			out.ids = append(out.ids, v)
 			if withWalks {
 				out.walks[v] = wk()
@@ -150,15 +157,22 @@ func (ex *executor) keepStep(st *Step, ids []ID) ([]ID, error) {
 // shortest walk to it (nil without withWalks).
 func (ex *executor) pass(src []ID, st *Step, withWalks bool, found func(v ID, wk func() walk)) error {
 	b := ex.b
-	reached := make(map[ID]uint64, len(src))
-	fresh := make(map[ID]uint64, len(src)) // the bits each frontier node got at the last level
+	// One map lookup per edge read and one insert per node reached: a
+	// node's bits, and the bits it got at the last two levels, live in
+	// reach, which index points into.
+	index := make(map[ID]int32, len(src))
+	reach := make([]reachBits, 0, len(src))
 	var frontier []ID
 	for i, s := range src {
-		if reached[s] == 0 {
+		j, ok := index[s]
+		if !ok {
+			j = int32(len(reach))
+			index[s] = j
+			reach = append(reach, reachBits{})
 			frontier = append(frontier, s)
 		}
-		reached[s] |= 1 << i
-		fresh[s] |= 1 << i
+		reach[j].bits |= 1 << i
+		reach[j].got[0] |= 1 << i // level 0
 	}
 	if st.Hops.Min == 0 {
 		for _, s := range frontier {
@@ -171,27 +185,38 @@ func (ex *executor) pass(src []ID, st *Step, withWalks bool, found func(v ID, wk
 	}
 	for d := 1; d <= st.Hops.Max && len(frontier) > 0 && b.ok(); d++ {
 		var next []ID
-		got := make(map[ID]uint64, len(frontier))
 		var self0 ID // the frontier node whose edges are being read, and its fresh bits
 		var bits0 uint64
 		err := expandLevel(ex.s, b, frontier, st.Edge, st.Direction, st.edgeWhere, func(self, other ID, k EdgeKey) {
 			if self != self0 {
-				self0, bits0 = self, fresh[self]
+				self0, bits0 = self, 0
+				if j, ok := index[self]; ok {
+					bits0 = reach[j].at(d - 1)
+				}
 			}
-			r, known := reached[other]
+			j, known := index[other]
+			var r uint64
+			if known {
+				r = reach[j].bits
+			}
 			nb := bits0 &^ r
 			if nb == 0 {
 				return
 			}
-			if !known && !b.spend(1) {
-				return // out of budget: a node costs one unit when a pass first reaches it
+			if !known {
+				if !b.spend(1) {
+					return // out of budget: a node costs one unit when a pass first reaches it
+				}
+				j = int32(len(reach))
+				index[other] = j
+				reach = append(reach, reachBits{})
 			}
-			reached[other] = r | nb
-			g := got[other]
-			if g == 0 {
+			e := &reach[j]
+			e.bits |= nb
+			if e.at(d) == 0 {
 				next = append(next, other)
 			}
-			got[other] = g | nb
+			e.add(d, nb)
 			if parents != nil {
 				parents[other] = append(parents[other], parent{level: d, prev: self, edge: k.String(), bits: nb})
 			}
@@ -206,9 +231,34 @@ func (ex *executor) pass(src []ID, st *Step, withWalks bool, found func(v ID, wk
 		if err != nil {
 			return err
 		}
-		frontier, fresh = next, got
+		frontier = next
 	}
 	return nil
+}
+
+// reachBits is what a pass knows of a node: the start nodes that reached
+// it, and those that reached it at the last two levels, got[l%2] for level
+// l when lvl[l%2] is l.
+type reachBits struct {
+	bits uint64
+	got  [2]uint64
+	lvl  [2]int32
+}
+
+// at returns the bits the node got at level l.
+func (r *reachBits) at(l int) uint64 {
+	if r.lvl[l&1] != int32(l) {
+		return 0
+	}
+	return r.got[l&1]
+}
+
+// add records bits the node got at level l.
+func (r *reachBits) add(l int, nb uint64) {
+	if r.lvl[l&1] != int32(l) {
+		r.lvl[l&1], r.got[l&1] = int32(l), 0
+	}
+	r.got[l&1] |= nb
 }
 
 // walkBack follows parent records from v, reached at level by the start

@@ -112,6 +112,11 @@ type Config struct {
 	// writes them (in key order, with the next commit); 0 means
 	// DefaultDeferFlush.
 	DeferFlush int
+	// KeepLoadFile keeps the file as a bulk load into an empty store wrote
+	// it, instead of rewriting it compactly at the load's end (see
+	// rewriteFile): for a load that the rewrite's extra seconds would
+	// delay more than the file's size matters.
+	KeepLoadFile bool
 	// UpgradeChunk is how many of Cayley's values an upgrade from store
 	// layout 3 or older moves per transaction; 0 means DefaultUpgradeChunk.
 	UpgradeChunk int
@@ -153,6 +158,8 @@ type Store struct {
 	cursorKey []byte // authenticates the cursors the engine hands out (see graph.CursorKeyer)
 
 	deferAfter, deferFlush int // see Config
+	keepLoadFile           bool
+	boltOpts               *bbolt.Options // how Open opened the file, and a rewrite its new one
 }
 
 // metaDeferred marks a store whose derived indexes are stale: a bulk load
@@ -222,13 +229,14 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 	if mmap <= 0 {
 		mmap = 1 << 30
 	}
-	db, err := hbolt.Open(filepath.Join(cfg.Path, FileName), &bbolt.Options{
+	opts := &bbolt.Options{
 		Timeout:         timeout,
 		InitialMmapSize: mmap,
 		FreelistType:    bbolt.FreelistMapType,
 		NoSync:          cfg.NoSync,
 		NoGrowSync:      cfg.NoSync,
-	})
+	}
+	db, err := hbolt.Open(filepath.Join(cfg.Path, FileName), opts)
 	if errors.Is(err, bbolt.ErrTimeout) {
 		owner, _ := os.ReadFile(filepath.Join(cfg.Path, ownerFile))
 		who := strings.TrimSpace(string(owner))
@@ -240,8 +248,14 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if !cfg.ReadOnly {
+		// A rewrite that died before its rename (see rewriteFile); the
+		// lock just taken says that none is under way.
+		_ = os.Remove(filepath.Join(cfg.Path, FileName+rewriteSuffix))
+	}
 	s := &Store{path: cfg.Path, db: db, kv: &hookKV{DB: db}, changed: graph.NewNotifier(), readOnly: cfg.ReadOnly,
-		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), deferFlush: cmp.Or(cfg.DeferFlush, DefaultDeferFlush)}
+		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), deferFlush: cmp.Or(cfg.DeferFlush, DefaultDeferFlush),
+		keepLoadFile: cfg.KeepLoadFile, boltOpts: opts}
 	if err := s.init(cfg.Model, cmp.Or(cfg.UpgradeChunk, DefaultUpgradeChunk)); err != nil {
 		db.Close()
 		return nil, err
@@ -490,13 +504,29 @@ func (s *Store) BeginBulk() (func() error, bool) {
 	if !ok {
 		return nil, false
 	}
-	return b.finish, true
+	return func() error {
+		if err := b.finish(); err != nil {
+			return err
+		}
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		s.rw.Lock()
+		defer s.rw.Unlock()
+		if s.closed {
+			return graph.ErrClosed
+		}
+		return b.end()
+	}, true
 }
 
 // A bulk is a bulk load under way (see BeginBulk).
 type bulk struct {
 	s                  *Store
 	synced, growSynced bool // the file's settings before the load
+	// rewrite says that the load ends by rewriting the file (see
+	// rewriteFile): finish leaves commits unsynced, and end syncs the
+	// new file instead of the old one.
+	rewrite bool
 }
 
 func (s *Store) startBulk() (*bulk, bool) {
@@ -515,7 +545,7 @@ func (s *Store) startBulk() (*bulk, bool) {
 // deferred. The caller holds wmu.
 func (s *Store) bulkLocked() *bulk {
 	db := s.db.DB()
-	b := &bulk{s: s, synced: !db.NoSync, growSynced: !db.NoGrowSync}
+	b := &bulk{s: s, synced: !db.NoSync, growSynced: !db.NoGrowSync, rewrite: !s.keepLoadFile}
 	db.NoSync = true
 	// Nor does growing the file sync it (bbolt's truncate and fsync at
 	// each 16 MiB): at 10k nodes that fsync took 7 ms.
@@ -541,10 +571,13 @@ func (b *bulk) finish() error {
 	}
 	s.deferred = nil
 	s.kv.filterAbsent(false)
-	db.NoGrowSync = !b.growSynced
-	if b.synced {
-		db.NoSync = false
-		err = errors.Join(err, db.Sync())
+	b.rewrite = b.rewrite && err == nil && !lost
+	if !b.rewrite {
+		db.NoGrowSync = !b.growSynced
+		if b.synced {
+			db.NoSync = false
+			err = errors.Join(err, db.Sync())
+		}
 	}
 	s.wmu.Unlock()
 	if lost {
@@ -554,6 +587,32 @@ func (b *bulk) finish() error {
 		err = errors.Join(err, s.rebuildDerived(context.Background(), nil))
 	}
 	return err
+}
+
+// end ends a load that finished: it rewrites the file, unless the store
+// keeps the file a load wrote or finish found a reason not to, and then
+// restores durable commits. A rewrite that fails leaves the old file, which
+// end then syncs as a load without a rewrite does; the load stands either
+// way. The caller holds wmu and rw's write side.
+func (b *bulk) end() error {
+	if !b.rewrite {
+		return nil // finish restored the settings
+	}
+	s := b.s
+	rerr := s.rewriteFile()
+	db := s.db.DB() // the new file's, if the rewrite took
+	db.NoGrowSync = !b.growSynced
+	if rerr == nil {
+		db.NoSync = !b.synced
+		return nil // the new file was synced before it took the old one's place
+	}
+	if b.synced {
+		db.NoSync = false
+		if err := db.Sync(); err != nil {
+			return fmt.Errorf("syncing the loaded store, after rewriting its file failed (%v): %w", rerr, err)
+		}
+	}
+	return nil
 }
 
 // abort drops the deferred entries of a load about to be undone, and

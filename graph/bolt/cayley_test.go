@@ -399,8 +399,11 @@ func TestSecondOpenFailsFast(t *testing.T) {
 	if !errors.Is(err, graph.ErrLocked) || !strings.Contains(err.Error(), "store locked") || !strings.Contains(err.Error(), "pid") {
 		t.Fatalf("second Open = %v, want a lock error naming the holder", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("second Open took %v, want under 2s", d)
+	// The lock timeout is 1s; Cayley's own open would wait for ever. The
+	// bound leaves room for a busy machine (4.3s was seen at a load
+	// average of 12).
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("second Open took %v, want about the lock timeout (1s)", d)
 	}
 }
 

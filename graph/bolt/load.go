@@ -72,7 +72,13 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 			return graph.ErrClosed
 		}
 		s.loading = false
-		return s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) })
+		if err := s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) }); err != nil {
+			return err
+		}
+		if b != nil {
+			return b.end()
+		}
+		return nil
 	}, true
 }
 

@@ -1,0 +1,220 @@
+package bolt
+
+import (
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lore-dev/lore/graph"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// dumpFile hashes every bucket of the store's file, nested ones included:
+// its path, then each key and value in order.
+func dumpFile(t *testing.T, s *Store) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	var walk func(path string, b *bbolt.Bucket)
+	walk = func(path string, b *bbolt.Bucket) {
+		h := sha256.New()
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil {
+				walk(path+"/"+string(k), b.Bucket(k))
+				h.Write([]byte{2})
+				h.Write(k)
+				continue
+			}
+			h.Write([]byte{0})
+			h.Write(k)
+			h.Write([]byte{1})
+			h.Write(v)
+		}
+		out[path] = [32]byte(h.Sum(nil))
+	}
+	err := s.read(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			walk(string(name), b)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func fileSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	fi, err := os.Stat(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// loadInput is n Service nodes and edges between them far apart, in an
+// order that scatters the edges' keys, so that a load's commits rewrite
+// their pages.
+func loadInput(n int) string {
+	var b strings.Builder
+	b.Grow(n * 300)
+	writeGraph(&b, n)
+	return b.String()
+}
+
+func writeGraph(w *strings.Builder, n int) {
+	for i := range n {
+		w.WriteString(`{"kind":"node","id":"service/s` + itoa(i) + `","type":"Service","properties":{"name":"service ` + itoa(i) + `","tier":` + itoa(i%4) + `}}` + "\n")
+	}
+	for i := range 4 * n {
+		from, to := (i*7919+1)%n, (i*104729+3)%n
+		if from != to {
+			w.WriteString(`{"kind":"edge","from":"service/s` + itoa(from) + `","label":"dependsOn","to":"service/s` + itoa(to) + `"}` + "\n")
+		}
+	}
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b [20]byte
+	p := len(b)
+	for ; i > 0; i /= 10 {
+		p--
+		b[p] = byte('0' + i%10)
+	}
+	return string(b[p:])
+}
+
+// A bulk load into an empty store ends with the file rewritten: the same
+// keys and values in every bucket, in a smaller file, which the store goes
+// on using (reads, writes, a reopen) under the same lock.
+func TestLoadRewritesFile(t *testing.T) {
+	input := loadInput(3000)
+	opts := graph.ImportOptions{BatchSize: 2000}
+
+	keptDir := t.TempDir()
+	kept := openTest(t, keptDir, Config{KeepLoadFile: true})
+	if _, err := graph.Import(t.Context(), kept, strings.NewReader(input), opts); err != nil {
+		t.Fatal(err)
+	}
+	keptSize := fileSize(t, keptDir)
+	want := dumpFile(t, kept)
+
+	// The same store, rewritten as a load's end rewrites it.
+	kept.wmu.Lock()
+	kept.rw.Lock()
+	err := kept.rewriteFile()
+	kept.rw.Unlock()
+	kept.wmu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := dumpFile(t, kept)
+	if len(got) != len(want) {
+		t.Fatalf("%d buckets after the rewrite, %d before", len(got), len(want))
+	}
+	for name, h := range want {
+		if got[name] != h {
+			t.Errorf("bucket %q differs after the rewrite", name)
+		}
+	}
+	rewritten := fileSize(t, keptDir)
+	t.Logf("file %d bytes as loaded, %d rewritten", keptSize, rewritten)
+	if rewritten > keptSize*3/4 {
+		t.Errorf("the rewritten file has %d bytes, the loaded one %d: want at most three quarters", rewritten, keptSize)
+	}
+	if _, err := os.Stat(filepath.Join(keptDir, FileName+rewriteSuffix)); !os.IsNotExist(err) {
+		t.Errorf("the rewrite left its file behind: %v", err)
+	}
+
+	// The import's own rewrite, on a store of its own: same size, and the
+	// store works on.
+	dir := t.TempDir()
+	s := openTest(t, dir, Config{})
+	if _, err := graph.Import(t.Context(), s, strings.NewReader(input), opts); err != nil {
+		t.Fatal(err)
+	}
+	if size := fileSize(t, dir); size > keptSize*3/4 {
+		t.Errorf("after the import the file has %d bytes, kept %d: the load did not rewrite it", size, keptSize)
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check after the rewrite: %v %v", err, r)
+	}
+	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{{ID: "service/new", Type: "Service", Properties: graph.Props{"name": "new"}}},
+		Edges: []graph.EdgeInput{{EdgeKey: graph.EdgeKey{From: "service/new", Label: "dependsOn", To: "service/s1"}}}})
+	page, err := s.Edges(t.Context(), graph.EdgeQuery{Nodes: []graph.ID{"service/s1"}, Direction: graph.In, Labels: []string{"dependsOn"}, Page: graph.Page{Limit: graph.MaxPageSize}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range page.Edges {
+		found = found || e.From == "service/new"
+	}
+	if !found {
+		t.Error("an edge written after the rewrite is not among its target's in-edges")
+	}
+	if _, err := Open(t.Context(), Config{Path: dir, LockTimeout: 50e6}); err == nil {
+		t.Error("a second open of the rewritten store did not find it locked")
+	}
+	after := exportString(t, s)
+	s.Close()
+	s = openTest(t, dir, Config{})
+	if got := exportString(t, s); got != after {
+		t.Error("the rewritten store lost writes across a reopen")
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check after reopening: %v %v", err, r)
+	}
+}
+
+// A rewrite that cannot write its new file leaves the load standing in the
+// old one.
+func TestFailedRewriteKeepsLoad(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Config{})
+	// A directory that is not empty where the new file goes: neither
+	// removed nor opened.
+	blocker := filepath.Join(dir, FileName+rewriteSuffix)
+	if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := graph.Import(t.Context(), s, strings.NewReader(loadInput(500)), graph.ImportOptions{BatchSize: 400}); err != nil {
+		t.Fatalf("the load failed with its rewrite: %v", err)
+	}
+	if n, err := s.Node(t.Context(), "service/s499"); err != nil || n == nil {
+		t.Fatalf("the last node after a failed rewrite: %v %v", n, err)
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check: %v %v", err, r)
+	}
+	before := exportString(t, s)
+	s.Close()
+	if err := os.RemoveAll(blocker); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir, Config{})
+	if got := exportString(t, s); got != before {
+		t.Error("the store changed across a reopen")
+	}
+}
+
+// Open removes what a rewrite that died before its rename left.
+func TestOpenRemovesDeadRewrite(t *testing.T) {
+	dir := t.TempDir()
+	openTest(t, dir, Config{}).Close()
+	left := filepath.Join(dir, FileName+rewriteSuffix)
+	if err := os.WriteFile(left, []byte("half a file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openTest(t, dir, Config{})
+	defer s.Close()
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("Open left a dead rewrite's file: %v", err)
+	}
+}
