@@ -178,7 +178,7 @@ func (r *oracleRun) page(limits map[string]int, exact bool) {
 			if res.Stats.Index != "" {
 				r.stats.indexed++
 			}
-			if n := len(q.steps); n > 0 && res.Stats.Index == q.steps[n-1].typ+"."+q.order[0].Field {
+			if n := len(q.steps); n > 0 && q.where == nil && res.Stats.Index == q.steps[n-1].typ+"."+q.order[0].Field { // no from.where: no start set from an index
 				r.stats.reachIndexed++
 			}
 			got = append(got, ids...)
