@@ -32,6 +32,9 @@ type collection struct {
 	// unit is the cursor's unit (nil without one), tail what followed it.
 	unit, tail *segment
 	complete   bool // every start node was expanded in full
+	// more: ids holds the first results in order only (an index walk
+	// read them), and more follow the last.
+	more bool
 	// After a cut: where the start set resumes, and the chunk size to use.
 	resume      startPos
 	resumeChunk int
@@ -109,7 +112,9 @@ func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collec
 				}
 			}
 		}
-		if err := ex.add(c, found, len(steps) > 0, pathOf, read); err != nil {
+		if ex.rw != nil {
+			ex.addReached(c, found)
+		} else if err := ex.add(c, found, len(steps) > 0, pathOf, read); err != nil {
 			return nil, err
 		}
 		if ex.b.reason != "" || ex.cut {
@@ -324,6 +329,7 @@ func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp st
 	if ex.cut && res.Reason == "" {
 		res.Truncated, res.Reason = true, ReasonDeadline
 	}
+	cut = cut || c.more
 
 	next := queryCursor{F: fp}
 	switch {

@@ -41,6 +41,8 @@ import (
 //     Stats.Index names it; one degree's: degreeorder.go) is the
 //     exception: its results come in order, so a cut page holds the
 //     first of them, and its cursor continues after what the scan read.
+//     (A traversal whose page an index walk reads, reachorder.go, is
+//     not: its traversal completes first, as every ordered one does.)
 //   - Count is exact unless Truncated; then it is a lower bound. A count
 //     has no cursor.
 //   - With groupBy, Groups holds a page of groups in their order and
@@ -141,7 +143,8 @@ type executor struct {
 	hardStop time.Time // reading results stops here, bound or not
 	cut      bool      // reading results was cut at hardStop
 	degs     map[degreeKey]int64
-	err      error // a store error reading a degree for a filter
+	err      error      // a store error reading a degree for a filter
+	rw       *reachWalk // the traversal's page may come from an index walk
 }
 
 // Run executes a parsed query under the ceilings. Every bound is enforced
@@ -275,9 +278,18 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		if err := cur.checkPaging(q); err != nil {
 			return nil, err
 		}
-		c, err := ex.collect(src, cur, steps)
+		run := steps
+		if ex.rw = ex.planReachWalk(steps); ex.rw != nil {
+			run = ex.rw.steps(steps)
+		}
+		c, err := ex.collect(src, cur, run)
 		if err != nil {
 			return nil, err
+		}
+		if ex.rw != nil {
+			if err := ex.readReached(res, c, cur); err != nil {
+				return nil, err
+			}
 		}
 		if err := ex.page(res, c, cur, fp); err != nil {
 			return nil, err
@@ -292,6 +304,9 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 	res.finish(b, start).Stats.Index = src.index()
 	if walked != nil && res.Stats.Index == "" {
 		res.Stats.Index = walked.name()
+	}
+	if ex.rw != nil && ex.rw.used && res.Stats.Index == "" {
+		res.Stats.Index = ex.rw.name()
 	}
 	if q.Explain {
 		res.Plan = ex.explain(src, walked, stream, steps)

@@ -57,22 +57,44 @@ func (ex *executor) planOrderWalk(steps []Step) (*orderWalk, error) {
 	if q.From.Type == "" || q.From.Search != "" || len(steps) > 0 || q.GroupBy != nil || q.Return.Count || len(q.OrderBy) != 1 {
 		return nil, nil
 	}
-	o := q.OrderBy[0]
-	nt, ok := ex.s.Model().Node(q.From.Type)
-	if o.Degree != nil || slices.Contains(metaFields, o.Field) || !ok || !nt.IsIndexed(o.Field) {
+	w := ex.orderWalkOf(q.From.Type, q.OrderBy[0], q.From.where, q.where)
+	if w == nil {
 		return nil, nil
 	}
+	nt, _ := ex.s.Model().Node(q.From.Type)
+	// Another indexed condition that few nodes meet reads less: leave it
+	// to the sort path.
+	others := indexPlans(q.From.Type, func(p string) bool { return p != w.prop && nt.IsIndexed(p) }, q.From.where)
+	if len(others) > 0 {
+		plan, err := ex.choosePlan(others)
+		if err != nil || plan != 1 && others[plan-2].count <= estimateCap {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// orderWalkOf returns how to walk the index of typ's property for the
+// order o of nodes of typ that pass every one of filters, or nil when no
+// walk serves it: o is on a property typ indexes, the store walks
+// indexes, and descending, the property's schema allows no arrays or
+// objects.
+func (ex *executor) orderWalkOf(typ string, o Order, filters ...*filter) *orderWalk {
+	nt, ok := ex.s.Model().Node(typ)
+	if o.Degree != nil || slices.Contains(metaFields, o.Field) || !ok || !nt.IsIndexed(o.Field) {
+		return nil
+	}
 	if _, ok := ex.s.(IndexWalker); !ok {
-		return nil, nil
+		return nil
 	}
 	types := nt.PropertyTypes(o.Field)
 	scalar := types != nil && !slices.Contains(types, "array") && !slices.Contains(types, "object")
 	if o.Desc && !scalar || types != nil && !slices.ContainsFunc(types, func(t string) bool { return t != "array" && t != "object" }) {
-		return nil, nil // descending, arrays and objects come first; no scalar, nothing to walk
+		return nil // descending, arrays and objects come first; no scalar, nothing to walk
 	}
-	w := &orderWalk{typ: q.From.Type, prop: o.Field, desc: o.Desc, ranges: []valueRange{scalarRange}}
+	w := &orderWalk{typ: typ, prop: o.Field, desc: o.Desc, ranges: []valueRange{scalarRange}}
 	present := false // some condition holds only on a present value
-	for _, f := range []*filter{q.From.where, q.where} {
+	for _, f := range filters {
 		for _, c := range mustHold(f) {
 			if c.field != o.Field || c.deg != nil {
 				continue
@@ -92,16 +114,7 @@ func (ex *executor) planOrderWalk(steps []Step) (*orderWalk, error) {
 	}
 	required := slices.Contains(nt.Required, o.Field) && !slices.Contains(types, "null")
 	w.complete = w.complete || scalar && (present || required)
-	// Another indexed condition that few nodes meet reads less: leave it
-	// to the sort path.
-	others := indexPlans(q.From.Type, func(p string) bool { return p != o.Field && nt.IsIndexed(p) }, q.From.where)
-	if len(others) > 0 {
-		plan, err := ex.choosePlan(others)
-		if err != nil || plan != 1 && others[plan-2].count <= estimateCap {
-			return nil, err
-		}
-	}
-	return w, nil
+	return w
 }
 
 // mustHold returns the conditions of f that every node passing it meets:
@@ -405,6 +418,8 @@ func (ex *executor) explain(src *source, walked *orderWalk, stream bool, steps [
 		parts = append(parts, "count")
 	case stream:
 		parts = append(parts, "stream in the scan's order, stopping when the page is full")
+	case ex.rw != nil && ex.rw.used:
+		parts = append(parts, ex.rw.explain()+" for the nodes the traversal reached, stopping when the page is full")
 	case len(q.OrderBy) > 0:
 		parts = append(parts, "sort every result by orderBy")
 	default:

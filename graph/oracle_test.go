@@ -39,6 +39,7 @@ type oracleRun struct {
 type oracleStats struct {
 	queries, calls, truncated, cutOrdered, partial, lossless, deadlineCuts, groupings int
 	indexed                                                                           int // ordered pages read through an index
+	reachIndexed                                                                      int // pages of a traversal read through an index
 }
 
 func (r *oracleRun) fail(format string, args ...any) {
@@ -177,6 +178,9 @@ func (r *oracleRun) page(limits map[string]int, exact bool) {
 			if res.Stats.Index != "" {
 				r.stats.indexed++
 			}
+			if n := len(q.steps); n > 0 && q.where == nil && res.Stats.Index == q.steps[n-1].typ+"."+q.order[0].Field { // no from.where: no start set from an index
+				r.stats.reachIndexed++
+			}
 			got = append(got, ids...)
 			if res.Cursor == "" {
 				break
@@ -271,8 +275,11 @@ func TestQueryOracle(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d queries, %d calls; %d truncated pages (%d by the deadline), %d cut ordered reads, %d pagings with partial start nodes, %d cut pagings that still held every result; %d pagings of groups; %d ordered pages through an index",
-		stats.queries, stats.calls, stats.truncated, stats.deadlineCuts, stats.cutOrdered, stats.partial, stats.lossless, stats.groupings, stats.indexed)
+	t.Logf("%d queries, %d calls; %d truncated pages (%d by the deadline), %d cut ordered reads, %d pagings with partial start nodes, %d cut pagings that still held every result; %d pagings of groups; %d ordered pages through an index (%d of them a traversal's)",
+		stats.queries, stats.calls, stats.truncated, stats.deadlineCuts, stats.cutOrdered, stats.partial, stats.lossless, stats.groupings, stats.indexed, stats.reachIndexed)
+	if stats.queries >= 1000 && stats.reachIndexed == 0 {
+		t.Errorf("no page of a traversal came from an index walk: the oracle does not check that path (reachorder.go)")
+	}
 }
 
 // A path is a shortest walk from the start node it names, also when

@@ -514,8 +514,11 @@ func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
 		q.group = randomGroupBy(rng)
 		q.count, q.paths, q.fields, q.degrees, q.order = false, false, nil, nil, nil
 	}
-	if rng.IntN(6) == 0 {
+	switch rng.IntN(6) {
+	case 0:
 		degreeOrderQuery(rng, q)
+	case 1:
+		reachOrderQuery(rng, g, q)
 	}
 	return q
 }

@@ -121,3 +121,42 @@ func (q *oQuery) walkable() bool {
 func (q *oQuery) degreeOrdered() bool {
 	return q.search == "" && len(q.ids) == 0 && len(q.steps) == 0 && len(q.order) >= 1 && q.order[0].Degree != nil && q.group == nil && !q.count
 }
+
+// reachOrderQuery makes q a traversal whose page the engine may read by
+// walking an index (reachorder.go): its last step keeps one type, A or
+// B, which indexes the one property the query orders by, and the limit
+// is small. The last step's where is often on an indexed property (whose
+// index may answer instead of the walk) or on another; a where on the
+// results sometimes narrows the walk to a stretch of values.
+func reachOrderQuery(rng *rand.Rand, g *oGraph, q *oQuery) {
+	q.count, q.paths, q.group = false, false, nil
+	if q.search != "" || len(q.ids) == 0 && q.typ == "" {
+		q.search, q.typ, q.where = "", "", nil
+		for range 2 + rng.IntN(6) {
+			q.ids = append(q.ids, g.ids[rng.IntN(len(g.ids))])
+		}
+	}
+	if len(q.steps) == 0 {
+		q.steps = []oStep{{dir: []string{"out", "in", "both"}[rng.IntN(3)], min: 1, max: 1 + rng.IntN(3)}}
+	}
+	last := &q.steps[len(q.steps)-1]
+	last.typ = []string{"A", "A", "A", "B"}[rng.IntN(4)]
+	fields := map[string][]string{"A": {"n", "s", "m", "t"}, "B": {"n"}}[last.typ]
+	field := fields[rng.IntN(len(fields))]
+	q.order = []graph.Order{{Field: field, Desc: rng.IntN(2) == 0}}
+	switch rng.IntN(4) {
+	case 0:
+		last.where = nil
+	case 1:
+		last.where = randomFilter(rng, 1, map[string][]string{"A": oIndexedA, "B": {"n"}}[last.typ])
+	case 2:
+		last.where = randomFilter(rng, 1, oFields)
+	}
+	switch rng.IntN(4) {
+	case 0:
+		q.final = &oFilter{conds: map[string][]oCond{field: {{"gte", indexValue(rng, field, "gte")}}}, short: map[string]bool{}}
+	case 1:
+		q.final = nil
+	}
+	q.limit = 1 + rng.IntN(3)
+}

@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"slices"
 	"time"
+
+	"github.com/lore-dev/lore/schema"
 )
 
 // What a traversal step means.
@@ -99,50 +101,15 @@ func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error
 			return out, err
 		}
 	}
-	if st.Type == "" && st.where == nil {
-		return out, nil
-	}
-	if keep, ok := ex.indexFilter(st, len(out.ids)); ok {
-		kept := out.ids[:0:0]
-		for _, id := range out.ids {
-			if keep[id] {
-				kept = append(kept, id)
-			} else if withWalks {
-				delete(out.walks, id)
-			}
-		}
-		out.ids = kept
-	}
-	if nt, ok := ex.s.(NodeTyper); ok && st.where == nil {
-		kept, err := ex.keepType(nt, out.ids, st.Type)
-		if err != nil {
-			return out, err
-		}
-		if withWalks {
-			keep := make(map[ID]bool, len(kept))
-			for _, id := range kept {
-				keep[id] = true
-			}
-			for _, id := range out.ids {
-				if !keep[id] {
-					delete(out.walks, id)
-				}
-			}
-		}
-		out.ids = kept
-		return out, nil
-	}
-	nodes, err := ex.fetchWith(out.ids, st.where.props([]string{}), func(n *Node) bool { return (st.Type == "" || n.Type == st.Type) && ex.match(st.where, n) }, -1)
+	kept, err := ex.keepStep(st, out.ids)
 	if err != nil {
 		return out, err
 	}
-	kept := make([]ID, len(nodes))
-	keep := make(map[ID]bool, len(nodes))
-	for i, n := range nodes {
-		kept[i] = n.ID
-		keep[n.ID] = true
-	}
-	if withWalks {
+	if withWalks && len(kept) < len(out.ids) {
+		keep := make(map[ID]bool, len(kept))
+		for _, id := range kept {
+			keep[id] = true
+		}
 		for _, id := range out.ids {
 			if !keep[id] {
 				delete(out.walks, id)
@@ -151,6 +118,37 @@ func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error
 	}
 	out.ids = kept
 	return out, nil
+}
+
+// keepStep returns the nodes of ids, in order, that exist and pass a
+// step's type and where: the nodes that an index says may pass the where
+// (indexFilter), read and tested, or their types alone when the step
+// has no where.
+func (ex *executor) keepStep(st *Step, ids []ID) ([]ID, error) {
+	if st.Type == "" && st.where == nil {
+		return ids, nil
+	}
+	if keep, ok := ex.indexFilter(st, len(ids)); ok {
+		kept := ids[:0:0]
+		for _, id := range ids {
+			if keep[id] {
+				kept = append(kept, id)
+			}
+		}
+		ids = kept
+	}
+	if nt, ok := ex.s.(NodeTyper); ok && st.where == nil {
+		return ex.keepType(nt, ids, st.Type)
+	}
+	nodes, err := ex.fetchWith(ids, st.where.props([]string{}), func(n *Node) bool { return (st.Type == "" || n.Type == st.Type) && ex.match(st.where, n) }, -1)
+	if err != nil {
+		return nil, err
+	}
+	kept := make([]ID, len(nodes))
+	for i, n := range nodes {
+		kept[i] = n.ID
+	}
+	return kept, nil
 }
 
 // pass runs one breadth-first pass from up to 64 start nodes and calls
@@ -355,34 +353,9 @@ func (ex *executor) indexFilter(st *Step, n int) (map[ID]bool, bool) {
 		return nil, false
 	}
 	m := ex.s.Model()
-	types := []string{st.Type}
-	if st.Type == "" {
-		labels := []string(st.Edge)
-		if len(labels) == 0 {
-			labels = m.EdgeLabels()
-		}
-		types = nil
-		for _, l := range labels {
-			et, ok := m.Edge(l)
-			if !ok {
-				return nil, false
-			}
-			var ends []string
-			switch st.Direction {
-			case In:
-				ends = et.From
-			case Both:
-				ends = append(slices.Clone(et.From), et.To...)
-			default:
-				ends = et.To
-			}
-			if len(ends) == 0 {
-				return nil, false // any type
-			}
-			types = append(types, ends...)
-		}
-		slices.Sort(types)
-		types = slices.Compact(types)
+	types, ok := stepTypes(m, st)
+	if !ok {
+		return nil, false
 	}
 	keep := map[ID]bool{}
 	left := n // index entries still worth reading
@@ -424,4 +397,42 @@ func (ex *executor) indexFilter(st *Step, n int) (map[ID]bool, bool) {
 		}
 	}
 	return keep, true
+}
+
+// stepTypes returns the node types a step can keep: its type, or else
+// every type its edges may lead to, as the model declares them (false:
+// any type, as when the step keeps its start nodes, of hops 0).
+func stepTypes(m *schema.Model, st *Step) ([]string, bool) {
+	if st.Type != "" {
+		return []string{st.Type}, true
+	}
+	if st.Hops.Min == 0 {
+		return nil, false
+	}
+	labels := []string(st.Edge)
+	if len(labels) == 0 {
+		labels = m.EdgeLabels()
+	}
+	var types []string
+	for _, l := range labels {
+		et, ok := m.Edge(l)
+		if !ok {
+			return nil, false
+		}
+		var ends []string
+		switch st.Direction {
+		case In:
+			ends = et.From
+		case Both:
+			ends = append(slices.Clone(et.From), et.To...)
+		default:
+			ends = et.To
+		}
+		if len(ends) == 0 {
+			return nil, false // any type
+		}
+		types = append(types, ends...)
+	}
+	slices.Sort(types)
+	return slices.Compact(types), true
 }

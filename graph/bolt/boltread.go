@@ -625,7 +625,7 @@ func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, 
 				break
 			}
 			page.IDs = append(page.IDs, graph.ID(rest[n:]))
-			last = bytes.Clone(k)
+			last = k // valid for the transaction: encoded only for a next page
 		}
 		return nil
 	})

@@ -11,9 +11,9 @@ import (
 
 // WalkIndex returns a stretch of a property index, ascending or
 // descending by value and ascending by ID within a value, from one read
-// transaction. A descending walk reads each value's entries forwards
-// from the value's first key, so a value shared by many nodes costs a
-// seek, not a read of all its entries.
+// transaction. A descending walk reads the entries of each value that
+// has few backwards, and those of a value shared by many nodes forwards
+// from its first key (see desc).
 func (s *Store) WalkIndex(ctx context.Context, w graph.IndexWalk) ([]graph.IndexEntry, error) {
 	if _, err := graph.IndexedType(s.Model(), w.Type, w.Property); err != nil {
 		return nil, err
@@ -97,8 +97,18 @@ func (w *indexWalk) asc() {
 	}
 }
 
+// backGroup is how many entries of one value a descending walk reads
+// backwards before it reads them forwards from the value's first key
+// instead.
+const backGroup = 16
+
 // desc walks down, a value at a time: the rest of AfterValue's entries
-// first, then each lower value's, each read forwards from its first key.
+// first, then each lower value's. It reads a value's entries backwards
+// from its last key and emits them in ascending ID order, so an index of
+// values with a few entries each is read key after key; a value with
+// more than backGroup entries is read forwards from its first key (a
+// seek), so that a value shared by many nodes costs a seek, not a read
+// of all its entries.
 func (w *indexWalk) desc() {
 	below := w.To // the values still to read are below it (nil: all)
 	if w.AfterValue != nil {
@@ -112,16 +122,37 @@ func (w *indexWalk) desc() {
 			below = w.AfterValue
 		}
 	}
+	k := w.lastKeyBelow(below)
+	var ids []graph.ID
 	for {
-		val, ok := w.lastBelow(below)
+		val, _, ok := w.split(k)
 		if !ok || w.From != nil && bytes.Compare(val, w.From) < 0 {
 			return
 		}
 		val = bytes.Clone(val)
-		if !w.group(val, "") {
-			return
+		ids = ids[:0]
+		for {
+			v, id, ok := w.split(k)
+			if !ok || !bytes.Equal(v, val) {
+				break // k is the last key of the next lower value, or past the index
+			}
+			if len(ids) == backGroup {
+				if !w.group(val, "") {
+					return
+				}
+				k = w.lastKeyBelow(val)
+				ids = nil
+				break
+			}
+			ids = append(ids, id)
+			k, _ = w.c.Prev()
 		}
-		below = val
+		for i := len(ids) - 1; i >= 0; i-- {
+			w.out = append(w.out, graph.IndexEntry{Value: val, ID: ids[i]})
+			if len(w.out) == w.limit {
+				return
+			}
+		}
 	}
 }
 
@@ -144,25 +175,23 @@ func (w *indexWalk) group(val []byte, after graph.ID) bool {
 	}
 }
 
-// lastBelow returns the greatest value in the index below x (nil: the
-// greatest value), comparing values bytewise.
-func (w *indexWalk) lastBelow(x []byte) ([]byte, bool) {
-	var k []byte
+// lastKeyBelow returns the last key of the greatest value in the index
+// below x (nil: the greatest value), comparing values bytewise, or a key
+// past the index (nil, or one without its prefix) when there is none.
+func (w *indexWalk) lastKeyBelow(x []byte) []byte {
 	if x == nil {
-		k = w.lastWith(w.prefix)
-	} else {
-		k, _ = w.c.Seek(w.key(x, ""))
-		if val, _, ok := w.split(k); ok && bytes.Compare(val, x) < 0 {
-			// val is a proper prefix of x: its keys sort at and after x's.
-			k = w.lastWith(w.key(val, ""))
-		} else if k == nil {
-			k, _ = w.c.Last()
-		} else {
-			k, _ = w.c.Prev()
-		}
+		return w.lastWith(w.prefix)
 	}
-	val, _, ok := w.split(k)
-	return val, ok
+	k, _ := w.c.Seek(w.key(x, ""))
+	if val, _, ok := w.split(k); ok && bytes.Compare(val, x) < 0 {
+		// val is a proper prefix of x: its keys sort at and after x's.
+		return w.lastWith(w.key(val, ""))
+	} else if k == nil {
+		k, _ = w.c.Last()
+	} else {
+		k, _ = w.c.Prev()
+	}
+	return k
 }
 
 // lastWith returns the last key that starts with p, or nil.
