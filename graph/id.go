@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"unicode/utf8"
 
@@ -117,6 +118,19 @@ func (k EdgeKey) String() string {
 		s += "," + EscapeSegment(k.Key)
 	}
 	return s + ")"
+}
+
+// Hash writes the key into h, its parts separated by NUL bytes (which no
+// part of a valid key holds), so that two keys hash alike only if they are
+// equal or h collides.
+func (k EdgeKey) Hash(h *maphash.Hash) {
+	h.WriteString(string(k.From))
+	h.WriteByte(0)
+	h.WriteString(k.Label)
+	h.WriteByte(0)
+	h.WriteString(string(k.To))
+	h.WriteByte(0)
+	h.WriteString(k.Key)
 }
 
 // Check reports why k is malformed, or nil. It does not consult a model.

@@ -139,15 +139,8 @@ func (t *tracker) elemHash(el element) uint64 {
 	}
 	var h maphash.Hash
 	h.SetSeed(t.seed)
-	k := el.edge.EdgeKey
 	h.WriteString("e\x00")
-	h.WriteString(string(k.From))
-	h.WriteByte(0)
-	h.WriteString(k.Label)
-	h.WriteByte(0)
-	h.WriteString(string(k.To))
-	h.WriteByte(0)
-	h.WriteString(k.Key)
+	el.edge.EdgeKey.Hash(&h)
 	return h.Sum64()
 }
 

@@ -509,15 +509,21 @@ func (s *Store) BeginBulk() (func() error, bool) {
 		if err := b.finish(); err != nil {
 			return err
 		}
-		s.wmu.Lock()
-		defer s.wmu.Unlock()
-		s.rw.Lock()
-		defer s.rw.Unlock()
-		if s.closed {
-			return graph.ErrClosed
-		}
-		return b.end()
+		return s.alone(b.end)
 	}, true
+}
+
+// alone runs f with the store to itself: it holds wmu and rw's write side,
+// so no write and no read runs. It fails if the store is closed.
+func (s *Store) alone(f func() error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.rw.Lock()
+	defer s.rw.Unlock()
+	if s.closed {
+		return graph.ErrClosed
+	}
+	return f()
 }
 
 // A bulk is a bulk load under way (see BeginBulk).

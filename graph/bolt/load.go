@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lore-dev/lore/graph"
-
 	cgraph "github.com/cayleygraph/cayley/graph"
 	ckv "github.com/cayleygraph/cayley/graph/kv"
 	bbolt "go.etcd.io/bbolt"
@@ -64,39 +62,29 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 				return errors.Join(err, s.undoLoad())
 			}
 		}
-		s.wmu.Lock()
-		defer s.wmu.Unlock()
-		s.rw.Lock()
-		defer s.rw.Unlock()
-		if s.closed {
-			return graph.ErrClosed
-		}
-		s.loading = false
-		if err := s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) }); err != nil {
-			return err
-		}
-		if b != nil {
-			return b.end()
-		}
-		return nil
+		return s.alone(func() error {
+			s.loading = false
+			if err := s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) }); err != nil {
+				return err
+			}
+			if b != nil {
+				return b.end()
+			}
+			return nil
+		})
 	}, true
 }
 
 // undoLoad empties the store of an all-or-nothing load that failed.
 func (s *Store) undoLoad() error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.rw.Lock()
-	defer s.rw.Unlock()
-	if s.closed {
-		return graph.ErrClosed
-	}
-	s.loading = false
-	if err := s.empty(); err != nil {
-		return fmt.Errorf("emptying the store of an import that failed: %w", err)
-	}
-	s.changed.Notify()
-	return s.db.DB().Sync()
+	return s.alone(func() error {
+		s.loading = false
+		if err := s.empty(); err != nil {
+			return fmt.Errorf("emptying the store of an import that failed: %w", err)
+		}
+		s.changed.Notify()
+		return s.db.DB().Sync()
+	})
 }
 
 // empty drops every bucket but Lore's meta, Cayley's included, and makes

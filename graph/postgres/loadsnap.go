@@ -32,13 +32,7 @@ func newLoaded() *loaded {
 func (l *loaded) edgeHash(k graph.EdgeKey) uint64 {
 	var h maphash.Hash
 	h.SetSeed(l.seed)
-	h.WriteString(string(k.From))
-	h.WriteByte(0)
-	h.WriteString(k.Label)
-	h.WriteByte(0)
-	h.WriteString(string(k.To))
-	h.WriteByte(0)
-	h.WriteString(k.Key)
+	k.Hash(&h)
 	return h.Sum64()
 }
 
