@@ -121,6 +121,10 @@ type Config struct {
 	// UpgradeChunk is how many of Cayley's values an upgrade from store
 	// layout 3 or older moves per transaction; 0 means DefaultUpgradeChunk.
 	UpgradeChunk int
+
+	// cayleyLoads makes bulk loads write their quads through Cayley's
+	// ApplyDeltas instead of a quadLoad, for tests that compare the two.
+	cayleyLoads bool
 }
 
 // Defaults of Config's tuning fields.
@@ -155,11 +159,13 @@ type Store struct {
 	closed   bool
 	changed  *graph.Notifier
 	deferred *deferredIndexes // during a bulk load: derived index entries not yet written
+	qload    *quadLoad        // during a bulk load: writes Cayley's part of its commits (see quadLoad)
 
 	cursorKey []byte // authenticates the cursors the engine hands out (see graph.CursorKeyer)
 
 	deferAfter, deferFlush int // see Config
 	keepLoadFile           bool
+	cayleyLoads            bool           // bulk loads write quads through Cayley's ApplyDeltas (see Config.cayleyLoads)
 	boltOpts               *bbolt.Options // how Open opened the file, and a rewrite its new one
 }
 
@@ -256,7 +262,7 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 	}
 	s := &Store{path: cfg.Path, db: db, kv: &hookKV{DB: db}, changed: graph.NewNotifier(), readOnly: cfg.ReadOnly,
 		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), deferFlush: cmp.Or(cfg.DeferFlush, DefaultDeferFlush),
-		keepLoadFile: cfg.KeepLoadFile, boltOpts: opts}
+		keepLoadFile: cfg.KeepLoadFile, cayleyLoads: cfg.cayleyLoads, boltOpts: opts}
 	if err := s.init(cfg.Model, cmp.Or(cfg.UpgradeChunk, DefaultUpgradeChunk)); err != nil {
 		db.Close()
 		return nil, err
@@ -558,8 +564,23 @@ func (s *Store) bulkLocked() *bulk {
 	// each 16 MiB): at 10k nodes that fsync took 7 ms.
 	db.NoGrowSync = true
 	s.deferred = newDeferred(s.deferAfter, s.deferFlush)
-	s.kv.filterAbsent(true)
+	if !s.cayleyLoads {
+		_ = db.View(func(tx *bbolt.Tx) error { s.qload = newQuadLoad(tx); return nil })
+	}
 	return b
+}
+
+// dropQuadLoad hands Cayley's part of the rest of a bulk load to Cayley
+// (see quadLoad), with a fresh QuadStore: nothing of the load is in the
+// old one's caches. The caller holds rw's write side.
+func (s *Store) dropQuadLoad() {
+	if s.qload == nil {
+		return
+	}
+	s.qload = nil
+	if qs, err := ckv.New(s.kv, cayleyOpts); err == nil {
+		s.qs = qs
+	}
 }
 
 // finish writes the deferred entries and restores durable commits.
@@ -577,7 +598,9 @@ func (b *bulk) finish() error {
 		lost = err != nil
 	}
 	s.deferred = nil
-	s.kv.filterAbsent(false)
+	s.rw.Lock()
+	s.dropQuadLoad()
+	s.rw.Unlock()
 	b.rewrite = b.rewrite && err == nil && !lost
 	if !b.rewrite {
 		db.NoGrowSync = !b.growSynced
@@ -629,7 +652,9 @@ func (b *bulk) abort() {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.deferred = nil
-	s.kv.filterAbsent(false)
+	s.rw.Lock()
+	s.dropQuadLoad()
+	s.rw.Unlock()
 	db.NoGrowSync = !b.growSynced
 	db.NoSync = !b.synced
 }

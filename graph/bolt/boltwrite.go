@@ -129,7 +129,18 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 	}
 
 	s.rw.Lock()
-	if len(p.deltas) > 0 {
+	if len(p.deltas) > 0 && s.qload != nil && addsOnly(p.deltas) {
+		err = s.db.DB().Update(func(tx *bbolt.Tx) error {
+			if err := s.qload.write(tx, p.deltas, t.UnixNano()); err != nil {
+				return err
+			}
+			return write(tx)
+		})
+		if err != nil {
+			s.dropQuadLoad()
+		}
+	} else if len(p.deltas) > 0 {
+		s.dropQuadLoad()
 		s.kv.setHook(write)
 		err = s.applyDeltas(splitDeltas(p.deltas))
 		if s.kv.takeHook() != nil {
@@ -664,7 +675,7 @@ func (o opOrder) Less(i, j int) bool {
 
 // fillFor returns how full bbolt packs a bucket's pages when it splits them.
 func fillFor(bucket []byte) float64 {
-	if bytes.Equal(bucket, bLog) {
+	if bytes.Equal(bucket, bLog) || bytes.Equal(bucket, cayleyLogBucket) {
 		return appendFill
 	}
 	return randomFill

@@ -36,9 +36,6 @@ type hookKV struct {
 	*hbolt.DB
 	mu   sync.Mutex
 	hook func(tx *bbolt.Tx) error
-	// absent, during a bulk load, answers lookups of keys the load never
-	// wrote (see absentKeys).
-	absent *absentKeys
 	// hold makes the next write transaction's Commit hand the bbolt
 	// transaction on, uncommitted, to the one after it (held), which
 	// commits it: two ApplyDeltas calls then make one commit (see
@@ -152,19 +149,6 @@ func mergeValueBuckets(db *bbolt.DB, chunk int) error {
 	}
 }
 
-// filterAbsent starts (on) or stops answering lookups of keys a bulk load
-// never wrote from a filter (absentKeys). It is started when the load
-// begins, before its first write.
-func (k *hookKV) filterAbsent(on bool) {
-	var a *absentKeys
-	if on {
-		_ = k.DB.DB().View(func(tx *bbolt.Tx) error { a = newAbsentKeys(tx); return nil })
-	}
-	k.mu.Lock()
-	k.absent = a
-	k.mu.Unlock()
-}
-
 func (k *hookKV) setHook(f func(tx *bbolt.Tx) error) {
 	k.mu.Lock()
 	k.hook = f
@@ -188,7 +172,7 @@ func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 		return readTx{tx}, nil
 	}
 	k.mu.Lock()
-	absent, tx, hold := k.absent, k.held, k.hold
+	tx, hold := k.held, k.hold
 	k.held, k.hold = nil, false
 	k.mu.Unlock()
 	if tx == nil {
@@ -197,7 +181,7 @@ func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 			return nil, err
 		}
 	}
-	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bbolt.Bucket{}, absent: absent, hold: hold}
+	t := &writeTx{tx: tx, kv: k, buckets: map[string]*bbolt.Bucket{}, hold: hold}
 	return t, nil
 }
 
@@ -231,7 +215,6 @@ type writeTx struct {
 	tx      *bbolt.Tx
 	kv      *hookKV
 	buckets map[string]*bbolt.Bucket
-	absent  *absentKeys
 	hold    bool // Commit hands the transaction on (see hookKV.hold)
 	handed  bool // it did
 }
@@ -272,9 +255,6 @@ func (t *writeTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.absent != nil && t.absent.absent(key[0], key[1]) {
-		return nil, hkv.ErrNotFound
-	}
 	b, err := t.bucket(key[0], false)
 	if err != nil {
 		return nil, err
@@ -310,9 +290,6 @@ func (t *writeTx) Put(ctx context.Context, key hkv.Key, val hkv.Value) error {
 	}
 	if val == nil {
 		val = []byte{}
-	}
-	if t.absent != nil {
-		t.absent.add(key[0], key[1]) // before the write: a failed Put leaves a harmless false positive
 	}
 	return b.Put(key[1], val)
 }

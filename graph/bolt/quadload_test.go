@@ -1,0 +1,391 @@
+package bolt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	ckv "github.com/cayleygraph/cayley/graph/kv"
+	cproto "github.com/cayleygraph/cayley/graph/proto"
+	"github.com/cayleygraph/cayley/graph/refs"
+	"github.com/cayleygraph/quad"
+	"github.com/cayleygraph/quad/pquads"
+	bbolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lore-dev/lore/graph"
+)
+
+// cayleyDump decodes Cayley's part of a store into lines that name values
+// instead of IDs, so that two stores that gave out IDs in another order
+// compare equal: each value with its reference count, each quad of the log
+// (and whether it is deleted), each entry of each quad index with the
+// quads it lists, and the quad count. It fails the test on what Cayley's
+// own writer never leaves: a value under another hash, an index entry
+// whose key is not its quads' or whose IDs are out of order, a horizon
+// below an ID in use.
+func cayleyDump(t *testing.T, s *Store) []string {
+	t.Helper()
+	var out []string
+	err := s.read(func(tx *bbolt.Tx) error {
+		log := tx.Bucket([]byte("log"))
+		prims := map[uint64]*cproto.Primitive{}
+		var maxID uint64
+		err := log.ForEach(func(k, v []byte) error {
+			p := &cproto.Primitive{}
+			if err := proto.Unmarshal(v, p); err != nil {
+				return err
+			}
+			if id := binary.BigEndian.Uint64(k); id != p.ID {
+				return fmt.Errorf("log key %d holds primitive %d", id, p.ID)
+			}
+			prims[p.ID] = p
+			maxID = max(maxID, p.ID)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		name := func(id uint64) (string, error) {
+			if id == 0 {
+				return "-", nil
+			}
+			p := prims[id]
+			if p == nil || len(p.Value) == 0 {
+				return "", fmt.Errorf("ID %d names no value", id)
+			}
+			v, err := pquads.UnmarshalValue(p.Value)
+			if err != nil {
+				return "", err
+			}
+			return quad.StringOf(v), nil
+		}
+		quadOf := func(p *cproto.Primitive) (string, error) {
+			var parts []string
+			for _, d := range quad.Directions {
+				n, err := name(p.GetDirection(d))
+				if err != nil && p.Deleted {
+					n, err = "(gone)", nil // a tombstone outlives the values it named
+				}
+				if err != nil {
+					return "", err
+				}
+				parts = append(parts, n)
+			}
+			return strings.Join(parts, " "), nil
+		}
+		refsB := tx.Bucket(bValueRefs)
+		err = tx.Bucket(bValueIDs).ForEach(func(k, v []byte) error {
+			id, _ := binary.Uvarint(v)
+			n, err := name(id)
+			if err != nil {
+				return err
+			}
+			val, _ := pquads.UnmarshalValue(prims[id].Value)
+			if h := refs.HashOf(val); !bytes.Equal(h[:], k) {
+				return fmt.Errorf("value %s is under another hash", n)
+			}
+			count, _ := binary.Uvarint(refsB.Get(k))
+			out = append(out, fmt.Sprintf("value %s refs %d", n, count))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		live := 0
+		for _, p := range prims {
+			if len(p.Value) != 0 {
+				continue
+			}
+			q, err := quadOf(p)
+			if err != nil {
+				return err
+			}
+			if !p.Deleted {
+				live++
+			}
+			out = append(out, fmt.Sprintf("quad %s deleted %v", q, p.Deleted))
+		}
+		meta := tx.Bucket([]byte("meta"))
+		var inds []ckv.QuadIndex
+		if err := json.Unmarshal(meta.Get([]byte("indexes")), &inds); err != nil {
+			return err
+		}
+		for _, ind := range inds {
+			var bname []byte
+			for _, d := range ind.Dirs {
+				bname = append(bname, d.Prefix())
+			}
+			err := tx.Bucket(bname).ForEach(func(k, v []byte) error {
+				var quads []string
+				var last uint64
+				for len(v) > 0 {
+					id, n := binary.Uvarint(v)
+					v = v[n:]
+					if id <= last {
+						return fmt.Errorf("index %s lists %d after %d", bname, id, last)
+					}
+					last = id
+					p := prims[id]
+					if p == nil {
+						return fmt.Errorf("index %s lists %d, which is not in the log", bname, id)
+					}
+					var want []byte
+					for _, d := range ind.Dirs {
+						want = binary.BigEndian.AppendUint64(want, p.GetDirection(d))
+					}
+					if !bytes.Equal(want, k) {
+						return fmt.Errorf("index %s lists %d under another key", bname, id)
+					}
+					q, err := quadOf(p)
+					if err != nil {
+						return err
+					}
+					quads = append(quads, q)
+				}
+				slices.Sort(quads)
+				out = append(out, fmt.Sprintf("index %s: %s", bname, strings.Join(quads, " | ")))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		size := binary.LittleEndian.Uint64(meta.Get([]byte("size")))
+		if int(size) != live {
+			out = append(out, fmt.Sprintf("size %d, live quads %d", size, live))
+		}
+		if h := binary.LittleEndian.Uint64(meta.Get([]byte("horizon"))); h < maxID {
+			return fmt.Errorf("horizon %d is below ID %d", h, maxID)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// randomLoad is a random graph as an import file: services that depend
+// on one another, entities related by keyed relations (several keys
+// between one pair), topics and documents about them, some nodes written
+// twice, some edges from a node to itself.
+func randomLoad(rng *rand.Rand) string {
+	var b strings.Builder
+	nServices, nEntities, nTopics := 5+rng.IntN(60), 3+rng.IntN(40), 2+rng.IntN(20)
+	node := func(id, typ, props string) {
+		fmt.Fprintf(&b, `{"kind":"node","id":%q,"type":%q,"properties":%s}`+"\n", id, typ, props)
+	}
+	for i := range nServices {
+		node(fmt.Sprintf("service/s%d", i), "Service", fmt.Sprintf(`{"name":"service %d","tier":%d}`, i, rng.IntN(4)))
+	}
+	for i := range nEntities {
+		node(fmt.Sprintf("entity/e%d", i), "Entity", fmt.Sprintf(`{"name":"entity %d","entityType":"kind%d"}`, i, rng.IntN(3)))
+	}
+	for i := range nTopics {
+		node(fmt.Sprintf("topic/t%d", i), "Topic", fmt.Sprintf(`{"name":"topic %d"}`, i))
+		node(fmt.Sprintf("doc/d%d", i), "Document", fmt.Sprintf(`{"title":"doc %d"}`, i))
+	}
+	for range rng.IntN(10) { // written again, with other properties
+		i := rng.IntN(nServices)
+		node(fmt.Sprintf("service/s%d", i), "Service", fmt.Sprintf(`{"name":"service %d again"}`, i))
+	}
+	for range rng.IntN(6 * nServices) {
+		fmt.Fprintf(&b, `{"kind":"edge","from":"service/s%d","label":"dependsOn","to":"service/s%d"}`+"\n", rng.IntN(nServices), rng.IntN(nServices))
+	}
+	for range rng.IntN(4 * nEntities) {
+		fmt.Fprintf(&b, `{"kind":"edge","from":"entity/e%d","label":"relation","to":"entity/e%d","key":"k%d"}`+"\n", rng.IntN(nEntities), rng.IntN(nEntities), rng.IntN(3))
+	}
+	for range rng.IntN(3 * nTopics) {
+		to := fmt.Sprintf("topic/t%d", rng.IntN(nTopics))
+		if rng.IntN(3) == 0 {
+			to = fmt.Sprintf("service/s%d", rng.IntN(nServices))
+		}
+		fmt.Fprintf(&b, `{"kind":"edge","from":"doc/d%d","label":"about","to":%q}`+"\n", rng.IntN(nTopics), to)
+	}
+	return b.String()
+}
+
+// TestQuadLoadMatchesCayley is the quadLoad's oracle: random graphs loaded
+// in small batches into two empty stores, one writing its quads through
+// Cayley's ApplyDeltas and one through a quadLoad, leave the same values,
+// reference counts, quads and index entries, decoded; and the same writes
+// afterwards, through Cayley on both (deletes that drop values among
+// them), leave them the same again.
+func TestQuadLoadMatchesCayley(t *testing.T) {
+	for seed := range uint64(12) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			data := randomLoad(rng)
+			batch := 1 + rng.IntN(80)
+			cayley := openTest(t, t.TempDir(), Config{cayleyLoads: true, DeferAfter: -1})
+			direct := openTest(t, t.TempDir(), Config{DeferAfter: -1})
+			for _, s := range []*Store{cayley, direct} {
+				if _, err := graph.Import(t.Context(), s, strings.NewReader(data), graph.ImportOptions{BatchSize: batch}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, got := cayleyDump(t, cayley), cayleyDump(t, direct)
+			if !slices.Equal(want, got) {
+				t.Fatalf("after the load (batches of %d):\n%s", batch, lineDiff(want, got))
+			}
+			if r, err := direct.Check(t.Context()); err != nil || !r.OK() {
+				t.Fatalf("check: %v %v", err, r.Problems)
+			}
+
+			// Writes after the load: delete nodes (their edges go with
+			// them), delete and add edges, add a node.
+			var del graph.Batch
+			for i := range 3 {
+				del.DeleteNodes = append(del.DeleteNodes, graph.NodeRef{ID: graph.ID(fmt.Sprintf("service/s%d", i))})
+			}
+			del.DeleteNodes = append(del.DeleteNodes, graph.NodeRef{ID: "entity/e0"}, graph.NodeRef{ID: "topic/t0"})
+			add := &graph.Batch{
+				Nodes: []graph.NodeInput{{ID: "service/new", Type: "Service", Properties: graph.Props{"name": "new"}}},
+				Edges: []graph.EdgeInput{
+					{EdgeKey: graph.EdgeKey{From: "service/new", Label: "dependsOn", To: "service/s4"}},
+					{EdgeKey: graph.EdgeKey{From: "entity/e1", Label: "relation", To: "entity/e2", Key: "later"}},
+				},
+			}
+			for _, s := range []*Store{cayley, direct} {
+				apply(t, s, &del)
+				apply(t, s, add)
+			}
+			want, got = cayleyDump(t, cayley), cayleyDump(t, direct)
+			if !slices.Equal(want, got) {
+				t.Fatalf("after writes that followed the load:\n%s", lineDiff(want, got))
+			}
+			if r, err := direct.Check(t.Context()); err != nil || !r.OK() {
+				t.Fatalf("check after the writes: %v %v", err, r.Problems)
+			}
+		})
+	}
+}
+
+// A bulk load whose batch removes quads hands Cayley the rest of the load,
+// which goes on from what the quadLoad wrote.
+func TestQuadLoadHandsOverToCayley(t *testing.T) {
+	batches := []*graph.Batch{
+		{Nodes: []graph.NodeInput{
+			{ID: "service/a", Type: "Service", Properties: graph.Props{"name": "a"}},
+			{ID: "service/b", Type: "Service", Properties: graph.Props{"name": "b"}},
+			{ID: "service/c", Type: "Service", Properties: graph.Props{"name": "c"}},
+		}, Edges: []graph.EdgeInput{
+			{EdgeKey: graph.EdgeKey{From: "service/a", Label: "dependsOn", To: "service/b"}},
+			{EdgeKey: graph.EdgeKey{From: "service/b", Label: "dependsOn", To: "service/c"}},
+		}},
+		{DeleteNodes: []graph.NodeRef{{ID: "service/b"}}},
+		{Nodes: []graph.NodeInput{{ID: "service/b", Type: "Service", Properties: graph.Props{"name": "b again"}}},
+			Edges: []graph.EdgeInput{{EdgeKey: graph.EdgeKey{From: "service/c", Label: "dependsOn", To: "service/b"}}}},
+	}
+	var dumps [2][]string
+	for i, cfg := range []Config{{cayleyLoads: true, DeferAfter: -1}, {DeferAfter: -1}} {
+		s := openTest(t, t.TempDir(), cfg)
+		end, ok := s.BeginBulk()
+		if !ok {
+			t.Fatal("an empty store did not start a bulk load")
+		}
+		for j, b := range batches {
+			apply(t, s, b)
+			if i == 1 && j == 0 && (s.qload == nil || s.qload.commits != 1) {
+				t.Fatalf("the first batch of a bulk load did not go through a quadLoad: %+v", s.qload)
+			}
+			if i == 1 && j == 1 && s.qload != nil {
+				t.Fatal("a batch that deletes kept the quadLoad")
+			}
+		}
+		if err := end(); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+			t.Fatalf("check: %v %v", err, r.Problems)
+		}
+		dumps[i] = cayleyDump(t, s)
+	}
+	if !slices.Equal(dumps[0], dumps[1]) {
+		t.Fatalf("%s", lineDiff(dumps[0], dumps[1]))
+	}
+}
+
+// lineDiff lists the lines only in want (-) and only in got (+).
+func lineDiff(want, got []string) string {
+	var b strings.Builder
+	for _, l := range want {
+		if !slices.Contains(got, l) {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+	}
+	for _, l := range got {
+		if !slices.Contains(want, l) {
+			fmt.Fprintf(&b, "+ %s\n", l)
+		}
+	}
+	return b.String()
+}
+
+// A commit of a bulk load that fails leaves nothing of its quads, drops the
+// quadLoad (whose maps held them), and the rest of the load goes through
+// Cayley, as it does on a store that never had a quadLoad.
+func TestQuadLoadDroppedOnFailedCommit(t *testing.T) {
+	topic := func(id string) graph.NodeInput {
+		return graph.NodeInput{ID: graph.ID(id), Type: "Topic", Properties: graph.Props{"name": id}}
+	}
+	doc := func(id, about string) (graph.NodeInput, graph.EdgeInput) {
+		return graph.NodeInput{ID: graph.ID(id), Type: "Document", Properties: graph.Props{"title": id}},
+			graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID(id), Label: "about", To: graph.ID(about)}}
+	}
+	d1, e1 := doc("doc/d1", "topic/t1")
+	d2, e2 := doc("doc/d2", "topic/t5")
+	d3, e3 := doc("doc/d3", "topic/t5")
+	first := &graph.Batch{Nodes: []graph.NodeInput{topic("topic/t1"), topic("topic/t5"), d1}, Edges: []graph.EdgeInput{e1}}
+	failing := &graph.Batch{Nodes: []graph.NodeInput{topic("topic/t9"), d2}, Edges: []graph.EdgeInput{e2}}
+	last := &graph.Batch{Nodes: []graph.NodeInput{d3}, Edges: []graph.EdgeInput{e3}}
+	var dumps [2][]string
+	for i, cfg := range []Config{{cayleyLoads: true, DeferAfter: -1, DeferFlush: 1}, {DeferAfter: -1, DeferFlush: 1}} {
+		s := openTest(t, t.TempDir(), cfg)
+		end, ok := s.BeginBulk()
+		if !ok {
+			t.Fatal("an empty store did not start a bulk load")
+		}
+		apply(t, s, first)
+		if i == 1 && s.qload == nil {
+			t.Fatal("the bulk load has no quadLoad")
+		}
+		// A summary the next commit must add to does not decode: its
+		// writes fail, after the quadLoad wrote its part.
+		summary := func(v []byte) {
+			t.Helper()
+			if err := s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bDeg).Put([]byte("topic/t5"), v) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var good []byte
+		_ = s.read(func(tx *bbolt.Tx) error { good = bytes.Clone(tx.Bucket(bDeg).Get([]byte("topic/t5"))); return nil })
+		summary([]byte{0xff})
+		if _, err := s.Apply(t.Context(), failing); err == nil {
+			t.Fatal("a commit over a corrupt summary succeeded")
+		}
+		if i == 1 && s.qload != nil {
+			t.Fatal("a failed commit kept the quadLoad")
+		}
+		summary(good)
+		apply(t, s, failing)
+		apply(t, s, last)
+		if err := end(); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+			t.Fatalf("check: %v %v", err, r.Problems)
+		}
+		dumps[i] = cayleyDump(t, s)
+	}
+	if !slices.Equal(dumps[0], dumps[1]) {
+		t.Fatalf("%s", lineDiff(dumps[0], dumps[1]))
+	}
+}
