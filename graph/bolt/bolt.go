@@ -313,8 +313,8 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 			return fmt.Errorf("moving Cayley's values to store layout %d: %w", storeVersion, err)
 		}
 	}
-	if err := ckv.Init(s.kv, cayleyOpts); err != nil && !errors.Is(err, cgraph.ErrDatabaseExists) {
-		return fmt.Errorf("cayley init: %w", err)
+	if err := s.initCayley(); err != nil {
+		return err
 	}
 	qs, err := ckv.New(s.kv, cayleyOpts)
 	if err != nil {

@@ -24,7 +24,8 @@ type CompactStats struct {
 // never reclaims a deleted quad (deletes are tombstones that every later
 // read of the same index entry skips); Compact reloads Cayley from the node
 // and edge records, so the tombstones are gone, and copies Lore's records,
-// indexes, change log and idempotency keys unchanged. The new file replaces
+// indexes, change log and idempotency keys unchanged, and writes the new
+// file out densely (see rewriteFile). The new file replaces
 // the old one with an atomic rename; until then the old store is untouched.
 // The store must not be open elsewhere.
 func Compact(ctx context.Context, cfg Config) (st *CompactStats, err error) {
@@ -52,6 +53,11 @@ func Compact(ctx context.Context, cfg Config) (st *CompactStats, err error) {
 		return nil, err
 	}
 	if st.Quads, err = reloadQuads(ctx, old, fresh); err != nil {
+		return nil, err
+	}
+	// The copy's transactions left pages free and half full; the new
+	// file is written out once more, dense, as after a bulk load.
+	if err := fresh.alone(fresh.rewriteFile); err != nil {
 		return nil, err
 	}
 	if err := fresh.Sync(); err != nil {

@@ -138,11 +138,26 @@ func (s *Store) empty() error {
 	return nil
 }
 
+// initCayley initialises Cayley's part of the file, if it has none, and
+// keeps one quad index in it (see oneQuadIndex).
+func (s *Store) initCayley() error {
+	if err := ckv.Init(s.kv, cayleyOpts); err != nil && !errors.Is(err, cgraph.ErrDatabaseExists) {
+		return fmt.Errorf("cayley init: %w", err)
+	}
+	if s.readOnly {
+		return nil
+	}
+	if err := s.db.DB().Update(oneQuadIndex); err != nil {
+		return fmt.Errorf("dropping Cayley's [S,P] index: %w", err)
+	}
+	return nil
+}
+
 // createBuckets initialises Cayley's part of the file and creates Lore's
 // buckets, where missing.
 func (s *Store) createBuckets() error {
-	if err := ckv.Init(s.kv, cayleyOpts); err != nil && !errors.Is(err, cgraph.ErrDatabaseExists) {
-		return fmt.Errorf("cayley init: %w", err)
+	if err := s.initCayley(); err != nil {
+		return err
 	}
 	return s.db.DB().Update(func(tx *bbolt.Tx) error {
 		for _, b := range append([][]byte{bValueIDs, bValueRefs}, allBuckets...) {

@@ -3,7 +3,9 @@ package bolt
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 
 	cgraph "github.com/cayleygraph/cayley/graph"
 	ckv "github.com/cayleygraph/cayley/graph/kv"
@@ -12,6 +14,7 @@ import (
 	"github.com/cayleygraph/quad"
 	"github.com/cayleygraph/quad/pquads"
 	bbolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -230,4 +233,43 @@ func appendLink(b []byte, p *cproto.Primitive) []byte {
 		}
 	}
 	return b
+}
+
+// oneQuadIndex keeps one of Cayley's two quad indexes, [O,P,S], and drops
+// [S,P], in a store that has both (every store Cayley initialised: they
+// are its defaults). Lore reads neither to answer a query: out-edges and
+// in-edges come from its own records and in-edge index. Cayley reads its
+// indexes only to check that a quad it adds is new, or that one it
+// removes exists, and [O,P,S] names a quad's IDs but its label, so the
+// check reads a list of one quad (or one per key of a keyed edge); with
+// [S,P] as well it also decoded every quad of the subject's predicate, and
+// each commit that gave a node an out-edge rewrote that whole list. [S,P]
+// was 12 of 229 MiB of a store of the 100k-node benchmark graph. A store
+// with other indexes (not Cayley's defaults) is left as it is.
+func oneQuadIndex(tx *bbolt.Tx) error {
+	meta := tx.Bucket(cayleyMeta)
+	if meta == nil {
+		return nil
+	}
+	var inds []ckv.QuadIndex
+	if err := json.Unmarshal(meta.Get(cayleyIndexesKey), &inds); err != nil {
+		return nil // Cayley's own legacy default; left alone
+	}
+	sp := ckv.QuadIndex{Dirs: []quad.Direction{quad.Subject, quad.Predicate}}
+	ops := ckv.QuadIndex{Dirs: []quad.Direction{quad.Object, quad.Predicate, quad.Subject}}
+	if len(inds) != 2 || !equalIndex(inds[0], sp) || !equalIndex(inds[1], ops) {
+		return nil
+	}
+	if err := tx.DeleteBucket([]byte("sp")); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+		return err
+	}
+	data, err := json.Marshal([]ckv.QuadIndex{ops})
+	if err != nil {
+		return err
+	}
+	return meta.Put(cayleyIndexesKey, data)
+}
+
+func equalIndex(a, b ckv.QuadIndex) bool {
+	return a.Unique == b.Unique && slices.Equal(a.Dirs, b.Dirs)
 }

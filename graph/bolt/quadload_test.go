@@ -389,3 +389,76 @@ func TestQuadLoadDroppedOnFailedCommit(t *testing.T) {
 		t.Fatalf("%s", lineDiff(dumps[0], dumps[1]))
 	}
 }
+
+// A new store keeps one of Cayley's quad indexes, [O,P,S]; a store made
+// with Cayley's two default indexes loses [S,P] at its next Open, and
+// Cayley goes on with the other.
+func TestOneQuadIndex(t *testing.T) {
+	indexes := func(t *testing.T, s *Store) (string, bool) {
+		t.Helper()
+		var list string
+		var sp bool
+		_ = s.read(func(tx *bbolt.Tx) error {
+			list = string(tx.Bucket([]byte("meta")).Get([]byte("indexes")))
+			sp = tx.Bucket([]byte("sp")) != nil
+			return nil
+		})
+		return list, sp
+	}
+	oneJSON, _ := json.Marshal([]ckv.QuadIndex{{Dirs: []quad.Direction{quad.Object, quad.Predicate, quad.Subject}}})
+	one := string(oneJSON)
+	dir := t.TempDir()
+	s := openTest(t, dir, Config{})
+	if list, sp := indexes(t, s); list != one || sp {
+		t.Fatalf("a new store's indexes: %s, [S,P] bucket %v", list, sp)
+	}
+	topic := graph.NodeInput{ID: "topic/a", Type: "Topic", Properties: graph.Props{"name": "a"}}
+	docs := &graph.Batch{Nodes: []graph.NodeInput{topic,
+		{ID: "doc/d", Type: "Document", Properties: graph.Props{"title": "d"}},
+		{ID: "doc/e", Type: "Document", Properties: graph.Props{"title": "e"}}},
+		Edges: []graph.EdgeInput{{EdgeKey: graph.EdgeKey{From: "doc/d", Label: "about", To: "topic/a"}}}}
+	apply(t, s, docs)
+	s.Close()
+
+	// What Cayley's defaults leave: both indexes, [S,P] with an entry.
+	db, err := bbolt.Open(dir+"/"+FileName, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		data, _ := json.Marshal(ckv.DefaultQuadIndexes)
+		if err := tx.Bucket([]byte("meta")).Put([]byte("indexes"), data); err != nil {
+			return err
+		}
+		sp, err := tx.CreateBucket([]byte("sp"))
+		if err != nil {
+			return err
+		}
+		return sp.Put(make([]byte, 16), []byte{1})
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir, Config{})
+	if list, sp := indexes(t, s); list != one || sp {
+		t.Fatalf("after reopening a store with both indexes: %s, [S,P] bucket %v", list, sp)
+	}
+	apply(t, s, &graph.Batch{DeleteNodes: []graph.NodeRef{{ID: "doc/d"}},
+		Edges: []graph.EdgeInput{{EdgeKey: graph.EdgeKey{From: "doc/e", Label: "about", To: "topic/a"}}}})
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check: %v %v", err, r.Problems)
+	}
+	want := []string{
+		"index ops: <n:doc/e> <e:about> <n:topic/a> -",
+		"quad <n:doc/e> <e:about> <n:topic/a> - deleted false",
+		"quad (gone) <pg:type> <t:Document> - deleted true",
+		"value <n:topic/a> refs 2",
+	}
+	dump := cayleyDump(t, s)
+	for _, w := range want {
+		if !slices.Contains(dump, w) {
+			t.Errorf("no %q in\n%s", w, strings.Join(dump, "\n"))
+		}
+	}
+}
