@@ -131,7 +131,7 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 	s.rw.Lock()
 	if len(p.deltas) > 0 && s.qload != nil && addsOnly(p.deltas) {
 		err = s.db.DB().Update(func(tx *bbolt.Tx) error {
-			if err := s.qload.write(tx, p.deltas, t.UnixNano()); err != nil {
+			if err := s.qload.write(tx, p.deltas); err != nil {
 				return err
 			}
 			return write(tx)

@@ -38,7 +38,9 @@ import (
 //
 // These are the keys and values Cayley's writer would write, up to the
 // order in which IDs are given out (values first, then quads, per commit,
-// with Cayley; in order of first use here) and the timestamps;
+// with Cayley; in order of first use here) and the timestamps: Cayley
+// writes one into each primitive and never reads it, and a quadLoad
+// leaves it out (ten of the 34 bytes of a quad's log entry);
 // TestQuadLoadMatchesCayley compares the two, decoded. The quads of one
 // commit are new: the planner adds a quad only for an element the store
 // lacks, which Cayley's duplicate check would otherwise confirm.
@@ -132,9 +134,9 @@ func addsOnly(deltas []cgraph.Delta) bool {
 	return true
 }
 
-// write writes the quads deltas adds, in Cayley's layout, into tx, with
-// timestamp ts (Unix nanoseconds). Every delta adds.
-func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta, ts int64) error {
+// write writes the quads deltas adds, in Cayley's layout, into tx. Every
+// delta adds.
+func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta) error {
 	l.commits++
 	commit := l.commits
 	ops := l.buf[:0]
@@ -162,7 +164,7 @@ func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta, ts int64) error {
 				if err != nil {
 					return fmt.Errorf("cayley value %v: %w", val, err)
 				}
-				prim, err := proto.Marshal(&cproto.Primitive{ID: v.id, Value: b, Timestamp: ts})
+				prim, err := proto.Marshal(&cproto.Primitive{ID: v.id, Value: b})
 				if err != nil {
 					return err
 				}
@@ -179,7 +181,7 @@ func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta, ts int64) error {
 			p.SetDirection(dir, v.id)
 		}
 		l.horizon++
-		p.ID, p.Timestamp = l.horizon, ts
+		p.ID = l.horizon
 		ops = append(ops, kvOp{bucket: cayleyLogBucket, key: binary.BigEndian.AppendUint64(nil, p.ID), val: appendLink(nil, &p)})
 		for i, ind := range l.indexes {
 			key := make([]byte, 0, 8*len(ind.dirs))
@@ -219,14 +221,14 @@ func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta, ts int64) error {
 
 func hashKey(h refs.ValueHash) []byte { return append([]byte(nil), h[:]...) }
 
-// appendLink appends the encoding of a quad's primitive, as proto.Marshal
-// writes it (fields in order, zero fields left out), without its
-// reflection.
+// appendLink appends the encoding of a quad's primitive without a
+// timestamp, as proto.Marshal writes it (fields in order, zero fields
+// left out), without its reflection.
 func appendLink(b []byte, p *cproto.Primitive) []byte {
 	for _, f := range [...]struct {
 		num protowire.Number
 		v   uint64
-	}{{1, p.ID}, {2, p.Subject}, {3, p.Predicate}, {4, p.Object}, {5, p.Label}, {7, uint64(p.Timestamp)}} {
+	}{{1, p.ID}, {2, p.Subject}, {3, p.Predicate}, {4, p.Object}, {5, p.Label}} {
 		if f.v != 0 {
 			b = protowire.AppendTag(b, f.num, protowire.VarintType)
 			b = protowire.AppendVarint(b, f.v)
