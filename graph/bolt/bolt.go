@@ -267,10 +267,11 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 		db.Close()
 		return nil, err
 	}
-	var loading bool
+	var loading, pending bool
 	var stale []byte
 	_ = db.DB().View(func(tx *bbolt.Tx) error {
 		loading = tx.Bucket(bMeta).Get(metaLoading) != nil
+		pending = tx.Bucket(bMeta).Get(metaQuadsPending) != nil
 		stale = bytes.Clone(tx.Bucket(bMeta).Get(metaDeferred))
 		return nil
 	})
@@ -281,6 +282,13 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 			return nil, fmt.Errorf("emptying the store of an import that did not finish: %w", err)
 		}
 		stale = nil
+	}
+	if pending && !loading && !cfg.ReadOnly {
+		// A bulk load died before its quadLoad wrote what it kept back.
+		if err := s.rebuildQuads(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("rebuilding Cayley's quads after a bulk load that did not finish: %w", err)
+		}
 	}
 	if stale != nil {
 		reason := staleReason(stale)
@@ -565,22 +573,64 @@ func (s *Store) bulkLocked() *bulk {
 	db.NoGrowSync = true
 	s.deferred = newDeferred(s.deferAfter, s.deferFlush)
 	if !s.cayleyLoads {
-		_ = db.View(func(tx *bbolt.Tx) error { s.qload = newQuadLoad(tx); return nil })
+		var ql *quadLoad
+		_ = db.View(func(tx *bbolt.Tx) error { ql = newQuadLoad(tx); return nil })
+		if ql != nil && s.update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Put(metaQuadsPending, []byte{1}) }) == nil {
+			s.qload = ql
+		}
 	}
 	return b
 }
 
-// dropQuadLoad hands Cayley's part of the rest of a bulk load to Cayley
-// (see quadLoad), with a fresh QuadStore: nothing of the load is in the
-// old one's caches. The caller holds rw's write side.
-func (s *Store) dropQuadLoad() {
+// endQuadLoad writes what a bulk load's quadLoad kept back and hands
+// Cayley's part of the rest of the load to Cayley (see quadLoad), with a
+// fresh QuadStore: nothing of the load is in the old one's caches. If
+// the writing fails, the quadLoad stays, to be written again. The caller
+// holds rw's write side.
+func (s *Store) endQuadLoad() error {
 	if s.qload == nil {
-		return
+		return nil
+	}
+	if err := s.qload.materialize(s.db.DB()); err != nil {
+		return err
 	}
 	s.qload = nil
-	if qs, err := ckv.New(s.kv, cayleyOpts); err == nil {
-		s.qs = qs
+	qs, err := ckv.New(s.kv, cayleyOpts)
+	if err != nil {
+		return fmt.Errorf("cayley: %w", err)
 	}
+	s.qs = qs
+	return nil
+}
+
+// rebuildQuads rebuilds Cayley's part of the store from the node and edge
+// records: after a bulk load whose quadLoad never wrote what it kept back
+// (metaQuadsPending). The caller has the store to itself.
+func (s *Store) rebuildQuads(ctx context.Context) error {
+	db := s.db.DB()
+	err := db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range [][]byte{cayleyLogBucket, cayleyMeta, bValueIDs, bValueRefs, cayleyOPS, []byte("sp")} {
+			if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.createBuckets(); err != nil {
+		return err
+	}
+	if _, err := reloadQuads(ctx, db.View, db); err != nil {
+		return err
+	}
+	qs, err := ckv.New(s.kv, cayleyOpts)
+	if err != nil {
+		return fmt.Errorf("cayley: %w", err)
+	}
+	s.qs = qs
+	return nil
 }
 
 // finish writes the deferred entries and restores durable commits.
@@ -598,9 +648,17 @@ func (b *bulk) finish() error {
 		lost = err != nil
 	}
 	s.deferred = nil
-	s.rw.Lock()
-	s.dropQuadLoad()
-	s.rw.Unlock()
+	if s.qload != nil {
+		// What the quadLoad kept back; if writing it fails, Cayley's
+		// part is rebuilt from the records.
+		s.rw.Lock()
+		if qerr := s.endQuadLoad(); qerr != nil {
+			s.qload = nil
+			err = errors.Join(err, qerr, s.rebuildQuads(context.Background()))
+			lost = true
+		}
+		s.rw.Unlock()
+	}
 	b.rewrite = b.rewrite && err == nil && !lost
 	if !b.rewrite {
 		db.NoGrowSync = !b.growSynced
@@ -652,9 +710,7 @@ func (b *bulk) abort() {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.deferred = nil
-	s.rw.Lock()
-	s.dropQuadLoad()
-	s.rw.Unlock()
+	s.qload = nil // the load is undone: Cayley's part is emptied with the rest
 	db.NoGrowSync = !b.growSynced
 	db.NoSync = !b.synced
 }

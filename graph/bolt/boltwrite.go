@@ -111,10 +111,6 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 	// part of the commit (prepareWrites reads committed state only); the
 	// hook at Cayley's commit waits for them and writes them into Cayley's
 	// transaction.
-	type prepared struct {
-		ops []kvOp
-		err error
-	}
 	ready := make(chan prepared, 1)
 	go func() {
 		ops, err := s.prepareWrites(p, idemKey, hash, t)
@@ -137,24 +133,19 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 			return write(tx)
 		})
 		if err != nil {
-			s.dropQuadLoad()
+			s.qload.rollback()
+		}
+	} else if len(p.deltas) > 0 && s.qload != nil {
+		// Cayley writes the rest of the load, once it has what the
+		// quadLoad kept back.
+		if err = s.endQuadLoad(); err != nil {
+			<-ready
+			err = fmt.Errorf("writing Cayley's quads before a batch that removes some: %w", err)
+		} else {
+			err = s.cayleyCommit(p, write, ready)
 		}
 	} else if len(p.deltas) > 0 {
-		s.dropQuadLoad()
-		s.kv.setHook(write)
-		err = s.applyDeltas(splitDeltas(p.deltas))
-		if s.kv.takeHook() != nil {
-			<-ready // Cayley failed before its commit: the writes were never used
-		}
-		if err != nil {
-			// A failed ApplyDeltas leaves Cayley's caches and buffered index
-			// entries behind; a fresh QuadStore over the same file drops them.
-			if qs, rerr := ckv.New(s.kv, cayleyOpts); rerr == nil {
-				s.qs = qs
-			} else {
-				err = errors.Join(err, rerr)
-			}
-		}
+		err = s.cayleyCommit(p, write, ready)
 	} else {
 		err = s.db.DB().Update(write)
 	}
@@ -172,6 +163,33 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 		s.changed.Notify()
 	}
 	return nil
+}
+
+// cayleyCommit commits a plan through Cayley's ApplyDeltas, whose commit
+// runs Lore's writes (write, which takes them from ready) in the same
+// transaction. The caller holds rw's write side.
+func (s *Store) cayleyCommit(p *commitPlan, write func(*bbolt.Tx) error, ready <-chan prepared) error {
+	s.kv.setHook(write)
+	err := s.applyDeltas(splitDeltas(p.deltas))
+	if s.kv.takeHook() != nil {
+		<-ready // Cayley failed before its commit: the writes were never used
+	}
+	if err != nil {
+		// A failed ApplyDeltas leaves Cayley's caches and buffered index
+		// entries behind; a fresh QuadStore over the same file drops them.
+		if qs, rerr := ckv.New(s.kv, cayleyOpts); rerr == nil {
+			s.qs = qs
+		} else {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+// prepared is Lore's part of a commit, prepared beside Cayley's.
+type prepared struct {
+	ops []kvOp
+	err error
 }
 
 // splitDeltas returns the quads deltas removes and those it adds.

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,7 +53,7 @@ func Compact(ctx context.Context, cfg Config) (st *CompactStats, err error) {
 	if err := copyBuckets(ctx, old, fresh); err != nil {
 		return nil, err
 	}
-	if st.Quads, err = reloadQuads(ctx, old, fresh); err != nil {
+	if st.Quads, err = reloadQuads(ctx, old.read, fresh.db.DB()); err != nil {
 		return nil, err
 	}
 	// The copy's transactions left pages free and half full; the new
@@ -127,21 +128,31 @@ func copyBuckets(ctx context.Context, from, to *Store) error {
 	return nil
 }
 
-// reloadQuads writes one quad per node and per edge record into fresh's Cayley.
-func reloadQuads(ctx context.Context, old, fresh *Store) (int64, error) {
-	var n int64
+// reloadQuads writes one quad per node and per edge record of old (read
+// through view) into Cayley's part of the store on db, which holds none:
+// through a quadLoad, which the last step writes out (materialize). The
+// caller has db's writes to itself.
+func reloadQuads(ctx context.Context, view func(func(*bbolt.Tx) error) error, db *bbolt.DB) (n int64, err error) {
+	var ql *quadLoad
+	_ = db.View(func(tx *bbolt.Tx) error { ql = newQuadLoad(tx); return nil })
+	if ql == nil {
+		return 0, errors.New("reloading Cayley's quads: its part of the store is not empty, or not in the layout a reload writes")
+	}
 	var deltas []cgraph.Delta
 	flush := func() error {
 		if len(deltas) == 0 {
 			return nil
 		}
-		fresh.rw.Lock()
-		err := fresh.qs.ApplyDeltas(deltas, cgraph.IgnoreOpts{})
-		fresh.rw.Unlock()
+		err := db.Update(func(tx *bbolt.Tx) error { return ql.write(tx, deltas) })
 		n += int64(len(deltas))
 		deltas = deltas[:0]
 		return err
 	}
+	defer func() {
+		if err == nil {
+			err = ql.materialize(db)
+		}
+	}()
 	for _, bucket := range [][]byte{bNodes, bEdges} {
 		var after []byte
 		for {
@@ -149,7 +160,7 @@ func reloadQuads(ctx context.Context, old, fresh *Store) (int64, error) {
 				return n, err
 			}
 			var last []byte
-			err := old.read(func(tx *bbolt.Tx) error {
+			err := view(func(tx *bbolt.Tx) error {
 				c := tx.Bucket(bucket).Cursor()
 				k, v := c.First()
 				if after != nil {

@@ -116,7 +116,7 @@ func (s *Store) empty() error {
 				stale = append(stale, bytes.Clone(k))
 			}
 		}
-		for _, k := range append(stale, metaDeferred, metaLoading) {
+		for _, k := range append(stale, metaDeferred, metaLoading, metaQuadsPending) {
 			if err := meta.Delete(k); err != nil {
 				return err
 			}

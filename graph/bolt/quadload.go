@@ -1,6 +1,8 @@
 package bolt
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -19,43 +21,58 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// A quadLoad writes Cayley's part of a bulk load's commits itself, in
-// Cayley's layout, instead of through Cayley's ApplyDeltas. A bulk load
-// into an empty store only adds quads, and Cayley's writer spends most of
-// its time finding out what a load already knows: it looks up each
-// value's ID and reference count in bbolt, checks each new quad against
-// its indexes and log, and reads each index entry before appending to it
-// (at 100k nodes, its own work was 12.5 s of a 32 s load; see
-// BenchmarkLoad). A quadLoad keeps every value the load has written in a
-// map (the store held none when it began), with its ID and reference
-// count, and the ID horizon and quad count, so a commit only writes:
+// A quadLoad writes Cayley's part of a bulk load itself, in Cayley's
+// layout, instead of through Cayley's ApplyDeltas. A bulk load into an
+// empty store only adds quads, and Cayley's writer spends most of its time
+// finding out what a load already knows: it looks up each value's ID and
+// reference count in bbolt, checks each new quad against its index and
+// log, and reads each index entry before appending to it (at 100k nodes,
+// its own work was 12.5 of a load's 32 s of CPU, in a profile of the
+// benchmark graph's import). A quadLoad keeps every value the load has
+// written in a map (the store held none when it began), with its ID and
+// reference count, and the ID horizon and quad count. A commit writes
+// each new value's primitive and each quad's into Cayley's log (whose
+// keys, the IDs, only grow), and the horizon and count; the rest waits in
+// memory until the load ends (materialize), when it is written in key
+// order into buckets the load has not touched, instead of at scattered
+// places in every commit:
 //
-//   - each new value: its ID (bucket "v"), its primitive (Cayley's log);
-//   - each value the commit refers to: its reference count ("n");
-//   - each quad: its primitive in the log, its ID appended to the entry
-//     of each of Cayley's quad indexes (read, then written, as Cayley does);
-//   - Cayley's meta: the ID horizon and the quad count.
+//   - each value's ID (bucket "v") and reference count ("n");
+//   - the entries of Cayley's quad index, [O,P,S] (see oneQuadIndex):
+//     each quad's ID under its object, predicate and subject.
 //
-// These are the keys and values Cayley's writer would write, up to the
-// order in which IDs are given out (values first, then quads, per commit,
-// with Cayley; in order of first use here) and the timestamps: Cayley
-// writes one into each primitive and never reads it, and a quadLoad
-// leaves it out (ten of the 34 bytes of a quad's log entry);
+// (At 100k nodes, leaving these out of the commits took the load from 20
+// to 12 s.) These are the keys and values Cayley's writer would write, up
+// to the order in which IDs are given out (values first, then quads, per
+// commit, with Cayley; in order of first use here) and the timestamps:
+// Cayley writes one into each primitive and never reads it, and a
+// quadLoad leaves it out (ten of the 34 bytes of a quad's log entry);
 // TestQuadLoadMatchesCayley compares the two, decoded. The quads of one
 // commit are new: the planner adds a quad only for an element the store
 // lacks, which Cayley's duplicate check would otherwise confirm.
 //
-// A commit that removes a quad goes to Cayley's ApplyDeltas, and the load
-// drops its quadLoad: from then on Cayley writes, reading what the
-// quadLoad wrote from bbolt. A commit that fails drops it too (the maps
-// would hold what bbolt rolled back).
+// Until the load ends, Cayley's part of the store is incomplete, and
+// Lore's meta says so (metaQuadsPending): if the process dies, the next
+// Open rebuilds Cayley's part from the node and edge records
+// (rebuildQuads). A commit that removes a quad goes to Cayley's
+// ApplyDeltas: the quadLoad first writes what waits, and the rest of the
+// load goes through Cayley. A commit that fails leaves the quadLoad as it
+// was before it (undo).
 type quadLoad struct {
 	values  map[refs.ValueHash]*loadValue
 	horizon uint64 // the last ID given out
 	size    int64  // quads
-	indexes []quadIndex
+	links   []link // index entries not yet written
 	commits uint64 // the commits written
-	buf     []kvOp // a commit's writes, reused
+	// undo holds what the commit under way changed.
+	undo struct {
+		horizon uint64
+		size    int64
+		links   int
+		added   []refs.ValueHash
+		touched []*loadValue
+		refs    []uint64 // the touched values' counts before it
+	}
 }
 
 type loadValue struct {
@@ -63,14 +80,13 @@ type loadValue struct {
 	refs uint64
 	// touched is the number of the last commit that changed refs.
 	touched uint64
+	stored  bool   // its ID is in bucket "v"
+	written uint64 // the count bucket "n" holds
 }
 
-// A quadIndex is one of Cayley's quad indexes: its bucket and the
-// directions its keys list, in order.
-type quadIndex struct {
-	bucket []byte
-	dirs   []quad.Direction
-}
+// A link is an entry of the [O,P,S] index: a quad's object, predicate and
+// subject, and its ID.
+type link [4]uint64
 
 var (
 	cayleyMeta       = []byte("meta")
@@ -78,13 +94,17 @@ var (
 	cayleyHorizon    = []byte("horizon")
 	cayleySize       = []byte("size")
 	cayleyIndexesKey = []byte("indexes")
+	cayleyOPS        = []byte("ops")
+	// metaQuadsPending, in Lore's meta, marks a store whose Cayley part a
+	// quadLoad has not finished writing (see quadLoad).
+	metaQuadsPending = []byte("quads-pending")
 )
 
 // newQuadLoad returns a quadLoad for a bulk load into the store in tx, or
 // nil if Cayley's part of the store is not empty (the map would not know
-// its values) or its layout is not the one a quadLoad writes.
+// its values) or does not have one quad index, [O,P,S].
 func newQuadLoad(tx *bbolt.Tx) *quadLoad {
-	for _, name := range [][]byte{bValueIDs, bValueRefs, cayleyLogBucket} {
+	for _, name := range [][]byte{bValueIDs, bValueRefs, cayleyLogBucket, cayleyOPS} {
 		b := tx.Bucket(name)
 		if b == nil {
 			return nil
@@ -98,23 +118,10 @@ func newQuadLoad(tx *bbolt.Tx) *quadLoad {
 		return nil
 	}
 	var inds []ckv.QuadIndex
-	if err := json.Unmarshal(meta.Get(cayleyIndexesKey), &inds); err != nil || len(inds) == 0 {
+	if err := json.Unmarshal(meta.Get(cayleyIndexesKey), &inds); err != nil || len(inds) != 1 || !equalIndex(inds[0], opsIndex) {
 		return nil
 	}
 	l := &quadLoad{values: map[refs.ValueHash]*loadValue{}}
-	for _, ind := range inds {
-		if ind.Unique || len(ind.Dirs) == 0 {
-			return nil
-		}
-		name := make([]byte, len(ind.Dirs))
-		for i, d := range ind.Dirs {
-			name[i] = d.Prefix()
-		}
-		if tx.Bucket(name) == nil {
-			return nil
-		}
-		l.indexes = append(l.indexes, quadIndex{bucket: name, dirs: ind.Dirs})
-	}
 	if v := meta.Get(cayleyHorizon); len(v) == 8 {
 		l.horizon = binary.LittleEndian.Uint64(v)
 	}
@@ -134,17 +141,19 @@ func addsOnly(deltas []cgraph.Delta) bool {
 	return true
 }
 
-// write writes the quads deltas adds, in Cayley's layout, into tx. Every
-// delta adds.
+// write writes the log entries of the quads deltas adds, and of their new
+// values, into tx, and keeps the rest for materialize. Every delta adds.
+// If tx does not commit, the caller calls rollback.
 func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta) error {
 	l.commits++
 	commit := l.commits
-	ops := l.buf[:0]
-	var touched []*loadValue
-	var hashes []refs.ValueHash
-	lists := make([]map[string][]uint64, len(l.indexes))
-	for i := range lists {
-		lists[i] = map[string][]uint64{}
+	u := &l.undo
+	u.horizon, u.size, u.links = l.horizon, l.size, len(l.links)
+	u.added, u.touched, u.refs = u.added[:0], u.touched[:0], u.refs[:0]
+	log := tx.Bucket(cayleyLogBucket)
+	log.FillPercent = appendFill
+	put := func(id uint64, prim []byte) error {
+		return log.Put(binary.BigEndian.AppendUint64(make([]byte, 0, 8), id), prim)
 	}
 	var p cproto.Primitive
 	for _, d := range deltas {
@@ -160,6 +169,7 @@ func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta) error {
 				l.horizon++
 				v = &loadValue{id: l.horizon}
 				l.values[h] = v
+				u.added = append(u.added, h)
 				b, err := pquads.MarshalValue(val)
 				if err != nil {
 					return fmt.Errorf("cayley value %v: %w", val, err)
@@ -168,73 +178,141 @@ func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta) error {
 				if err != nil {
 					return err
 				}
-				ops = append(ops,
-					kvOp{bucket: bValueIDs, key: hashKey(h), val: binary.AppendUvarint(nil, v.id)},
-					kvOp{bucket: cayleyLogBucket, key: binary.BigEndian.AppendUint64(nil, v.id), val: prim})
+				if err := put(v.id, prim); err != nil {
+					return err
+				}
 			}
 			if v.touched != commit {
+				u.touched, u.refs = append(u.touched, v), append(u.refs, v.refs)
 				v.touched = commit
-				touched = append(touched, v)
-				hashes = append(hashes, h)
 			}
 			v.refs++
 			p.SetDirection(dir, v.id)
 		}
 		l.horizon++
 		p.ID = l.horizon
-		ops = append(ops, kvOp{bucket: cayleyLogBucket, key: binary.BigEndian.AppendUint64(nil, p.ID), val: appendLink(nil, &p)})
-		for i, ind := range l.indexes {
-			key := make([]byte, 0, 8*len(ind.dirs))
-			for _, dir := range ind.dirs {
-				key = binary.BigEndian.AppendUint64(key, p.GetDirection(dir))
-			}
-			lists[i][string(key)] = append(lists[i][string(key)], p.ID)
+		if err := put(p.ID, appendLink(nil, &p)); err != nil {
+			return err
 		}
-	}
-	for i, v := range touched {
-		ops = append(ops, kvOp{bucket: bValueRefs, key: hashKey(hashes[i]), val: binary.AppendUvarint(nil, v.refs)})
-	}
-	for i, ind := range l.indexes {
-		b := tx.Bucket(ind.bucket)
-		for key, ids := range lists[i] {
-			k := []byte(key)
-			val := append([]byte(nil), b.Get(k)...)
-			for _, id := range ids {
-				val = binary.AppendUvarint(val, id)
-			}
-			ops = append(ops, kvOp{bucket: ind.bucket, key: k, val: val})
-		}
+		l.links = append(l.links, link{p.Object, p.Predicate, p.Subject, p.ID})
 	}
 	l.size += int64(len(deltas))
-	ops = append(ops,
-		kvOp{bucket: cayleyMeta, key: cayleyHorizon, val: binary.LittleEndian.AppendUint64(nil, l.horizon)},
-		kvOp{bucket: cayleyMeta, key: cayleySize, val: binary.LittleEndian.AppendUint64(nil, uint64(l.size))})
-	for i := range ops {
-		ops[i].ord = i
-	}
-	sortOps(ops)
-	err := writeOps(tx, ops)
-	clear(ops)
-	l.buf = ops[:0]
-	return err
+	return l.writeMeta(tx)
 }
 
-func hashKey(h refs.ValueHash) []byte { return append([]byte(nil), h[:]...) }
+func (l *quadLoad) writeMeta(tx *bbolt.Tx) error {
+	meta := tx.Bucket(cayleyMeta)
+	if err := meta.Put(cayleyHorizon, binary.LittleEndian.AppendUint64(nil, l.horizon)); err != nil {
+		return err
+	}
+	return meta.Put(cayleySize, binary.LittleEndian.AppendUint64(nil, uint64(l.size)))
+}
 
-// appendLink appends the encoding of a quad's primitive without a
-// timestamp, as proto.Marshal writes it (fields in order, zero fields
-// left out), without its reflection.
-func appendLink(b []byte, p *cproto.Primitive) []byte {
-	for _, f := range [...]struct {
-		num protowire.Number
-		v   uint64
-	}{{1, p.ID}, {2, p.Subject}, {3, p.Predicate}, {4, p.Object}, {5, p.Label}} {
-		if f.v != 0 {
-			b = protowire.AppendTag(b, f.num, protowire.VarintType)
-			b = protowire.AppendVarint(b, f.v)
+// rollback undoes what the last write changed, whose transaction did not
+// commit.
+func (l *quadLoad) rollback() {
+	u := &l.undo
+	for _, h := range u.added {
+		delete(l.values, h)
+	}
+	for i, v := range u.touched {
+		v.refs = u.refs[i]
+		v.touched = 0
+	}
+	l.horizon, l.size, l.links = u.horizon, u.size, l.links[:u.links]
+	u.added, u.touched, u.refs = u.added[:0], u.touched[:0], u.refs[:0]
+}
+
+// materializeChunk is how many keys materialize writes per transaction:
+// bbolt keeps a transaction's pages in memory until it commits.
+const materializeChunk = 1 << 18
+
+// materialize writes what the load kept back (see quadLoad) into db, in
+// key order, a chunk per transaction, and clears metaQuadsPending in the
+// last. The caller has the store's writes to itself (rw's write side, or
+// no one else has the store). The quadLoad may go on: what it kept back
+// from now on is written by the next materialize.
+func (l *quadLoad) materialize(db *bbolt.DB) error {
+	var hashes []refs.ValueHash
+	for h, v := range l.values {
+		if !v.stored || v.written != v.refs {
+			hashes = append(hashes, h)
 		}
 	}
-	return b
+	slices.SortFunc(hashes, func(a, b refs.ValueHash) int { return bytes.Compare(a[:], b[:]) })
+	for len(hashes) > 0 {
+		n := min(len(hashes), materializeChunk)
+		chunk := hashes[:n]
+		err := db.Update(func(tx *bbolt.Tx) error {
+			ids, counts := tx.Bucket(bValueIDs), tx.Bucket(bValueRefs)
+			ids.FillPercent, counts.FillPercent = appendFill, appendFill
+			for _, h := range chunk {
+				v := l.values[h]
+				if !v.stored {
+					if err := ids.Put(bytes.Clone(h[:]), binary.AppendUvarint(nil, v.id)); err != nil {
+						return err
+					}
+				}
+				if err := counts.Put(bytes.Clone(h[:]), binary.AppendUvarint(nil, v.refs)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, h := range chunk {
+			v := l.values[h]
+			v.stored, v.written = true, v.refs
+		}
+		hashes = hashes[n:]
+	}
+	slices.SortFunc(l.links, func(a, b link) int {
+		for i := range a {
+			if c := cmp.Compare(a[i], b[i]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	for {
+		n := 0
+		err := db.Update(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(cayleyOPS)
+			b.FillPercent = appendFill
+			for n < len(l.links) && n < materializeChunk {
+				j := n + 1
+				for j < len(l.links) && [3]uint64(l.links[j][:3]) == [3]uint64(l.links[n][:3]) {
+					j++
+				}
+				key := make([]byte, 0, 24)
+				for _, x := range l.links[n][:3] {
+					key = binary.BigEndian.AppendUint64(key, x)
+				}
+				val := bytes.Clone(b.Get(key)) // from an earlier materialize
+				for _, ln := range l.links[n:j] {
+					val = binary.AppendUvarint(val, ln[3])
+				}
+				if err := b.Put(key, val); err != nil {
+					return err
+				}
+				n = j
+			}
+			if n == len(l.links) {
+				return tx.Bucket(bMeta).Delete(metaQuadsPending)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		l.links = l.links[n:]
+		if len(l.links) == 0 {
+			l.links = nil
+			return nil
+		}
+	}
 }
 
 // oneQuadIndex keeps one of Cayley's two quad indexes, [O,P,S], and drops
@@ -258,20 +336,38 @@ func oneQuadIndex(tx *bbolt.Tx) error {
 		return nil // Cayley's own legacy default; left alone
 	}
 	sp := ckv.QuadIndex{Dirs: []quad.Direction{quad.Subject, quad.Predicate}}
-	ops := ckv.QuadIndex{Dirs: []quad.Direction{quad.Object, quad.Predicate, quad.Subject}}
-	if len(inds) != 2 || !equalIndex(inds[0], sp) || !equalIndex(inds[1], ops) {
+	if len(inds) != 2 || !equalIndex(inds[0], sp) || !equalIndex(inds[1], opsIndex) {
 		return nil
 	}
 	if err := tx.DeleteBucket([]byte("sp")); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 		return err
 	}
-	data, err := json.Marshal([]ckv.QuadIndex{ops})
+	data, err := json.Marshal([]ckv.QuadIndex{opsIndex})
 	if err != nil {
 		return err
 	}
 	return meta.Put(cayleyIndexesKey, data)
 }
 
+// opsIndex is the quad index Lore keeps of Cayley's defaults.
+var opsIndex = ckv.QuadIndex{Dirs: []quad.Direction{quad.Object, quad.Predicate, quad.Subject}}
+
 func equalIndex(a, b ckv.QuadIndex) bool {
 	return a.Unique == b.Unique && slices.Equal(a.Dirs, b.Dirs)
+}
+
+// appendLink appends the encoding of a quad's primitive without a
+// timestamp, as proto.Marshal writes it (fields in order, zero fields
+// left out), without its reflection.
+func appendLink(b []byte, p *cproto.Primitive) []byte {
+	for _, f := range [...]struct {
+		num protowire.Number
+		v   uint64
+	}{{1, p.ID}, {2, p.Subject}, {3, p.Predicate}, {4, p.Object}, {5, p.Label}} {
+		if f.v != 0 {
+			b = protowire.AppendTag(b, f.num, protowire.VarintType)
+			b = protowire.AppendVarint(b, f.v)
+		}
+	}
+	return b
 }
