@@ -644,7 +644,7 @@ func (b *bulk) finish() error {
 	var err error
 	lost := s.deferred.lost
 	if !lost {
-		err = s.flushDeferred()
+		err = errors.Join(s.flushPendingIn(), s.flushDeferred())
 		lost = err != nil
 	}
 	s.deferred = nil

@@ -48,6 +48,12 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 	if s.loading && !b.DryRun {
 		return nil, fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", graph.ErrConflict)
 	}
+	// Planning a node's delete or re-type reads its in-edges.
+	if len(b.DeleteNodes) > 0 || b.Retype {
+		if err := s.flushPendingIn(); err != nil {
+			return nil, fmt.Errorf("writing the load's in-edge index: %w", err)
+		}
+	}
 
 	var hash []byte
 	if b.IdempotencyKey != "" {
@@ -102,6 +108,12 @@ func newCommitPlan(p *graph.Plan) *commitPlan { return &commitPlan{Plan: p, delt
 // commit writes a plan: Cayley's quads and Lore's records in one bbolt
 // transaction, then wakes subscribers. The caller holds wmu.
 func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) (err error) {
+	if s.deferred != nil && removesEdges(p.Plan) {
+		// The in-edge entries it removes may be pending (see pendingIn).
+		if err := s.flushPendingIn(); err != nil {
+			return fmt.Errorf("commit: writing the load's in-edge index: %w", err)
+		}
+	}
 	seq := s.lastSeq
 	if !p.Empty() {
 		seq++
@@ -553,6 +565,7 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 			put(bProp, k, nil)
 		}
 	}
+	var inKeys [][]byte
 	for _, op := range p.Edges {
 		k := op.Key
 		switch {
@@ -561,10 +574,11 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 			if op.Old != nil {
 				continue
 			}
-			// The in-edge index is never deferred: reads and the planning
-			// of the next batch (a delete's cascade) see it as they see
-			// the edge records.
-			primary(kvOp{bucket: bIn, key: inKey(k)})
+			if hold != nil {
+				inKeys = append(inKeys, inKey(k)) // see pendingIn
+			} else {
+				primary(kvOp{bucket: bIn, key: inKey(k)})
+			}
 			count(bMeta, countKey("edge", k.Label), 1)
 			count(bDeg, degKey(k.From, 'o', k.Label), 1)
 			count(bDeg, degKey(k.To, 'i', k.Label), 1)
@@ -575,6 +589,9 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 			count(bDeg, degKey(k.From, 'o', k.Label), -1)
 			count(bDeg, degKey(k.To, 'i', k.Label), -1)
 		}
+	}
+	if hold != nil {
+		hold.in.add(inKeys)
 	}
 	if !p.Empty() {
 		put(bLog, u64(p.Change.Seq), graph.EncodeChange(p.Change))
@@ -791,6 +808,7 @@ type deferredIndexes struct {
 	flush    int  // it writes them every flush entries (Config.DeferFlush)
 	done     bool // the last batch's commit wrote them all and cleared the mark
 	lost     bool // a commit that carried some of them failed: the load must rebuild them
+	in       pendingIn
 }
 
 const deferChunk = 4096

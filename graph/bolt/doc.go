@@ -15,6 +15,10 @@
 //	edge   <n:FROM> <e:LABEL>  <n:TO>            (unkeyed edge)
 //	edge   <n:FROM> <e:LABEL>  <n:TO>  <k:KEY>   (keyed edge: the key is the quad label)
 //
+// Cayley keeps one quad index, [O,P,S] (see oneQuadIndex). A bulk load into
+// an empty store writes Cayley's layout itself rather than through
+// Cayley's writer (see quadLoad).
+//
 // A traversal (edges of a frontier, by label and direction) never reads
 // Cayley's quads: out-edges come from Lore's edge records, keyed from,
 // label, to, key, and in-edges from the in-edge index beside them, keyed
@@ -47,9 +51,10 @@
 //     start and end of bulk and atomic loads, Repair's rebuild, and Close. Planning therefore reads a state nothing else changes.
 //   - rw keeps readers and write transactions apart. Every bbolt write
 //     transaction runs under its write side: a commit (Cayley's
-//     ApplyDeltas, one or two calls, and Lore's records, index entries,
-//     counters, change-log entry and idempotency key, written by the hook
-//     at Cayley's commit into the same transaction), a deferred flush, a
+//     ApplyDeltas, one or two calls, or a quadLoad's write, and Lore's
+//     records, index entries, counters, change-log entry and idempotency
+//     key, written by the hook at Cayley's commit into the same
+//     transaction), a deferred flush, a quadLoad's last writes, a
 //     rebuild, the marks of a load. Every read primitive runs under its read
 //     side, in one bbolt read transaction (plus, for Stats and Check,
 //     Cayley's own read transactions): they must not meet a commit, because a commit
