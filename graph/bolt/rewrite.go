@@ -33,11 +33,19 @@ import (
 // it once it holds the store's lock.
 const rewriteSuffix = ".rewrite"
 
-// rewriteChunk is how many bytes of keys and values the rewrite copies per
-// transaction of the new file: bbolt keeps a transaction's pages in memory
-// until its commit, and an append touches only the last page of each level,
-// so a commit costs the same whatever came before it.
-const rewriteChunk = 64 << 20
+// rewriteChunk and rewriteKeys bound what the rewrite copies per
+// transaction of the new file, in bytes of keys and values and in keys:
+// bbolt keeps a transaction's pages in memory until its commit, and an
+// append touches only the last page of each level, so a commit costs the
+// same whatever came before it. The last leaf, though, holds every key
+// the transaction appended until the commit splits it, in one slice that
+// grows by a quarter at a time: 64 MiB of in-edge keys (1.6 million) per
+// transaction spent 30 of the 57 s the rewrite took at 1M nodes copying
+// that slice as it grew.
+const (
+	rewriteChunk = 64 << 20
+	rewriteKeys  = 1 << 16
+)
 
 // rewriteFile copies the store's file into a new one, bucket by bucket in
 // key order, and puts the new file in its place: the store goes on with the
@@ -146,14 +154,14 @@ func copyFile(src, dst *bbolt.DB) error {
 // A fileCopy is a copy under way: dst's open transaction and the bytes it
 // holds.
 type fileCopy struct {
-	dst  *bbolt.DB
-	tx   *bbolt.Tx
-	size int
+	dst        *bbolt.DB
+	tx         *bbolt.Tx
+	size, keys int
 }
 
 func (c *fileCopy) begin() (err error) {
 	c.tx, err = c.dst.Begin(true)
-	c.size = 0
+	c.size, c.keys = 0, 0
 	return err
 }
 
@@ -187,7 +195,8 @@ func (c *fileCopy) bucket(path [][]byte, src *bbolt.Bucket) error {
 		if err := dst.Put(k, v); err != nil {
 			return err
 		}
-		if c.size += len(k) + len(v); c.size >= rewriteChunk {
+		c.size += len(k) + len(v)
+		if c.keys++; c.size >= rewriteChunk || c.keys >= rewriteKeys {
 			if err := c.tx.Commit(); err != nil {
 				return err
 			}
