@@ -324,11 +324,9 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 	if err := s.initCayley(); err != nil {
 		return err
 	}
-	qs, err := ckv.New(s.kv, cayleyOpts)
-	if err != nil {
-		return fmt.Errorf("cayley: %w", err)
+	if err := s.newQuadStore(); err != nil {
+		return err
 	}
-	s.qs = qs
 	return s.db.DB().Update(func(tx *bbolt.Tx) error {
 		for _, b := range append([][]byte{bValueIDs, bValueRefs}, allBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -353,6 +351,7 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 		if err := meta.Put([]byte("version"), u64(storeVersion)); err != nil {
 			return err
 		}
+		var err error
 		if s.cursorKey, err = loadCursorKey(meta); err != nil {
 			return err
 		}
@@ -595,11 +594,9 @@ func (s *Store) endQuadLoad() error {
 		return err
 	}
 	s.qload = nil
-	qs, err := ckv.New(s.kv, cayleyOpts)
-	if err != nil {
-		return fmt.Errorf("cayley: %w", err)
+	if err := s.newQuadStore(); err != nil {
+		return err
 	}
-	s.qs = qs
 	return nil
 }
 
@@ -625,11 +622,9 @@ func (s *Store) rebuildQuads(ctx context.Context) error {
 	if _, err := reloadQuads(ctx, db.View, db); err != nil {
 		return err
 	}
-	qs, err := ckv.New(s.kv, cayleyOpts)
-	if err != nil {
-		return fmt.Errorf("cayley: %w", err)
+	if err := s.newQuadStore(); err != nil {
+		return err
 	}
-	s.qs = qs
 	return nil
 }
 

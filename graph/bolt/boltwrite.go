@@ -17,7 +17,6 @@ import (
 	"github.com/lore-dev/lore/graph"
 
 	cgraph "github.com/cayleygraph/cayley/graph"
-	ckv "github.com/cayleygraph/cayley/graph/kv"
 	"github.com/cayleygraph/quad"
 	bbolt "go.etcd.io/bbolt"
 )
@@ -189,11 +188,7 @@ func (s *Store) cayleyCommit(p *commitPlan, write func(*bbolt.Tx) error, ready <
 	if err != nil {
 		// A failed ApplyDeltas leaves Cayley's caches and buffered index
 		// entries behind; a fresh QuadStore over the same file drops them.
-		if qs, rerr := ckv.New(s.kv, cayleyOpts); rerr == nil {
-			s.qs = qs
-		} else {
-			err = errors.Join(err, rerr)
-		}
+		err = errors.Join(err, s.newQuadStore())
 	}
 	return err
 }

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -604,23 +603,7 @@ func TestBulkLoadDefersIndexes(t *testing.T) {
 	_ = end // never called: the process "dies"
 	b := &graph.Batch{}
 	for line := range strings.Lines(data.String()) {
-		var kind struct{ Kind string }
-		if err := json.Unmarshal([]byte(line), &kind); err != nil {
-			t.Fatal(err)
-		}
-		if kind.Kind == "node" {
-			var n graph.NodeInput
-			if err := json.Unmarshal([]byte(line), &n); err != nil {
-				t.Fatal(err)
-			}
-			b.Nodes = append(b.Nodes, n)
-		} else {
-			var e graph.EdgeInput
-			if err := json.Unmarshal([]byte(line), &e); err != nil {
-				t.Fatal(err)
-			}
-			b.Edges = append(b.Edges, e)
-		}
+		addLine(t, b, line)
 		if b.Len() == 500 {
 			apply(t, s, b)
 			b = &graph.Batch{}

@@ -130,6 +130,15 @@ func (s *Store) empty() error {
 	if err := s.createBuckets(); err != nil {
 		return err
 	}
+	if err := s.newQuadStore(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// newQuadStore opens a fresh Cayley QuadStore over the store's file: one
+// whose caches hold nothing of what came before.
+func (s *Store) newQuadStore() error {
 	qs, err := ckv.New(s.kv, cayleyOpts)
 	if err != nil {
 		return fmt.Errorf("cayley: %w", err)

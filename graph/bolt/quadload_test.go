@@ -300,13 +300,7 @@ func TestQuadLoadHandsOverToCayley(t *testing.T) {
 				t.Fatal("a batch that deletes kept the quadLoad")
 			}
 		}
-		if err := end(); err != nil {
-			t.Fatal(err)
-		}
-		if r, err := s.Check(t.Context()); err != nil || !r.OK() {
-			t.Fatalf("check: %v %v", err, r.Problems)
-		}
-		dumps[i] = cayleyDump(t, s)
+		dumps[i] = endAndDump(t, s, end)
 	}
 	if !slices.Equal(dumps[0], dumps[1]) {
 		t.Fatalf("%s", lineDiff(dumps[0], dumps[1]))
@@ -377,13 +371,7 @@ func TestQuadLoadSurvivesFailedCommit(t *testing.T) {
 		summary(good)
 		apply(t, s, failing)
 		apply(t, s, last)
-		if err := end(); err != nil {
-			t.Fatal(err)
-		}
-		if r, err := s.Check(t.Context()); err != nil || !r.OK() {
-			t.Fatalf("check: %v %v", err, r.Problems)
-		}
-		dumps[i] = cayleyDump(t, s)
+		dumps[i] = endAndDump(t, s, end)
 	}
 	if !slices.Equal(dumps[0], dumps[1]) {
 		t.Fatalf("%s", lineDiff(dumps[0], dumps[1]))
@@ -543,19 +531,7 @@ func TestQuadLoadDiesAndOpenRebuilds(t *testing.T) {
 			} else {
 				inBatch[el] = true
 			}
-			if kind.Kind == "node" {
-				var n graph.NodeInput
-				if err := json.Unmarshal([]byte(line), &n); err != nil {
-					t.Fatal(err)
-				}
-				b.Nodes = append(b.Nodes, n)
-			} else {
-				var e graph.EdgeInput
-				if err := json.Unmarshal([]byte(line), &e); err != nil {
-					t.Fatal(err)
-				}
-				b.Edges = append(b.Edges, e)
-			}
+			addLine(t, b, line)
 		}
 		apply(t, s, b)
 		if i == 1 && (s.qload == nil || len(s.qload.links) == 0) {
@@ -578,4 +554,38 @@ func TestQuadLoadDiesAndOpenRebuilds(t *testing.T) {
 	if !slices.Equal(dumps[0], dumps[1]) {
 		t.Fatalf("%s", lineDiff(dumps[0], dumps[1]))
 	}
+}
+
+// endAndDump ends a bulk load, checks the store and dumps Cayley's part.
+func endAndDump(t *testing.T, s *Store, end func() error) []string {
+	t.Helper()
+	if err := end(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check: %v %v", err, r.Problems)
+	}
+	return cayleyDump(t, s)
+}
+
+// addLine adds an import file's line, a node or an edge, to b.
+func addLine(t *testing.T, b *graph.Batch, line string) {
+	t.Helper()
+	var kind struct{ Kind string }
+	if err := json.Unmarshal([]byte(line), &kind); err != nil {
+		t.Fatal(err)
+	}
+	if kind.Kind == "node" {
+		var n graph.NodeInput
+		if err := json.Unmarshal([]byte(line), &n); err != nil {
+			t.Fatal(err)
+		}
+		b.Nodes = append(b.Nodes, n)
+		return
+	}
+	var e graph.EdgeInput
+	if err := json.Unmarshal([]byte(line), &e); err != nil {
+		t.Fatal(err)
+	}
+	b.Edges = append(b.Edges, e)
 }
