@@ -15,12 +15,16 @@ test:           ; $(GO) test -vet=off -timeout 20m $(TESTPKGS)
 test-race:      ; $(GO) test -race -tags openapi -timeout 30m ./...
 test-short:     ; $(GO) test -short ./...
 lint:           ; test -z "$$(gofmt -l .)" && $(GO) vet -tags browser,interop,attack,openapi ./... && $(GO) tool staticcheck -tags browser,interop,attack,openapi ./...
-bench:          ; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./graph/bolt -lore.sizes $(or $(SIZES),10000,100000,1000000) -lore.qsizes $(or $(SIZES),10000,100000,1000000)
+# Default sizes of the benchmarks. They are variables because a comma inside $(or ...) separates its
+# arguments: $(or $(SIZES),100000,1000000) gave 100000 alone.
+BENCH_SIZES    = 10000,100000,1000000
+BENCH_PG_SIZES = 100000,1000000
+bench:          ; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./graph/bolt -lore.sizes $(or $(SIZES),$(BENCH_SIZES)) -lore.qsizes $(or $(SIZES),$(BENCH_SIZES))
 bench-mcp:      ; $(GO) test -run '^$$' -bench Transports -benchtime 1x -timeout 60m ./mcp -lore.mcpsizes $(or $(SIZES),10000)
 # Lore against PostgreSQL at 127.0.0.1:5432 (trust auth; its own database, dropped after) on the same generated package
 # index: answers checked to agree, then p50/p90 and Lore ÷ PostgreSQL per question (issue 18). SIZES=10000 is a quick run;
 # RUNS sets the timed runs per question and side (default 30).
-bench-pg:       ; $(GO) test -run '^$$' -bench PG -benchtime 1x -timeout 240m ./graph/pgbench -lore.pgsizes $(or $(SIZES),100000,1000000) -lore.pgruns $(or $(RUNS),30)
+bench-pg:       ; $(GO) test -run '^$$' -bench PG -benchtime 1x -timeout 240m ./graph/pgbench -lore.pgsizes $(or $(SIZES),$(BENCH_PG_SIZES)) -lore.pgruns $(or $(RUNS),30)
 bench-go:       ; $(GO) test -run '^$$' -bench . -benchmem ./...
 # Every decoder of outside input has a fuzz target; make fuzz runs each for FUZZTIME (the issue notes quote 10m runs).
 # CI counts executions, not seconds: with a duration, Go 1.26's fuzz coordinator can fail a target at the deadline
