@@ -41,10 +41,13 @@ const ownerFile = "owner"
 // instead of 131,072 (see hookKV); version 5 adds the in-edge index (bIn);
 // version 6 holds the search postings of graph.TokenizerVersion 2 (folded,
 // stemmed, BM25 impacts), in impact order too, and their counts; version 7
-// adds the degree index (bDegIdx). Open upgrades older stores: it moves
-// the values (mergeValueBuckets) and
-// rebuilds the derived data, the in-edge index with it.
-const storeVersion = 7
+// adds the degree index (bDegIdx); version 8 writes edge records of
+// version 2 (see record.go) and keeps one of Cayley's quad indexes (see
+// oneQuadIndex), so that a Lore that reads only version 7 refuses it
+// rather than finding its edges corrupt. Open upgrades older stores: it
+// moves the values (mergeValueBuckets) and rebuilds the derived data, the
+// in-edge index with it (up to version 6), and drops Cayley's [S,P] index.
+const storeVersion = 8
 
 // Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", and "v" and
 // "n" as the adapter keeps them, see hookKV).
@@ -336,7 +339,7 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 		meta := tx.Bucket(bMeta)
 		if v := meta.Get([]byte("version")); v != nil {
 			switch binary.BigEndian.Uint64(v) {
-			case storeVersion:
+			case storeVersion, 7: // 7: edge records of version 1 still read
 			case 1, 2, 3, 4, 5, 6:
 				// Mark the derived buckets stale in the same transaction
 				// that bumps the version: Open rebuilds them, and a crash

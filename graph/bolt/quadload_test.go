@@ -378,9 +378,9 @@ func TestQuadLoadSurvivesFailedCommit(t *testing.T) {
 	}
 }
 
-// A new store keeps one of Cayley's quad indexes, [O,P,S]; a store made
-// with Cayley's two default indexes loses [S,P] at its next Open, and
-// Cayley goes on with the other.
+// A new store keeps one of Cayley's quad indexes, [O,P,S]; a store of
+// layout 7, made with Cayley's two default indexes, loses [S,P] at its next
+// Open and becomes layout 8, and Cayley goes on with the other index.
 func TestOneQuadIndex(t *testing.T) {
 	indexes := func(t *testing.T, s *Store) (string, bool) {
 		t.Helper()
@@ -422,7 +422,10 @@ func TestOneQuadIndex(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return sp.Put(make([]byte, 16), []byte{1})
+		if err := sp.Put(make([]byte, 16), []byte{1}); err != nil {
+			return err
+		}
+		return tx.Bucket(bMeta).Put([]byte("version"), u64(7)) // the layout that had both
 	})
 	db.Close()
 	if err != nil {
@@ -432,6 +435,12 @@ func TestOneQuadIndex(t *testing.T) {
 	if list, sp := indexes(t, s); list != one || sp {
 		t.Fatalf("after reopening a store with both indexes: %s, [S,P] bucket %v", list, sp)
 	}
+	_ = s.read(func(tx *bbolt.Tx) error {
+		if v := binary.BigEndian.Uint64(tx.Bucket(bMeta).Get([]byte("version"))); v != storeVersion {
+			t.Errorf("store layout version %d after the upgrade, want %d", v, storeVersion)
+		}
+		return nil
+	})
 	apply(t, s, &graph.Batch{DeleteNodes: []graph.NodeRef{{ID: "doc/d"}},
 		Edges: []graph.EdgeInput{{EdgeKey: graph.EdgeKey{From: "doc/e", Label: "about", To: "topic/a"}}}})
 	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
