@@ -49,7 +49,7 @@ const ownerFile = "owner"
 // in-edge index with it (up to version 6), and drops Cayley's [S,P] index.
 const storeVersion = 8
 
-// Lore's buckets, beside Cayley's ("meta", "log", "sp", "ops", and "v" and
+// Lore's buckets, beside Cayley's ("meta", "log", "ops", and "v" and
 // "n" as the adapter keeps them, see hookKV).
 var (
 	bNodes     = []byte("lore.node") // ID -> nodeRec
@@ -728,7 +728,7 @@ func (s *Store) flushDeferred() error {
 		if err != nil {
 			return err
 		}
-		dops, err := foldDeg(tx, deg, nil, nil, nil, true) // and the staged summaries
+		dops, err := foldDeg(nil, tx, deg, nil, nil, nil, true) // and the staged summaries
 		if err != nil {
 			return err
 		}

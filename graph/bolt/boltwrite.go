@@ -622,18 +622,18 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 				recs[id].Deg = old.Deg
 			}
 		}
-		var dops []kvOp
 		if d != nil && p.drained && !p.last {
+			var dops []kvOp
 			dops, err = stageDeg(tx, deg) // a bulk load's flush: see stageDeg
+			ops = append(ops, dops...)
 		} else {
-			dops, err = foldDeg(tx, deg, recs, gone, retyped, d != nil && p.last)
+			ops, err = foldDeg(ops, tx, deg, recs, gone, retyped, d != nil && p.last)
 		}
 		if err == nil && len(gone) > 0 {
 			var gops []kvOp
 			gops, err = goneDegIdxOps(tx, gone)
-			dops = append(dops, gops...)
+			ops = append(ops, gops...)
 		}
-		ops = append(ops, dops...)
 		return err
 	})
 	if err != nil {

@@ -127,17 +127,16 @@ func stageDeg(tx *bbolt.Tx, deltas map[string]int64) ([]kvOp, error) {
 }
 
 // foldDeg adds counter deltas keyed by degKey to the summaries of the node
-// records in tx, and returns the writes of the records it changes and of
-// their degree index keys. recs are the records the commit writes anyway,
+// records in tx, and appends to ops the writes of the records it changes
+// and of their degree index keys. recs are the records the commit writes anyway,
 // each holding its committed summary: theirs are updated in place. The
 // deltas of the nodes in gone, which the commit deletes, are dropped (and
 // their index keys left to goneDegIdxOps). retyped maps the nodes the
 // commit re-types to their old types: their index keys move to the new
 // type. With staged, the summaries in bDeg are added too, and bDeg is
 // emptied.
-func foldDeg(tx *bbolt.Tx, deltas map[string]int64, recs map[graph.ID]*nodeRec, gone map[graph.ID]bool, retyped map[graph.ID]string, staged bool) ([]kvOp, error) {
+func foldDeg(ops []kvOp, tx *bbolt.Tx, deltas map[string]int64, recs map[graph.ID]*nodeRec, gone map[graph.ID]bool, retyped map[graph.ID]string, staged bool) ([]kvOp, error) {
 	ids, by := groupDeg(deltas)
-	var ops []kvOp
 	if staged {
 		c := tx.Bucket(bDeg).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -154,6 +153,15 @@ func foldDeg(tx *bbolt.Tx, deltas map[string]int64, recs map[graph.ID]*nodeRec, 
 		slices.Sort(ids)
 		ops = append(ops, kvOp{bucket: bDeg, del: true})
 	}
+	// A node writes its record and a degree index key per summary entry
+	// (a delete too, where one changes): room for them at once, as a
+	// load's last fold writes them for every node (at 1M nodes, growing
+	// the slice a quarter at a time was 8.6 of its 15.7 s).
+	entries := 0
+	for _, id := range ids {
+		entries += len(by[id])
+	}
+	ops = slices.Grow(ops, len(ids)+2*entries)
 	nodes := tx.Bucket(bNodes)
 	for _, id := range ids {
 		if gone[id] {

@@ -223,9 +223,11 @@ func (l *quadLoad) rollback() {
 	u.added, u.touched, u.refs = u.added[:0], u.touched[:0], u.refs[:0]
 }
 
-// materializeChunk is how many keys materialize writes per transaction:
-// bbolt keeps a transaction's pages in memory until it commits.
-const materializeChunk = 1 << 18
+// materializeChunk is how many keys materialize (and flushPendingIn)
+// write per transaction: bbolt keeps a transaction's pages in memory
+// until it commits, and the last leaf holds every key appended to it
+// until then (see rewriteKeys).
+const materializeChunk = rewriteKeys
 
 // materialize writes what the load kept back (see quadLoad) into db, in
 // key order, a chunk per transaction, and clears metaQuadsPending in the
