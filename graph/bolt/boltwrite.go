@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -118,17 +119,24 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 		seq++
 		p.Result.Seq, p.Change.Seq = seq, seq
 	}
+	var mark deferMark
+	if s.deferred != nil {
+		mark = s.deferred.mark()
+	}
 	// Lore's writes are prepared on another goroutine while Cayley does its
 	// part of the commit (prepareWrites reads committed state only); the
 	// hook at Cayley's commit waits for them and writes them into Cayley's
 	// transaction.
 	ready := make(chan prepared, 1)
 	go func() {
-		ops, err := s.prepareWrites(p, idemKey, hash, t)
-		ready <- prepared{ops, err}
+		ops, held, err := s.prepareWrites(p, idemKey, hash, t)
+		ready <- prepared{ops, held, err}
 	}()
+	// wait returns the prepared writes; the commit calls it before it
+	// returns, so that no preparing outlives it.
+	wait := sync.OnceValue(func() prepared { return <-ready })
 	write := func(tx *bbolt.Tx) error {
-		w := <-ready
+		w := wait()
 		if w.err != nil {
 			return w.err
 		}
@@ -150,21 +158,29 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 		// Cayley writes the rest of the load, once it has what the
 		// quadLoad kept back.
 		if err = s.endQuadLoad(); err != nil {
-			<-ready
 			err = fmt.Errorf("writing Cayley's quads before a batch that removes some: %w", err)
 		} else {
-			err = s.cayleyCommit(p, write, ready)
+			err = s.cayleyCommit(p, write)
 		}
 	} else if len(p.deltas) > 0 {
-		err = s.cayleyCommit(p, write, ready)
+		err = s.cayleyCommit(p, write)
 	} else {
 		err = s.db.DB().Update(write)
 	}
+	held := wait().held
 	if err == nil && !p.Empty() {
 		s.lastSeq = seq // under the write lock: Stats reads it under the read lock
 	}
-	if err != nil && p.drained {
-		s.deferred.lost = true // the deferred entries this commit carried are gone
+	if d := s.deferred; d != nil {
+		switch {
+		case err == nil:
+			d.addCounts(held)
+		case p.drained:
+			d.lost = true // the deferred entries this commit carried are gone
+			d.in.truncate(mark.in)
+		default:
+			d.rollback(mark) // nothing of the commit stays
+		}
 	}
 	s.rw.Unlock()
 	if err != nil {
@@ -177,14 +193,12 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 }
 
 // cayleyCommit commits a plan through Cayley's ApplyDeltas, whose commit
-// runs Lore's writes (write, which takes them from ready) in the same
+// runs Lore's writes (write) in the same
 // transaction. The caller holds rw's write side.
-func (s *Store) cayleyCommit(p *commitPlan, write func(*bbolt.Tx) error, ready <-chan prepared) error {
+func (s *Store) cayleyCommit(p *commitPlan, write func(*bbolt.Tx) error) error {
 	s.kv.setHook(write)
 	err := s.applyDeltas(splitDeltas(p.deltas))
-	if s.kv.takeHook() != nil {
-		<-ready // Cayley failed before its commit: the writes were never used
-	}
+	s.kv.takeHook() // still set if Cayley failed before its commit
 	if err != nil {
 		// A failed ApplyDeltas leaves Cayley's caches and buffered index
 		// entries behind; a fresh QuadStore over the same file drops them.
@@ -195,8 +209,9 @@ func (s *Store) cayleyCommit(p *commitPlan, write func(*bbolt.Tx) error, ready <
 
 // prepared is Lore's part of a commit, prepared beside Cayley's.
 type prepared struct {
-	ops []kvOp
-	err error
+	ops  []kvOp
+	held map[counterKey]int64 // the counts it defers (see deferredIndexes.addCounts)
+	err  error
 }
 
 // splitDeltas returns the quads deltas removes and those it adds.
@@ -460,9 +475,10 @@ type counterKey struct {
 // change-log entry and the idempotency key, sorted so that the commit
 // touches each page once and in order. It reads committed state only, so
 // it may run while Cayley prepares its own part of the same commit.
-func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time.Time) ([]kvOp, error) {
+func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time.Time) (_ []kvOp, held map[counterKey]int64, _ error) {
 	ops := make([]kvOp, 0, len(p.Edges)+2*len(p.Nodes)+4)
 	counters := map[counterKey]int64{}
+	held = map[counterKey]int64{}    // the counts it defers, which the store adds once it commits
 	recs := map[graph.ID]*nodeRec{}  // the node records this commit writes
 	var updated []graph.ID           // those of them that exist: their summaries carry over
 	gone := map[graph.ID]bool{}      // the nodes it deletes
@@ -489,7 +505,7 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 	}
 	count := func(b, k []byte, n int64) {
 		if hold != nil && hold.holds(b) {
-			hold.counters[counterKey{string(b), string(k)}] += n
+			held[counterKey{string(b), string(k)}] += n
 			return
 		}
 		counters[counterKey{string(b), string(k)}] += n
@@ -596,10 +612,14 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		rec, _ := json.Marshal(idemRec{Hash: hash, Time: t, Result: p.Result})
 		put(bIdem, []byte(idemKey), rec)
 	}
-	if d != nil && (d.size() >= d.flush || p.last) {
+	if d != nil && (d.size()+len(held) >= d.flush || p.last) {
 		// This commit also writes the deferred index entries, with room
 		// for the counters and records still to come.
-		ops = d.drain(ops, len(counters)+len(d.counters)+2*len(recs)+4, counters)
+		ops = d.drain(ops, len(counters)+len(d.counters)+len(held)+2*len(recs)+4, counters)
+		for k, n := range held {
+			counters[k] += n
+		}
+		clear(held)
 		p.drained = true
 		if p.last {
 			del(bMeta, metaDeferred) // all of them
@@ -637,13 +657,13 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, held, err
 	}
 	for id, rec := range recs {
 		ops = append(ops, kvOp{bucket: bNodes, key: []byte(id), val: rec.encode()})
 	}
 	sortOps(ops)
-	return ops, nil
+	return ops, held, nil
 }
 
 // counterOps returns the writes that apply plain 8-byte counter deltas to
@@ -840,6 +860,34 @@ func (d *deferredIndexes) add(op kvOp) {
 }
 
 func (d *deferredIndexes) size() int { return d.n + len(d.counters) }
+
+// A deferMark is how much a bulk load had deferred when a commit started.
+type deferMark struct{ n, in int }
+
+func (d *deferredIndexes) mark() deferMark { return deferMark{d.n, len(d.in.runs)} }
+
+// rollback drops what a commit that failed deferred, which it had not
+// drained (its counts never reached d, see addCounts).
+func (d *deferredIndexes) rollback(m deferMark) {
+	for i := m.n / deferChunk; i < len(d.chunks); i++ {
+		c := d.chunks[i]
+		keep := 0
+		if i == m.n/deferChunk {
+			keep = m.n % deferChunk
+		}
+		clear(c[keep:]) // the chunk must not keep the keys alive
+		d.chunks[i] = c[:keep]
+	}
+	d.n = m.n
+	d.in.truncate(m.in)
+}
+
+// addCounts adds the counts a commit deferred, once it committed.
+func (d *deferredIndexes) addCounts(held map[counterKey]int64) {
+	for k, n := range held {
+		d.counters[k] += n
+	}
+}
 
 // drain appends the collected entries to ops, with room for extra more,
 // and moves the counters into the commit's own (which reads their current

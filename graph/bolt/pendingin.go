@@ -46,6 +46,18 @@ func (p *pendingIn) add(keys [][]byte) {
 	p.n += len(keys)
 }
 
+// truncate drops the runs after the first n.
+func (p *pendingIn) truncate(n int) {
+	for _, run := range p.runs[n:] {
+		for r := run; len(r) > 0; p.n-- {
+			k, w := binary.Uvarint(r)
+			r = r[w+int(k):]
+		}
+	}
+	clear(p.runs[n:])
+	p.runs = p.runs[:n]
+}
+
 // A runCursor reads one run.
 type runCursor struct {
 	run []byte
