@@ -574,6 +574,11 @@ func (s *Store) bulkLocked() *bulk {
 	// each 16 MiB): at 10k nodes that fsync took 7 ms.
 	db.NoGrowSync = true
 	s.deferred = newDeferred(s.deferAfter, s.deferFlush)
+	if s.loading {
+		// Its edge records wait too: should the load die, the next Open
+		// undoes it.
+		s.deferred.edges = newEdgeRuns()
+	}
 	if !s.cayleyLoads {
 		var ql *quadLoad
 		_ = db.View(func(tx *bbolt.Tx) error { ql = newQuadLoad(tx); return nil })
@@ -641,10 +646,13 @@ func (b *bulk) finish() error {
 	}
 	var err error
 	lost := s.deferred.lost
-	if !lost {
-		err = errors.Join(s.flushPendingIn(), s.flushDeferred())
-		lost = err != nil
+	// The edge records that wait are the load's own: written even if the
+	// derived entries are to be rebuilt, from them.
+	err = s.flushPending()
+	if !lost && err == nil {
+		err = s.flushDeferred()
 	}
+	lost = lost || err != nil
 	s.deferred = nil
 	if s.qload != nil {
 		// What the quadLoad kept back; if writing it fails, Cayley's

@@ -57,7 +57,14 @@ func (b *boltSnap) NodeTypes(_ context.Context, ids []graph.ID) ([]string, error
 }
 
 func (b *boltSnap) EdgeRecords(_ context.Context, keys []graph.EdgeKey) ([]*edgeRec, error) {
-	return getEdgeRecs(b.tx, keys)
+	recs, err := getEdgeRecs(b.tx, keys)
+	if err != nil {
+		return nil, err
+	}
+	if d := b.s.deferred; d != nil && d.edges != nil {
+		err = d.edges.overlay(keys, recs)
+	}
+	return recs, err
 }
 
 // Incident reads a node's out-edges from the edge records and its

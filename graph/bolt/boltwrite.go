@@ -48,10 +48,10 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 	if s.loading && !b.DryRun {
 		return nil, fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", graph.ErrConflict)
 	}
-	// Planning a node's delete or re-type reads its in-edges.
+	// Planning a node's delete or re-type reads its edges.
 	if len(b.DeleteNodes) > 0 || b.Retype {
-		if err := s.flushPendingIn(); err != nil {
-			return nil, fmt.Errorf("writing the load's in-edge index: %w", err)
+		if err := s.flushPending(); err != nil {
+			return nil, err
 		}
 	}
 
@@ -109,9 +109,10 @@ func newCommitPlan(p *graph.Plan) *commitPlan { return &commitPlan{Plan: p, delt
 // transaction, then wakes subscribers. The caller holds wmu.
 func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) (err error) {
 	if s.deferred != nil && removesEdges(p.Plan) {
-		// The in-edge entries it removes may be pending (see pendingIn).
-		if err := s.flushPendingIn(); err != nil {
-			return fmt.Errorf("commit: writing the load's in-edge index: %w", err)
+		// The records and in-edge entries it removes may be waiting (see
+		// runSet).
+		if err := s.flushPending(); err != nil {
+			return fmt.Errorf("commit: %w", err)
 		}
 	}
 	seq := s.lastSeq
@@ -177,7 +178,7 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 			d.addCounts(held)
 		case p.drained:
 			d.lost = true // the deferred entries this commit carried are gone
-			d.in.truncate(mark.in)
+			d.truncateRuns(mark)
 		default:
 			d.rollback(mark) // nothing of the commit stays
 		}
@@ -325,6 +326,13 @@ func (s *Store) ApplyStream(ctx context.Context, batches <-chan *graph.StreamBat
 				return
 			}
 			continue
+		}
+		if cur != nil && s.deferred != nil && removesEdges(cur.p.Plan) {
+			// Its commit writes the records that wait (see runSet),
+			// which planning reads.
+			if !finish() {
+				return
+			}
 		}
 		var prev *graph.Plan
 		if cur != nil {
@@ -576,17 +584,21 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 			put(bProp, k, nil)
 		}
 	}
-	var inKeys [][]byte
+	var inKeys, edgeRecs []kv // what waits (see runSet)
 	for _, op := range p.Edges {
 		k := op.Key
 		switch {
 		case op.New != nil:
-			put(bEdges, k.Bytes(), encodeEdge(op.New))
+			if hold != nil && hold.edges != nil {
+				edgeRecs = append(edgeRecs, kv{k.Bytes(), encodeEdge(op.New)})
+			} else {
+				primary(kvOp{bucket: bEdges, key: k.Bytes(), val: encodeEdge(op.New)})
+			}
 			if op.Old != nil {
 				continue
 			}
 			if hold != nil {
-				inKeys = append(inKeys, inKey(k)) // see pendingIn
+				inKeys = append(inKeys, kv{k: inKey(k)})
 			} else {
 				primary(kvOp{bucket: bIn, key: inKey(k)})
 			}
@@ -602,7 +614,10 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		}
 	}
 	if hold != nil {
-		hold.in.add(inKeys)
+		hold.in.add(inKeys, false)
+		if hold.edges != nil {
+			hold.edges.add(edgeRecs)
+		}
 	}
 	if !p.Empty() {
 		put(bLog, u64(p.Change.Seq), graph.EncodeChange(p.Change))
@@ -818,12 +833,13 @@ type deferredIndexes struct {
 	chunks   [][]kvOp
 	n        int // entries held; the chunks past the last used one are spares
 	counters map[counterKey]int64
-	written  int  // elements the load has committed or is committing
-	after    int  // it defers entries once written passes after (Config.DeferAfter)
-	flush    int  // it writes them every flush entries (Config.DeferFlush)
-	done     bool // the last batch's commit wrote them all and cleared the mark
-	lost     bool // a commit that carried some of them failed: the load must rebuild them
-	in       pendingIn
+	written  int       // elements the load has committed or is committing
+	after    int       // it defers entries once written passes after (Config.DeferAfter)
+	flush    int       // it writes them every flush entries (Config.DeferFlush)
+	done     bool      // the last batch's commit wrote them all and cleared the mark
+	lost     bool      // a commit that carried some of them failed: the load must rebuild them
+	in       runSet    // in-edge index entries (see runSet)
+	edges    *edgeRuns // edge records, in an all-or-nothing load (see runSet)
 }
 
 const deferChunk = 4096
@@ -862,9 +878,23 @@ func (d *deferredIndexes) add(op kvOp) {
 func (d *deferredIndexes) size() int { return d.n + len(d.counters) }
 
 // A deferMark is how much a bulk load had deferred when a commit started.
-type deferMark struct{ n, in int }
+type deferMark struct{ n, in, edges int }
 
-func (d *deferredIndexes) mark() deferMark { return deferMark{d.n, len(d.in.runs)} }
+func (d *deferredIndexes) mark() deferMark {
+	m := deferMark{n: d.n, in: len(d.in.runs)}
+	if d.edges != nil {
+		m.edges = d.edges.runs()
+	}
+	return m
+}
+
+// truncateRuns drops the runs added since m.
+func (d *deferredIndexes) truncateRuns(m deferMark) {
+	d.in.truncate(m.in)
+	if d.edges != nil {
+		d.edges.truncate(m.edges)
+	}
+}
 
 // rollback drops what a commit that failed deferred, which it had not
 // drained (its counts never reached d, see addCounts).
@@ -879,7 +909,7 @@ func (d *deferredIndexes) rollback(m deferMark) {
 		d.chunks[i] = c[:keep]
 	}
 	d.n = m.n
-	d.in.truncate(m.in)
+	d.truncateRuns(m)
 }
 
 // addCounts adds the counts a commit deferred, once it committed.

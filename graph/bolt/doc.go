@@ -70,6 +70,10 @@
 //     pipelined), and the one in which prepareWrites reads the counters and
 //     summaries its commit updates. Each is a single bbolt read transaction
 //     that ends on its own, which a remapping commit may wait for safely.
+//     In an all-or-nothing bulk load, that planning also reads the edge
+//     records that wait in memory (edgeRuns, under its own mutex) while the
+//     commit adds its own; a commit that writes them out (one that removes
+//     edges) has no planning beside it.
 //
 // What readers see: a read primitive sees one committed state: all of a
 // batch or none of it, Cayley's quads and Lore's records alike. lastSeq

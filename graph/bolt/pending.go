@@ -1,0 +1,296 @@
+package bolt
+
+import (
+	"bytes"
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/lore-dev/lore/graph"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// Once a bulk load defers (see deferredIndexes), each commit's in-edge
+// index entries wait in a runSet (deferredIndexes.in), and so do its edge
+// records if the load is all or nothing (deferredIndexes.edges): they are
+// written when the load ends, merged into key order (flushPending),
+// instead of at scattered places in every commit. At 100k nodes, the
+// in-edge index's entries were half of the bbolt writes of a load's
+// commits; at 1M nodes, every commit rewrote most pages of the growing
+// edge bucket (a third of the load's time went into writing pages out).
+//
+// Until then, readers do not see the load's deferred part's in-edges, as
+// they do not see its search and property index entries, nor the edges
+// themselves if they wait too. Planning reads waiting edge records
+// (edgeRuns.overlay); the planning of a batch that reads a node's edges
+// (a node's delete or re-type) and the commit of one that removes edges
+// have them written first. A load that dies leaves the store marked
+// deferred, and the next Open rebuilds the index from the edge records;
+// edge records wait only in an all-or-nothing load, which the next Open
+// undoes.
+
+// A runSet holds sorted runs of key-value pairs, one per commit: each
+// pair is its key's length (a uvarint), the key, the value's length and
+// the value. Where runs share a key, the latest run's value stands.
+type runSet struct {
+	runs []run
+	n    int // pairs held
+}
+
+type run struct {
+	data []byte
+	offs []uint32 // where each pair starts in data, if the run is searched
+}
+
+// A kv is a pair for a runSet.
+type kv struct{ k, v []byte }
+
+// add adds a commit's pairs as a run; offsets says to keep where each
+// starts, for find. It sorts pairs, whose keys are distinct: a commit
+// writes an edge once.
+func (r *runSet) add(pairs []kv, offsets bool) {
+	if len(pairs) == 0 {
+		return
+	}
+	slices.SortFunc(pairs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+	size := 0
+	for _, p := range pairs {
+		size += 2*binary.MaxVarintLen32 + len(p.k) + len(p.v)
+	}
+	var rn run
+	rn.data = make([]byte, 0, size)
+	if offsets {
+		rn.offs = make([]uint32, 0, len(pairs))
+	}
+	for _, p := range pairs {
+		if offsets {
+			rn.offs = append(rn.offs, uint32(len(rn.data)))
+		}
+		rn.data = binary.AppendUvarint(rn.data, uint64(len(p.k)))
+		rn.data = append(rn.data, p.k...)
+		rn.data = binary.AppendUvarint(rn.data, uint64(len(p.v)))
+		rn.data = append(rn.data, p.v...)
+	}
+	r.n += len(pairs)
+	r.runs = append(r.runs, rn)
+}
+
+// pair reads the pair at the start of data, and returns the rest.
+func pair(data []byte) (k, v, rest []byte) {
+	n, w := binary.Uvarint(data)
+	k, data = data[w:w+int(n)], data[w+int(n):]
+	n, w = binary.Uvarint(data)
+	return k, data[w : w+int(n)], data[w+int(n):]
+}
+
+// truncate drops the runs after the first n.
+func (r *runSet) truncate(n int) {
+	for _, rn := range r.runs[n:] {
+		for d := rn.data; len(d) > 0; r.n-- {
+			_, _, d = pair(d)
+		}
+	}
+	clear(r.runs[n:])
+	r.runs = r.runs[:n]
+}
+
+// find returns the value of key in the latest run that holds it. Each run
+// must have its offsets.
+func (r *runSet) find(key []byte) ([]byte, bool) {
+	for i := len(r.runs) - 1; i >= 0; i-- {
+		rn := r.runs[i]
+		j := sort.Search(len(rn.offs), func(j int) bool {
+			k, _, _ := pair(rn.data[rn.offs[j]:])
+			return bytes.Compare(k, key) >= 0
+		})
+		if j < len(rn.offs) {
+			if k, v, _ := pair(rn.data[rn.offs[j]:]); bytes.Equal(k, key) {
+				return v, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// A runCursor reads one run; age orders the runs' pairs of equal keys,
+// the latest run's first.
+type runCursor struct {
+	rest, key, val []byte
+	age            int
+}
+
+func (c *runCursor) next() bool {
+	if len(c.rest) == 0 {
+		return false
+	}
+	c.key, c.val, c.rest = pair(c.rest)
+	return true
+}
+
+type runHeap []*runCursor
+
+func (h runHeap) Len() int { return len(h) }
+func (h runHeap) Less(i, j int) bool {
+	if c := bytes.Compare(h[i].key, h[j].key); c != 0 {
+		return c < 0
+	}
+	return h[i].age < h[j].age
+}
+func (h runHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *runHeap) Push(x any)   { *h = append(*h, x.(*runCursor)) }
+func (h *runHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// write writes the runs into bucket in db, merged into key order,
+// materializeChunk keys per transaction, and empties r. The caller has
+// the store's writes to itself.
+func (r *runSet) write(db *bbolt.DB, bucket []byte) error {
+	h := make(runHeap, 0, len(r.runs))
+	for i, rn := range r.runs {
+		c := &runCursor{rest: rn.data, age: len(r.runs) - i}
+		if c.next() {
+			h = append(h, c)
+		}
+	}
+	heap.Init(&h)
+	var last []byte
+	for h.Len() > 0 {
+		err := db.Update(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bucket)
+			b.FillPercent = appendFill
+			for n := 0; n < materializeChunk && h.Len() > 0; {
+				c := h[0]
+				if !bytes.Equal(c.key, last) { // else an earlier run's, which a later one replaced
+					// The runs' memory outlives the transaction.
+					if err := b.Put(c.key, c.val); err != nil {
+						return err
+					}
+					last = c.key
+					n++
+				}
+				if c.next() {
+					heap.Fix(&h, 0)
+				} else {
+					heap.Pop(&h)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	*r = runSet{}
+	return nil
+}
+
+// edgeRuns holds the edge records an all-or-nothing bulk load defers,
+// with the hashes of their keys: planning looks up the records of its
+// batch's edges (overlay), nearly all of them new, while the commit
+// before it adds a run.
+type edgeRuns struct {
+	mu   sync.Mutex
+	seed maphash.Seed
+	has  map[uint64]struct{} // the hash of every key held
+	set  runSet
+}
+
+func newEdgeRuns() *edgeRuns {
+	return &edgeRuns{seed: maphash.MakeSeed(), has: map[uint64]struct{}{}}
+}
+
+// add adds a commit's edge records (keys and encoded records) as a run.
+func (e *edgeRuns) add(recs []kv) {
+	if len(recs) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, p := range recs {
+		e.has[maphash.Bytes(e.seed, p.k)] = struct{}{}
+	}
+	e.set.add(recs, true)
+}
+
+// runs returns how many runs it holds, for truncate.
+func (e *edgeRuns) runs() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.set.runs)
+}
+
+func (e *edgeRuns) truncate(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.set.truncate(n) // the hashes of its keys stay, and find nothing
+}
+
+// overlay replaces recs[i] with the record of keys[i] that waits, if one
+// does: a waiting record is later than the store's.
+func (e *edgeRuns) overlay(keys []graph.EdgeKey, recs []*edgeRec) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.set.n == 0 {
+		return nil
+	}
+	for i, k := range keys {
+		kb := k.Bytes()
+		if _, ok := e.has[maphash.Bytes(e.seed, kb)]; !ok {
+			continue
+		}
+		if v, ok := e.set.find(kb); ok {
+			r, err := decodeEdgeRec(v)
+			if err != nil {
+				return corrupt(fmt.Sprintf("edge %v, waiting to be written", k), err)
+			}
+			recs[i] = r
+		}
+	}
+	return nil
+}
+
+// flushPending writes a bulk load's waiting edge records and in-edge
+// entries (see runSet), and empties them. The caller holds wmu, and no
+// commit's preparation, nor any planning, is under way.
+func (s *Store) flushPending() error {
+	d := s.deferred
+	if d == nil || d.in.n == 0 && (d.edges == nil || d.edges.set.n == 0) {
+		return nil
+	}
+	s.rw.Lock()
+	defer s.rw.Unlock()
+	if d.edges != nil && d.edges.set.n > 0 {
+		d.edges.mu.Lock()
+		err := d.edges.set.write(s.db.DB(), bEdges)
+		if err == nil {
+			clear(d.edges.has)
+		}
+		d.edges.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("writing the load's edge records: %w", err)
+		}
+	}
+	if err := d.in.write(s.db.DB(), bIn); err != nil {
+		return fmt.Errorf("writing the load's in-edge index: %w", err)
+	}
+	return nil
+}
+
+// removesEdges reports whether a plan removes an edge.
+func removesEdges(p *graph.Plan) bool {
+	for _, op := range p.Edges {
+		if op.New == nil {
+			return true
+		}
+	}
+	return false
+}
