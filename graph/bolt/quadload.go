@@ -223,11 +223,14 @@ func (l *quadLoad) rollback() {
 	u.added, u.touched, u.refs = u.added[:0], u.touched[:0], u.refs[:0]
 }
 
-// materializeChunk is how many keys materialize (and flushPendingIn)
-// write per transaction: bbolt keeps a transaction's pages in memory
-// until it commits, and the last leaf holds every key appended to it
-// until then (see rewriteKeys).
-const materializeChunk = rewriteKeys
+// materializeChunk is how many keys materialize (and runSet.write) write
+// per transaction. bbolt keeps a transaction's pages in memory until it
+// commits, and the last leaf holds every key appended to it until then, in
+// one slice that grows by a quarter at a time: 64 MiB of in-edge keys (1.6
+// million) in one transaction spent 30 of the 57 s the rewrite of a 1M-node
+// load took (when it went through bbolt's Put) copying that slice as it
+// grew.
+const materializeChunk = 1 << 16
 
 // materialize writes what the load kept back (see quadLoad) into db, in
 // key order, a chunk per transaction, and clears metaQuadsPending in the

@@ -22,30 +22,16 @@ import (
 // (678k elements): a 546 MB file holding 235 MB of keys and values.
 //
 // So a bulk load ends by rewriting the file (rewriteFile): every bucket is
-// copied in key order into a new file, whose pages are filled to the brim
-// as bbolt appends to them, and the new file replaces the old one. On the
-// same load the file became 239 MB, and the load took about a fifth more
-// CPU time (27.3 s against 22.5 s, user time of the whole process, two
-// runs each). Config.KeepLoadFile turns it off.
+// written in key order into a new file, its pages filled to the brim (see
+// writeFile), and the new file replaces the old one. On the same load the
+// file became 239 MB, and the load took about a fifth more CPU time (27.3 s
+// against 22.5 s, user time of the whole process, two runs each, when the
+// rewrite went through bbolt's Put). Config.KeepLoadFile turns it off.
 //
 // rewriteSuffix names the new file while it is written. A process that dies
 // before the rename leaves it behind, with the old file whole; Open removes
 // it once it holds the store's lock.
 const rewriteSuffix = ".rewrite"
-
-// rewriteChunk and rewriteKeys bound what the rewrite copies per
-// transaction of the new file, in bytes of keys and values and in keys:
-// bbolt keeps a transaction's pages in memory until its commit, and an
-// append touches only the last page of each level, so a commit costs the
-// same whatever came before it. The last leaf, though, holds every key
-// the transaction appended until the commit splits it, in one slice that
-// grows by a quarter at a time: 64 MiB of in-edge keys (1.6 million) per
-// transaction spent 30 of the 57 s the rewrite took at 1M nodes copying
-// that slice as it grew.
-const (
-	rewriteChunk = 64 << 20
-	rewriteKeys  = 1 << 16
-)
 
 // rewriteFile copies the store's file into a new one, bucket by bucket in
 // key order, and puts the new file in its place: the store goes on with the
@@ -85,23 +71,25 @@ func (s *Store) rewriteFile() (err error) {
 		}
 		return os.NewFile(uintptr(fd), name), nil
 	}
+	renamed := false
+	defer func() {
+		if !renamed {
+			_ = os.Remove(tmp)
+		}
+	}()
+	src := s.db.DB()
+	if err := src.View(func(tx *bbolt.Tx) error { return writeFile(tx, tmp, src.Info().PageSize, fi.Mode().Perm()) }); err != nil {
+		return err
+	}
 	dst, err := bbolt.Open(name, fi.Mode().Perm(), &opts)
 	if err != nil {
 		return err
 	}
-	renamed := false
 	defer func() {
 		if !renamed {
 			_ = dst.Close()
-			_ = os.Remove(tmp)
 		}
 	}()
-	if err := copyFile(s.db.DB(), dst); err != nil {
-		return err
-	}
-	if err := dst.Sync(); err != nil {
-		return err
-	}
 	if err := os.Rename(tmp, name); err != nil {
 		return err
 	}
@@ -123,89 +111,6 @@ func (s *Store) rewriteFile() (err error) {
 		return fmt.Errorf("cayley, on the rewritten file: %w", err)
 	}
 	s.qs = qs
-	return nil
-}
-
-// copyFile copies every bucket of src, nested ones included, into the empty
-// dst, in key order, filling dst's pages.
-func copyFile(src, dst *bbolt.DB) error {
-	stx, err := src.Begin(false)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = stx.Rollback() }() // src's values are read in place until the last commit
-	c := &fileCopy{dst: dst}
-	if err := c.begin(); err != nil {
-		return err
-	}
-	err = stx.ForEach(func(name []byte, b *bbolt.Bucket) error {
-		if _, err := c.tx.CreateBucket(name); err != nil {
-			return err
-		}
-		return c.bucket([][]byte{name}, b)
-	})
-	if err != nil {
-		_ = c.tx.Rollback()
-		return err
-	}
-	return c.tx.Commit()
-}
-
-// A fileCopy is a copy under way: dst's open transaction and the bytes it
-// holds.
-type fileCopy struct {
-	dst        *bbolt.DB
-	tx         *bbolt.Tx
-	size, keys int
-}
-
-func (c *fileCopy) begin() (err error) {
-	c.tx, err = c.dst.Begin(true)
-	c.size, c.keys = 0, 0
-	return err
-}
-
-// at returns the bucket at path in the open transaction, set to fill its
-// pages: keys arrive in order, so a page split leaves the page before it
-// full.
-func (c *fileCopy) at(path [][]byte) *bbolt.Bucket {
-	b := c.tx.Bucket(path[0])
-	for _, p := range path[1:] {
-		b = b.Bucket(p)
-	}
-	b.FillPercent = 1
-	return b
-}
-
-// bucket copies src, which is at path, into the bucket at path.
-func (c *fileCopy) bucket(path [][]byte, src *bbolt.Bucket) error {
-	dst := c.at(path)
-	cur := src.Cursor()
-	for k, v := cur.First(); k != nil; k, v = cur.Next() {
-		if v == nil { // a nested bucket
-			if _, err := dst.CreateBucket(k); err != nil {
-				return err
-			}
-			if err := c.bucket(append(path[:len(path):len(path)], k), src.Bucket(k)); err != nil {
-				return err
-			}
-			dst = c.at(path) // the nested copy may have committed
-			continue
-		}
-		if err := dst.Put(k, v); err != nil {
-			return err
-		}
-		c.size += len(k) + len(v)
-		if c.keys++; c.size >= rewriteChunk || c.keys >= rewriteKeys {
-			if err := c.tx.Commit(); err != nil {
-				return err
-			}
-			if err := c.begin(); err != nil {
-				return err
-			}
-			dst = c.at(path)
-		}
-	}
 	return nil
 }
 

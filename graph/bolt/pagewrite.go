@@ -1,0 +1,307 @@
+package bolt
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"os"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// writeFile writes every bucket in tx, nested ones included, into a new
+// bbolt file at path, in bbolt's own layout (version 2), with pageSize
+// pages: each B-tree is built bottom-up, its leaves filled to the brim in
+// key order, then the branch pages above them, and the file is written
+// front to back in one pass, then synced. It holds what a copy through
+// bbolt's Put in key order would (copyFile before it), without a search
+// from the root and a page split per key: at 1M nodes the rewrite at the
+// end of a bulk load took 26-30 s of CPU that way.
+//
+// The file's layout: meta pages 0 and 1 (transactions 0 and 1, as bbolt
+// makes a new file), an empty freelist at page 2, then each bucket's pages
+// as its keys come, a nested bucket's before the leaf that names it, and
+// the root bucket's last. Every page below the high-water mark is in use,
+// so the free list is empty. bbolt's layout is native-endian, as bbolt
+// writes it.
+func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode) (err error) {
+	if pageSize < 1024 || pageSize > 1<<16 {
+		return fmt.Errorf("page size %d", pageSize)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	w := &pageWriter{w: bufio.NewWriterSize(f, 1<<20), size: pageSize, next: 3}
+	// Pages 0 to 2 are written last, in place.
+	if _, err := w.w.Write(make([]byte, 3*pageSize)); err != nil {
+		return err
+	}
+	root := w.tree()
+	err = tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+		hdr, err := w.bucket(b)
+		if err != nil {
+			return err
+		}
+		return root.add(bucketLeafFlag, name, hdr)
+	})
+	if err != nil {
+		return err
+	}
+	rootID, err := root.finish()
+	if err != nil {
+		return err
+	}
+	if err := w.w.Flush(); err != nil {
+		return err
+	}
+	head := make([]byte, 3*pageSize)
+	for txid := range uint64(2) {
+		writeMeta(head[txid*uint64(pageSize):], pageSize, rootID, w.next, txid)
+	}
+	fl := head[2*pageSize:]
+	binary.NativeEndian.PutUint64(fl, 2)
+	binary.NativeEndian.PutUint16(fl[8:], freelistPageFlag)
+	if _, err := f.WriteAt(head, 0); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// bbolt's layout (go.etcd.io/bbolt/internal/common).
+const (
+	pageHeaderSize   = 16 // id uint64, flags uint16, count uint16, overflow uint32
+	elementSize      = 16 // leaf: flags, pos, ksize, vsize uint32; branch: pos, ksize uint32, pgid uint64
+	bucketHeaderSize = 16 // root pgid uint64, sequence uint64
+	branchPageFlag   = 0x01
+	leafPageFlag     = 0x02
+	metaPageFlag     = 0x04
+	freelistPageFlag = 0x10
+	bucketLeafFlag   = 0x01
+	boltMagic        = 0xED0CDAED
+	boltVersion      = 2
+	metaFreelistPage = 2
+	maxPageElements  = 1<<16 - 1 // a page's count is a uint16
+)
+
+// writeMeta writes meta page txid (0 or 1) into p.
+func writeMeta(p []byte, pageSize int, root, pgid, txid uint64) {
+	ne := binary.NativeEndian
+	ne.PutUint64(p, txid) // the page's ID
+	ne.PutUint16(p[8:], metaPageFlag)
+	m := p[pageHeaderSize:]
+	ne.PutUint32(m[0:], boltMagic)
+	ne.PutUint32(m[4:], boltVersion)
+	ne.PutUint32(m[8:], uint32(pageSize))
+	ne.PutUint32(m[12:], 0)    // flags
+	ne.PutUint64(m[16:], root) // the root bucket: its root page
+	ne.PutUint64(m[24:], 0)    // and its sequence
+	ne.PutUint64(m[32:], metaFreelistPage)
+	ne.PutUint64(m[40:], pgid) // the high-water mark
+	ne.PutUint64(m[48:], txid)
+	h := fnv.New64a()
+	h.Write(m[:56])
+	ne.PutUint64(m[56:], h.Sum64())
+}
+
+// A pageWriter writes pages one after another.
+type pageWriter struct {
+	w    *bufio.Writer
+	size int    // bytes per page
+	next uint64 // the next page's ID
+	page []byte // scratch
+}
+
+// write writes a page of the given kind holding count elements, body
+// being what follows its header, with overflow pages as body needs, and
+// returns its ID.
+func (w *pageWriter) write(flags uint16, count int, body []byte) (uint64, error) {
+	pages := (pageHeaderSize + len(body) + w.size - 1) / w.size
+	if cap(w.page) < pages*w.size {
+		w.page = make([]byte, pages*w.size)
+	}
+	p := w.page[:pages*w.size]
+	clear(p[pageHeaderSize+len(body):])
+	id := w.next
+	ne := binary.NativeEndian
+	ne.PutUint64(p, id)
+	ne.PutUint16(p[8:], flags)
+	ne.PutUint16(p[10:], uint16(count))
+	ne.PutUint32(p[12:], uint32(pages-1))
+	copy(p[pageHeaderSize:], body)
+	if _, err := w.w.Write(p); err != nil {
+		return 0, err
+	}
+	w.next += uint64(pages)
+	return id, nil
+}
+
+// bucket writes the pages of b and returns its header, as the value of
+// the leaf that names it.
+func (w *pageWriter) bucket(b *bbolt.Bucket) ([]byte, error) {
+	t := w.tree()
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var err error
+		if v == nil { // a nested bucket
+			var hdr []byte
+			if hdr, err = w.bucket(b.Bucket(k)); err == nil {
+				err = t.add(bucketLeafFlag, k, hdr)
+			}
+		} else {
+			err = t.add(0, k, v)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	root, err := t.finish()
+	if err != nil {
+		return nil, err
+	}
+	hdr := make([]byte, bucketHeaderSize)
+	binary.NativeEndian.PutUint64(hdr, root)
+	binary.NativeEndian.PutUint64(hdr[8:], b.Sequence())
+	return hdr, nil
+}
+
+// A treeBuilder builds one B-tree from its keys in order: leaves as they
+// fill, and the branch levels above them when it finishes. The keys and
+// values it is given must stay as they are until then (bbolt's, in the
+// source transaction, do).
+type treeBuilder struct {
+	w      *pageWriter
+	leaf   []leafElem
+	used   int       // bytes the leaf's page needs so far
+	leaves []pageRef // every leaf written: its first key and ID
+	body   []byte    // scratch
+}
+
+type leafElem struct {
+	flags uint32
+	k, v  []byte
+}
+
+type pageRef struct {
+	key []byte
+	id  uint64
+}
+
+func (w *pageWriter) tree() *treeBuilder { return &treeBuilder{w: w, used: pageHeaderSize} }
+
+// add adds the next key, greater than the last.
+func (t *treeBuilder) add(flags uint32, k, v []byte) error {
+	if len(k) == 0 || len(k) > bbolt.MaxKeySize || len(v) > bbolt.MaxValueSize {
+		return fmt.Errorf("a key of %d bytes with a value of %d bytes", len(k), len(v))
+	}
+	need := elementSize + len(k) + len(v)
+	if len(t.leaf) > 0 && (t.used+need > t.w.size || len(t.leaf) == maxPageElements) {
+		if err := t.writeLeaf(); err != nil {
+			return err
+		}
+	}
+	t.leaf = append(t.leaf, leafElem{flags, k, v})
+	t.used += need
+	return nil
+}
+
+func (t *treeBuilder) writeLeaf() error {
+	n := len(t.leaf)
+	body := t.body[:0]
+	body = append(body, make([]byte, n*elementSize)...)
+	ne := binary.NativeEndian
+	for i, e := range t.leaf {
+		el := body[i*elementSize:]
+		ne.PutUint32(el[0:], e.flags)
+		ne.PutUint32(el[4:], uint32(len(body)-i*elementSize)) // from the element to its key
+		ne.PutUint32(el[8:], uint32(len(e.k)))
+		ne.PutUint32(el[12:], uint32(len(e.v)))
+		body = append(body, e.k...)
+		body = append(body, e.v...)
+	}
+	t.body = body
+	id, err := t.w.write(leafPageFlag, n, body)
+	if err != nil {
+		return err
+	}
+	var first []byte
+	if n > 0 {
+		first = t.leaf[0].k
+	}
+	t.leaves = append(t.leaves, pageRef{first, id})
+	clear(t.leaf) // the source's memory
+	t.leaf, t.used = t.leaf[:0], pageHeaderSize
+	return nil
+}
+
+// finish writes what is left and the branch levels, and returns the
+// root page's ID. A tree without keys is one empty leaf.
+func (t *treeBuilder) finish() (uint64, error) {
+	if len(t.leaf) > 0 || len(t.leaves) == 0 {
+		if err := t.writeLeaf(); err != nil {
+			return 0, err
+		}
+	}
+	level := t.leaves
+	for len(level) > 1 {
+		var up []pageRef
+		for _, n := range branchSizes(level, t.w.size) {
+			id, err := t.writeBranch(level[:n])
+			if err != nil {
+				return 0, err
+			}
+			up = append(up, pageRef{level[0].key, id})
+			level = level[n:]
+		}
+		level = up
+	}
+	return level[0].id, nil
+}
+
+// branchSizes splits the pages of a level, two or more, into the branch
+// pages above them: as many to a page as fit, but never one alone, which
+// bbolt does not allow below the root (a page may overflow instead).
+func branchSizes(level []pageRef, pageSize int) []int {
+	var sizes []int
+	for i := 0; i < len(level); {
+		n, used := 0, pageHeaderSize
+		for i+n < len(level) && n < maxPageElements && (n < 2 || used+elementSize+len(level[i+n].key) <= pageSize) {
+			used += elementSize + len(level[i+n].key)
+			n++
+		}
+		sizes = append(sizes, n)
+		i += n
+	}
+	if k := len(sizes); k > 1 && sizes[k-1] == 1 {
+		if sizes[k-2] > 2 {
+			sizes[k-2]--
+			sizes[k-1]++
+		} else {
+			sizes[k-2]++
+			sizes = sizes[:k-1]
+		}
+	}
+	return sizes
+}
+
+func (t *treeBuilder) writeBranch(children []pageRef) (uint64, error) {
+	n := len(children)
+	body := t.body[:0]
+	body = append(body, make([]byte, n*elementSize)...)
+	ne := binary.NativeEndian
+	for i, c := range children {
+		el := body[i*elementSize:]
+		ne.PutUint32(el[0:], uint32(len(body)-i*elementSize))
+		ne.PutUint32(el[4:], uint32(len(c.key)))
+		ne.PutUint64(el[8:], c.id)
+		body = append(body, c.key...)
+	}
+	t.body = body
+	return t.w.write(branchPageFlag, n, body)
+}

@@ -1,0 +1,213 @@
+package bolt
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// TestWriteFileMatchesBbolt is writeFile's oracle: random databases
+// (nested and empty buckets, values from none to several pages, keys up to
+// a few KiB, enough keys for three levels of branches), written out by
+// writeFile, open in bbolt, pass its consistency check and hold what the
+// source holds, sequences included; and the same random writes, applied
+// to both, leave them equal and consistent again.
+func TestWriteFileMatchesBbolt(t *testing.T) {
+	for seed := range uint64(6) {
+		pageSize := []int{4096, 16384}[seed%2]
+		t.Run(fmt.Sprint(seed, "/", pageSize), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 3))
+			dir := t.TempDir()
+			src, err := bbolt.Open(filepath.Join(dir, "src"), 0o600, &bbolt.Options{PageSize: pageSize, NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			if err := src.Update(func(tx *bbolt.Tx) error { return fillRandom(rng, tx, seed == 0) }); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "built")
+			if err := src.View(func(tx *bbolt.Tx) error { return writeFile(tx, path, pageSize, 0o600) }); err != nil {
+				t.Fatal(err)
+			}
+			dst, err := bbolt.Open(path, 0o600, &bbolt.Options{NoSync: true, FreelistType: bbolt.FreelistMapType})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dst.Close()
+			if dst.Info().PageSize != pageSize {
+				t.Fatalf("page size %d, want %d", dst.Info().PageSize, pageSize)
+			}
+			compareDBs(t, "written", src, dst)
+			for round := range 3 {
+				for _, db := range []*bbolt.DB{src, dst} {
+					w := rand.New(rand.NewPCG(seed, uint64(round))) // the same writes on both
+					if err := db.Update(func(tx *bbolt.Tx) error { return churn(w, tx) }); err != nil {
+						t.Fatal(err)
+					}
+				}
+				compareDBs(t, fmt.Sprintf("after writes %d", round), src, dst)
+			}
+		})
+	}
+}
+
+// fillRandom fills tx with random buckets; big adds one of 60,000 keys.
+func fillRandom(rng *rand.Rand, tx *bbolt.Tx, big bool) error {
+	key := func(n int) []byte {
+		k := make([]byte, n)
+		for i := range k {
+			k[i] = byte(rng.IntN(256))
+		}
+		return k
+	}
+	var fill func(b *bbolt.Bucket, depth int) error
+	fill = func(b *bbolt.Bucket, depth int) error {
+		if err := b.SetSequence(rng.Uint64N(1000)); err != nil {
+			return err
+		}
+		for range rng.IntN(400) {
+			var v []byte
+			switch rng.IntN(10) {
+			case 0:
+				v = []byte{}
+			case 1:
+				v = key(5000 + rng.IntN(70000)) // overflow pages
+			default:
+				v = key(rng.IntN(200))
+			}
+			kn := 1 + rng.IntN(40)
+			if rng.IntN(50) == 0 {
+				kn = 1000 + rng.IntN(3000)
+			}
+			if err := b.Put(key(kn), v); err != nil {
+				return err
+			}
+		}
+		if depth < 2 {
+			for range rng.IntN(3) {
+				nb, err := b.CreateBucketIfNotExists(key(1 + rng.IntN(10)))
+				if err != nil {
+					return err
+				}
+				if err := fill(nb, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for i := range 2 + rng.IntN(5) {
+		b, err := tx.CreateBucket(fmt.Appendf(nil, "bucket%d", i))
+		if err != nil {
+			return err
+		}
+		if i == 1 {
+			continue // empty
+		}
+		if err := fill(b, 0); err != nil {
+			return err
+		}
+	}
+	if big {
+		b, err := tx.CreateBucket([]byte("big"))
+		if err != nil {
+			return err
+		}
+		b.FillPercent = 0.3 // many pages
+		for i := range 60000 {
+			if err := b.Put(fmt.Appendf(nil, "%08d-%x", i*7919%60000, i), fmt.Appendf(nil, "v%d", i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// churn applies random writes to every bucket of tx: deletes, updates,
+// new keys, a nested bucket made and one deleted.
+func churn(rng *rand.Rand, tx *bbolt.Tx) error {
+	var names [][]byte
+	_ = tx.ForEach(func(name []byte, _ *bbolt.Bucket) error { names = append(names, name); return nil })
+	for _, name := range names {
+		b := tx.Bucket(name)
+		var keys, nested [][]byte
+		_ = b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				nested = append(nested, k)
+			} else {
+				keys = append(keys, k)
+			}
+			return nil
+		})
+		for _, k := range keys {
+			switch rng.IntN(4) {
+			case 0:
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			case 1:
+				if err := b.Put(k, bytes.Repeat([]byte{byte(rng.IntN(256))}, rng.IntN(300))); err != nil {
+					return err
+				}
+			}
+		}
+		for range rng.IntN(300) {
+			if err := b.Put(fmt.Appendf(nil, "new-%d", rng.IntN(1<<20)), []byte("n")); err != nil {
+				return err
+			}
+		}
+		if len(nested) > 0 && rng.IntN(2) == 0 {
+			if err := b.DeleteBucket(nested[rng.IntN(len(nested))]); err != nil {
+				return err
+			}
+		}
+		nb, err := b.CreateBucketIfNotExists([]byte("made-later"))
+		if err != nil {
+			return err
+		}
+		if err := nb.Put([]byte("k"), []byte("v")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compareDBs fails unless a and b hold the same buckets, keys, values and
+// sequences, and b passes bbolt's consistency check.
+func compareDBs(t *testing.T, when string, a, b *bbolt.DB) {
+	t.Helper()
+	dumps := make([][]string, 2)
+	for i, db := range []*bbolt.DB{a, b} {
+		err := db.View(func(tx *bbolt.Tx) error {
+			if i == 1 {
+				for err := range tx.Check() {
+					return fmt.Errorf("check: %w", err)
+				}
+			}
+			var walk func(path string, b *bbolt.Bucket) error
+			walk = func(path string, b *bbolt.Bucket) error {
+				dumps[i] = append(dumps[i], fmt.Sprintf("bucket %s seq %d", path, b.Sequence()))
+				return b.ForEach(func(k, v []byte) error {
+					if v == nil {
+						return walk(fmt.Sprintf("%s/%x", path, k), b.Bucket(k))
+					}
+					dumps[i] = append(dumps[i], fmt.Sprintf("%s %x=%x", path, k, v))
+					return nil
+				})
+			}
+			return tx.ForEach(func(name []byte, b *bbolt.Bucket) error { return walk(string(name), b) })
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+	}
+	if !slices.Equal(dumps[0], dumps[1]) {
+		t.Fatalf("%s: the databases differ (%d and %d lines)", when, len(dumps[0]), len(dumps[1]))
+	}
+}
