@@ -15,9 +15,10 @@ import (
 // pages: each B-tree is built bottom-up, its leaves filled to the brim in
 // key order, then the branch pages above them, and the file is written
 // front to back in one pass, then synced. It holds what a copy through
-// bbolt's Put in key order would (copyFile before it), without a search
-// from the root and a page split per key: at 1M nodes the rewrite at the
-// end of a bulk load took 26-30 s of CPU that way.
+// bbolt's Put in key order would (the rewrite's way before it), without a
+// search from the root and a page split per key: the rewrite at the end
+// of a bulk load took 26-30 s of CPU that way at 1M nodes, and 2.45 s at
+// 100k against 0.42 s now.
 //
 // The file's layout: meta pages 0 and 1 (transactions 0 and 1, as bbolt
 // makes a new file), an empty freelist at page 2, then each bucket's pages

@@ -12,7 +12,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-// A bulk load's in-edge entries wait until it ends (pendingIn), but a
+// A bulk load's in-edge entries wait until it ends (runSet), but a
 // batch that removes edges, or whose planning reads in-edges (a node's
 // delete), has them written first: nothing it removes comes back at the
 // end, and a delete's cascade finds every edge.
