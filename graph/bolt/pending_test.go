@@ -22,19 +22,13 @@ func TestPendingInEdges(t *testing.T) {
 	if !ok {
 		t.Fatal("an empty store did not start a bulk load")
 	}
-	svc := func(id string) graph.NodeInput {
-		return graph.NodeInput{ID: graph.ID(id), Type: "Service", Properties: graph.Props{"name": id}}
-	}
-	dep := func(from, to string) graph.EdgeInput {
-		return graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID(from), Label: "dependsOn", To: graph.ID(to)}}
-	}
 	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{svc("service/a"), svc("service/b"), svc("service/c"), svc("service/d")},
-		Edges: []graph.EdgeInput{dep("service/a", "service/b"), dep("service/c", "service/b"), dep("service/d", "service/b")}})
+		Edges: []graph.EdgeInput{dep("service/a", "service/b", ""), dep("service/c", "service/b", ""), dep("service/d", "service/b", "")}})
 	if s.deferred.in.n != 3 {
 		t.Fatalf("%d in-edge entries pending, want 3", s.deferred.in.n)
 	}
 	apply(t, s, &graph.Batch{DeleteEdges: []graph.EdgeRef{{EdgeKey: graph.EdgeKey{From: "service/c", Label: "dependsOn", To: "service/b"}}}})
-	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{svc("service/e")}, Edges: []graph.EdgeInput{dep("service/e", "service/b"), dep("service/e", "service/a")}})
+	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{svc("service/e")}, Edges: []graph.EdgeInput{dep("service/e", "service/b", ""), dep("service/e", "service/a", "")}})
 	if s.deferred.in.n != 2 {
 		t.Fatalf("%d in-edge entries pending, want 2", s.deferred.in.n)
 	}
@@ -77,16 +71,10 @@ func TestBulkLoadFailedCommitKeepsNoEntries(t *testing.T) {
 	if !ok {
 		t.Fatal("an empty store did not start a bulk load")
 	}
-	svc := func(id string) graph.NodeInput {
-		return graph.NodeInput{ID: graph.ID(id), Type: "Service", Properties: graph.Props{"name": id}}
-	}
-	dep := func(from, to string) graph.EdgeInput {
-		return graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID(from), Label: "dependsOn", To: graph.ID(to)}}
-	}
 	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{svc("service/a"), svc("service/b"), svc("service/c")},
-		Edges: []graph.EdgeInput{dep("service/a", "service/b"), dep("service/c", "service/b")}})
+		Edges: []graph.EdgeInput{dep("service/a", "service/b", ""), dep("service/c", "service/b", "")}})
 	failing := &graph.Batch{Nodes: []graph.NodeInput{svc("service/d"), svc("service/e")},
-		Edges:       []graph.EdgeInput{dep("service/d", "service/b"), dep("service/e", "service/d")},
+		Edges:       []graph.EdgeInput{dep("service/d", "service/b", ""), dep("service/e", "service/d", "")},
 		DeleteEdges: []graph.EdgeRef{{EdgeKey: graph.EdgeKey{From: "service/a", Label: "dependsOn", To: "service/b"}}}}
 	// The commit's edge count would go negative: it fails after it set
 	// its entries aside.
@@ -204,16 +192,6 @@ func TestWaitingEdgesRemovedInAStream(t *testing.T) {
 	if s.deferred.edges == nil {
 		t.Fatal("the load's edge records do not wait")
 	}
-	svc := func(id string) graph.NodeInput {
-		return graph.NodeInput{ID: graph.ID(id), Type: "Service", Properties: graph.Props{"name": id}}
-	}
-	dep := func(from, to, kind string) graph.EdgeInput {
-		e := graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID(from), Label: "dependsOn", To: graph.ID(to)}}
-		if kind != "" {
-			e.Properties = graph.Props{"kind": kind}
-		}
-		return e
-	}
 	batches := []*graph.Batch{
 		{Nodes: []graph.NodeInput{svc("service/a"), svc("service/b"), svc("service/c")},
 			Edges: []graph.EdgeInput{dep("service/a", "service/b", ""), dep("service/a", "service/c", ""), dep("service/c", "service/b", "")}},
@@ -258,4 +236,18 @@ func TestWaitingEdgesRemovedInAStream(t *testing.T) {
 	if got := recordDump(t, s); !slices.Equal(got, want) {
 		t.Fatalf("records after the load:\n%s", lineDiff(want, got))
 	}
+}
+
+// svc is a service node named after its ID.
+func svc(id string) graph.NodeInput {
+	return graph.NodeInput{ID: graph.ID(id), Type: "Service", Properties: graph.Props{"name": id}}
+}
+
+// dep is a dependsOn edge, of the given kind unless kind is "".
+func dep(from, to, kind string) graph.EdgeInput {
+	e := graph.EdgeInput{EdgeKey: graph.EdgeKey{From: graph.ID(from), Label: "dependsOn", To: graph.ID(to)}}
+	if kind != "" {
+		e.Properties = graph.Props{"kind": kind}
+	}
+	return e
 }
