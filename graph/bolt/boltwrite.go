@@ -194,8 +194,8 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 }
 
 // cayleyCommit commits a plan through Cayley's ApplyDeltas, whose commit
-// runs Lore's writes (write) in the same
-// transaction. The caller holds rw's write side.
+// runs Lore's writes (write) in the same transaction. The caller holds
+// rw's write side.
 func (s *Store) cayleyCommit(p *commitPlan, write func(*bbolt.Tx) error) error {
 	s.kv.setHook(write)
 	err := s.applyDeltas(splitDeltas(p.deltas))
