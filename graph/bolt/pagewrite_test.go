@@ -13,7 +13,7 @@ import (
 
 // TestWriteFileMatchesBbolt is writeFile's oracle: random databases
 // (nested and empty buckets, values from none to several pages, keys up to
-// a few KiB, enough keys for three levels of branches), written out by
+// a few KiB, enough keys for three levels), written out by
 // writeFile, open in bbolt, pass its consistency check and hold what the
 // source holds, sequences included; and the same random writes, applied
 // to both, leave them equal and consistent again.
@@ -44,7 +44,15 @@ func TestWriteFileMatchesBbolt(t *testing.T) {
 				t.Fatalf("page size %d, want %d", dst.Info().PageSize, pageSize)
 			}
 			compareDBs(t, "written", src, dst)
-			for round := range 3 {
+			if seed == 0 {
+				_ = dst.View(func(tx *bbolt.Tx) error {
+					if d := tx.Bucket([]byte("big")).Stats().Depth; d < 3 {
+						t.Errorf("the big bucket is %d levels deep, want 3 or more", d)
+					}
+					return nil
+				})
+			}
+			for round := range 2 {
 				for _, db := range []*bbolt.DB{src, dst} {
 					w := rand.New(rand.NewPCG(seed, uint64(round))) // the same writes on both
 					if err := db.Update(func(tx *bbolt.Tx) error { return churn(w, tx) }); err != nil {
@@ -57,7 +65,8 @@ func TestWriteFileMatchesBbolt(t *testing.T) {
 	}
 }
 
-// fillRandom fills tx with random buckets; big adds one of 60,000 keys.
+// fillRandom fills tx with random buckets; big adds one of 20,000 keys,
+// three levels deep once written out with 4 KiB pages.
 func fillRandom(rng *rand.Rand, tx *bbolt.Tx, big bool) error {
 	key := func(n int) []byte {
 		k := make([]byte, n)
@@ -77,7 +86,7 @@ func fillRandom(rng *rand.Rand, tx *bbolt.Tx, big bool) error {
 			case 0:
 				v = []byte{}
 			case 1:
-				v = key(5000 + rng.IntN(70000)) // overflow pages
+				v = bytes.Repeat(key(16), 300+rng.IntN(4500)) // overflow pages
 			default:
 				v = key(rng.IntN(200))
 			}
@@ -120,8 +129,8 @@ func fillRandom(rng *rand.Rand, tx *bbolt.Tx, big bool) error {
 			return err
 		}
 		b.FillPercent = 0.3 // many pages
-		for i := range 60000 {
-			if err := b.Put(fmt.Appendf(nil, "%08d-%x", i*7919%60000, i), fmt.Appendf(nil, "v%d", i)); err != nil {
+		for i := range 20000 {
+			if err := b.Put(fmt.Appendf(nil, "%08d-%x", i*7919%20000, i), fmt.Appendf(nil, "v%d", i)); err != nil {
 				return err
 			}
 		}
@@ -210,4 +219,65 @@ func compareDBs(t *testing.T, when string, a, b *bbolt.DB) {
 	if !slices.Equal(dumps[0], dumps[1]) {
 		t.Fatalf("%s: the databases differ (%d and %d lines)", when, len(dumps[0]), len(dumps[1]))
 	}
+}
+
+// bbolt requires every branch page to have two children or more (its
+// rebalance asserts it). A bucket whose leaves come to one more than a
+// branch page holds would leave the last branch page with one; writeFile
+// moves one over. With 4 KiB pages, 8-byte keys and values, a leaf holds
+// 127 keys and a branch 170 children: 127*170+1 keys make 171 leaves.
+func TestWriteFileBranchesHaveTwoChildren(t *testing.T) {
+	dir := t.TempDir()
+	src, err := bbolt.Open(filepath.Join(dir, "src"), 0o600, &bbolt.Options{PageSize: 4096, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	err = src.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("b"))
+		if err != nil {
+			return err
+		}
+		for i := range 127*170 + 1 {
+			if err := b.Put(fmt.Appendf(nil, "%08d", i), []byte("12345678")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "built")
+	if err := src.View(func(tx *bbolt.Tx) error { return writeFile(tx, path, 4096, 0o600) }); err != nil {
+		t.Fatal(err)
+	}
+	dst, err := bbolt.Open(path, 0o600, &bbolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	_ = dst.View(func(tx *bbolt.Tx) error {
+		leaves, branches := 0, 0
+		for id := range int(tx.Size()) / 4096 {
+			p, err := tx.Page(id)
+			if err != nil || p == nil {
+				t.Fatalf("page %d: %v", id, err)
+			}
+			switch p.Type {
+			case "leaf":
+				leaves++
+			case "branch":
+				branches++
+				if p.Count < 2 {
+					t.Errorf("branch page %d has %d child", id, p.Count)
+				}
+			}
+		}
+		if leaves != 172 || branches != 3 { // the root bucket's leaf too
+			t.Errorf("%d leaves and %d branches, want 172 and 3", leaves, branches)
+		}
+		return nil
+	})
+	compareDBs(t, "written", src, dst)
 }
