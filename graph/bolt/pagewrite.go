@@ -67,7 +67,7 @@ func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode) (err e
 		writeMeta(head[txid*uint64(pageSize):], pageSize, rootID, w.next, txid)
 	}
 	fl := head[2*pageSize:]
-	binary.NativeEndian.PutUint64(fl, 2)
+	binary.NativeEndian.PutUint64(fl, metaFreelistPage)
 	binary.NativeEndian.PutUint16(fl[8:], freelistPageFlag)
 	if _, err := f.WriteAt(head, 0); err != nil {
 		return err
