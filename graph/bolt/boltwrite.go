@@ -108,6 +108,9 @@ func newCommitPlan(p *graph.Plan) *commitPlan { return &commitPlan{Plan: p, delt
 // commit writes a plan: Cayley's quads and Lore's records in one bbolt
 // transaction, then wakes subscribers. The caller holds wmu.
 func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) (err error) {
+	if s.ending {
+		return fmt.Errorf("commit: an import is writing the end of its load; write when it has finished: %w", graph.ErrConflict)
+	}
 	if s.deferred != nil && removesEdges(p.Plan) {
 		// The records and in-edge entries it removes may be waiting (see
 		// runSet).

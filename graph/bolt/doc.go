@@ -74,6 +74,10 @@
 //     records that wait in memory (edgeRuns, under its own mutex) while the
 //     commit adds its own; a commit that writes them out (one that removes
 //     edges) has no planning beside it.
+//     When its batches are done, what still waits is merged into the
+//     rewritten file (loadRest) under wmu and rw's write side; in the
+//     moment between the two, when wmu is free, the store refuses every
+//     commit (Store.ending).
 //
 // What readers see: a read primitive sees one committed state: all of a
 // batch or none of it, Cayley's quads and Lore's records alike. lastSeq

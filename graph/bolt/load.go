@@ -64,11 +64,14 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 		}
 		return s.alone(func() error {
 			s.loading = false
-			if err := s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) }); err != nil {
-				return err
+			if b == nil {
+				return s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) })
 			}
-			if b != nil {
-				return b.end()
+			if err := b.end(metaLoading); err != nil {
+				// What the load left could not be written: undo it.
+				err = errors.Join(err, s.empty())
+				s.changed.Notify()
+				return errors.Join(err, s.db.DB().Sync())
 			}
 			return nil
 		})

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -26,7 +27,10 @@ import (
 // the root bucket's last. Every page below the high-water mark is in use,
 // so the free list is empty. bbolt's layout is native-endian, as bbolt
 // writes it.
-func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode) (err error) {
+//
+// m adds to what tx holds, and takes away (see fileMerge); the zero
+// fileMerge writes tx as it is.
+func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode, m fileMerge) (err error) {
 	if pageSize < 1024 || pageSize > 1<<16 {
 		return fmt.Errorf("page size %d", pageSize)
 	}
@@ -46,7 +50,7 @@ func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode) (err e
 	}
 	root := w.tree()
 	err = tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
-		hdr, err := w.bucket(b)
+		hdr, err := w.bucket(b, m.into[string(name)], m.drop[string(name)])
 		if err != nil {
 			return err
 		}
@@ -73,6 +77,22 @@ func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode) (err e
 		return err
 	}
 	return f.Sync()
+}
+
+// A fileMerge says what writeFile writes beside a transaction's buckets:
+// pairs to merge into top-level buckets, in key order, where a pair's value
+// stands over the bucket's own for the same key (into), and keys of
+// top-level buckets to leave out (drop).
+type fileMerge struct {
+	into map[string]pairSource
+	drop map[string]map[string]bool
+}
+
+// A pairSource gives key-value pairs in key order, each key once; a pair's
+// memory must stay as it is until writeFile returns (or at least until
+// the page holding it is written).
+type pairSource interface {
+	next() (k, v []byte, ok bool)
 }
 
 // bbolt's layout (go.etcd.io/bbolt/internal/common).
@@ -143,20 +163,41 @@ func (w *pageWriter) write(flags uint16, count int, body []byte) (uint64, error)
 	return id, nil
 }
 
-// bucket writes the pages of b and returns its header, as the value of
-// the leaf that names it.
-func (w *pageWriter) bucket(b *bbolt.Bucket) ([]byte, error) {
+// bucket writes the pages of b, with src's pairs merged in and the keys
+// drop names left out, and returns its header, as the value of the leaf
+// that names it. src and drop apply to b's own keys only, not to its
+// nested buckets'.
+func (w *pageWriter) bucket(b *bbolt.Bucket, src pairSource, drop map[string]bool) ([]byte, error) {
 	t := w.tree()
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	cur := b.Cursor()
+	k, v := cur.First()
+	var sk, sv []byte
+	more := src != nil
+	if more {
+		sk, sv, more = src.next()
+	}
+	for k != nil || more {
+		order := -1 // the bucket's key comes first; 1: the source's; 0: the same key
+		if k == nil {
+			order = 1
+		} else if more {
+			order = bytes.Compare(k, sk)
+		}
 		var err error
-		if v == nil { // a nested bucket
-			var hdr []byte
-			if hdr, err = w.bucket(b.Bucket(k)); err == nil {
-				err = t.add(bucketLeafFlag, k, hdr)
-			}
+		if order < 0 {
+			err = w.add(t, b, k, v, drop)
+			k, v = cur.Next()
 		} else {
-			err = t.add(0, k, v)
+			if order == 0 {
+				if v == nil {
+					return nil, fmt.Errorf("key %q names a nested bucket and a pair to merge", k)
+				}
+				k, v = cur.Next() // the source's value stands
+			}
+			if !drop[string(sk)] {
+				err = t.add(0, sk, sv)
+			}
+			sk, sv, more = src.next()
 		}
 		if err != nil {
 			return nil, err
@@ -172,10 +213,26 @@ func (w *pageWriter) bucket(b *bbolt.Bucket) ([]byte, error) {
 	return hdr, nil
 }
 
+// add adds b's key k, with its value v (nil for a nested bucket), to t,
+// unless drop names it.
+func (w *pageWriter) add(t *treeBuilder, b *bbolt.Bucket, k, v []byte, drop map[string]bool) error {
+	if drop[string(k)] {
+		return nil
+	}
+	if v != nil {
+		return t.add(0, k, v)
+	}
+	hdr, err := w.bucket(b.Bucket(k), nil, nil)
+	if err != nil {
+		return err
+	}
+	return t.add(bucketLeafFlag, k, hdr)
+}
+
 // A treeBuilder builds one B-tree from its keys in order: leaves as they
 // fill, and the branch levels above them when it finishes. The keys and
-// values it is given must stay as they are until then (bbolt's, in the
-// source transaction, do).
+// values it is given must stay as they are until the leaf holding them is
+// written (bbolt's, in the source transaction, do).
 type treeBuilder struct {
 	w      *pageWriter
 	leaf   []leafElem
@@ -233,7 +290,9 @@ func (t *treeBuilder) writeLeaf() error {
 	}
 	var first []byte
 	if n > 0 {
-		first = t.leaf[0].k
+		// A copy: the source's memory need only last until its page is
+		// written.
+		first = bytes.Clone(t.leaf[0].k)
 	}
 	t.leaves = append(t.leaves, pageRef{first, id})
 	clear(t.leaf) // the source's memory

@@ -32,7 +32,7 @@ func TestWriteFileMatchesBbolt(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join(dir, "built")
-			if err := src.View(func(tx *bbolt.Tx) error { return writeFile(tx, path, pageSize, 0o600) }); err != nil {
+			if err := src.View(func(tx *bbolt.Tx) error { return writeFile(tx, path, pageSize, 0o600, fileMerge{}) }); err != nil {
 				t.Fatal(err)
 			}
 			dst, err := bbolt.Open(path, 0o600, &bbolt.Options{NoSync: true, FreelistType: bbolt.FreelistMapType})
@@ -249,7 +249,7 @@ func TestWriteFileBranchesHaveTwoChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "built")
-	if err := src.View(func(tx *bbolt.Tx) error { return writeFile(tx, path, 4096, 0o600) }); err != nil {
+	if err := src.View(func(tx *bbolt.Tx) error { return writeFile(tx, path, 4096, 0o600, fileMerge{}) }); err != nil {
 		t.Fatal(err)
 	}
 	dst, err := bbolt.Open(path, 0o600, &bbolt.Options{NoSync: true})
@@ -280,4 +280,131 @@ func TestWriteFileBranchesHaveTwoChildren(t *testing.T) {
 		return nil
 	})
 	compareDBs(t, "written", src, dst)
+}
+
+// TestWriteFileMerges checks writeFile's merge against bbolt: random
+// databases written out with random pairs merged into their top-level
+// buckets (new keys, and keys the bucket holds, whose value the pair's
+// replaces) and random keys dropped (the bucket's or a pair's, nested
+// buckets included) hold what the same puts and deletes give through
+// bbolt, and pass its check.
+func TestWriteFileMerges(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			dir := t.TempDir()
+			src, err := bbolt.Open(filepath.Join(dir, "src"), 0o600, &bbolt.Options{NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			if err := src.Update(func(tx *bbolt.Tx) error { return fillRandom(rng, tx, false) }); err != nil {
+				t.Fatal(err)
+			}
+			m := fileMerge{into: map[string]pairSource{}, drop: map[string]map[string]bool{}}
+			puts := map[string][]kv{}
+			err = src.View(func(tx *bbolt.Tx) error {
+				return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+					if rng.IntN(4) == 0 {
+						return nil // left as it is
+					}
+					var held, nested [][]byte
+					_ = b.ForEach(func(k, v []byte) error {
+						if v == nil {
+							nested = append(nested, bytes.Clone(k))
+						} else {
+							held = append(held, bytes.Clone(k))
+						}
+						return nil
+					})
+					byKey := map[string][]byte{}
+					for _, k := range held {
+						if rng.IntN(3) == 0 {
+							byKey[string(k)] = fmt.Appendf(nil, "replaced %d", rng.IntN(1000))
+						}
+					}
+					for range rng.IntN(300) {
+						k := make([]byte, 1+rng.IntN(12))
+						for i := range k {
+							k[i] = byte(rng.IntN(256))
+						}
+						if b.Bucket(k) == nil {
+							byKey[string(k)] = bytes.Repeat([]byte{byte(rng.IntN(256))}, rng.IntN(3)*rng.IntN(3000))
+						}
+					}
+					var pairs []kv
+					for k, v := range byKey {
+						pairs = append(pairs, kv{[]byte(k), v})
+					}
+					slices.SortFunc(pairs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+					puts[string(name)] = pairs
+					m.into[string(name)] = &sliceSource{pairs: pairs}
+					drop := map[string]bool{}
+					for _, set := range [][][]byte{held, nested} {
+						for _, k := range set {
+							if rng.IntN(5) == 0 {
+								drop[string(k)] = true
+							}
+						}
+					}
+					for _, p := range pairs {
+						if rng.IntN(7) == 0 {
+							drop[string(p.k)] = true
+						}
+					}
+					m.drop[string(name)] = drop
+					return nil
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "built")
+			if err := src.View(func(tx *bbolt.Tx) error { return writeFile(tx, path, 4096, 0o600, m) }); err != nil {
+				t.Fatal(err)
+			}
+			// The same through bbolt, into the source.
+			err = src.Update(func(tx *bbolt.Tx) error {
+				for name, pairs := range puts {
+					b := tx.Bucket([]byte(name))
+					for _, p := range pairs {
+						if err := b.Put(p.k, p.v); err != nil {
+							return err
+						}
+					}
+					for k := range m.drop[name] {
+						if b.Bucket([]byte(k)) != nil {
+							if err := b.DeleteBucket([]byte(k)); err != nil {
+								return err
+							}
+						} else if err := b.Delete([]byte(k)); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst, err := bbolt.Open(path, 0o600, &bbolt.Options{NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dst.Close()
+			compareDBs(t, "merged", src, dst)
+		})
+	}
+}
+
+// A sliceSource is a pairSource over pairs in key order.
+type sliceSource struct{ pairs []kv }
+
+func (s *sliceSource) next() (k, v []byte, ok bool) {
+	if len(s.pairs) == 0 {
+		return nil, nil, false
+	}
+	p := s.pairs[0]
+	s.pairs = s.pairs[1:]
+	return p.k, p.v, true
 }

@@ -18,8 +18,9 @@ import (
 // Once a bulk load defers (see deferredIndexes), each commit's in-edge
 // index entries wait in a runSet (deferredIndexes.in), and so do its edge
 // records if the load is all or nothing (deferredIndexes.edges): they are
-// written when the load ends, merged into key order (flushPending),
-// instead of at scattered places in every commit. At 100k nodes, the
+// written when the load ends, merged into key order (flushPending, or,
+// in an all-or-nothing load, straight into the rewritten file: see
+// loadRest), instead of at scattered places in every commit. At 100k nodes, the
 // in-edge index's entries were half of the bbolt writes of a load's
 // commits; at 1M nodes, every commit rewrote most pages of the growing
 // edge bucket (a third of the load's time went into writing pages out).
@@ -150,38 +151,62 @@ func (h *runHeap) Pop() any {
 	return c
 }
 
+// A runMerge reads a runSet's pairs in key order, each key once, with the
+// latest run's value.
+type runMerge struct {
+	h    runHeap
+	last []byte
+}
+
+// merge returns the runs' pairs in key order. r must not change while it
+// is read.
+func (r *runSet) merge() *runMerge {
+	m := &runMerge{h: make(runHeap, 0, len(r.runs))}
+	for i, rn := range r.runs {
+		c := &runCursor{rest: rn.data, age: len(r.runs) - i}
+		if c.next() {
+			m.h = append(m.h, c)
+		}
+	}
+	heap.Init(&m.h)
+	return m
+}
+
+// next returns the next pair; its memory is the runs'.
+func (m *runMerge) next() (k, v []byte, ok bool) {
+	for m.h.Len() > 0 {
+		c := m.h[0]
+		k, v = c.key, c.val
+		if c.next() {
+			heap.Fix(&m.h, 0)
+		} else {
+			heap.Pop(&m.h)
+		}
+		if m.last != nil && bytes.Equal(k, m.last) {
+			continue // an earlier run's, which a later one replaced
+		}
+		m.last = k
+		return k, v, true
+	}
+	return nil, nil, false
+}
+
 // write writes the runs into bucket in db, merged into key order,
 // materializeChunk keys per transaction, and empties r. The caller has
 // the store's writes to itself.
 func (r *runSet) write(db *bbolt.DB, bucket []byte) error {
-	h := make(runHeap, 0, len(r.runs))
-	for i, rn := range r.runs {
-		c := &runCursor{rest: rn.data, age: len(r.runs) - i}
-		if c.next() {
-			h = append(h, c)
-		}
-	}
-	heap.Init(&h)
-	var last []byte
-	for h.Len() > 0 {
+	m := r.merge()
+	k, v, ok := m.next()
+	for ok {
 		err := db.Update(func(tx *bbolt.Tx) error {
 			b := tx.Bucket(bucket)
 			b.FillPercent = appendFill
-			for n := 0; n < materializeChunk && h.Len() > 0; {
-				c := h[0]
-				if !bytes.Equal(c.key, last) { // else an earlier run's, which a later one replaced
-					// The runs' memory outlives the transaction.
-					if err := b.Put(c.key, c.val); err != nil {
-						return err
-					}
-					last = c.key
-					n++
+			for n := 0; n < materializeChunk && ok; n++ {
+				// The runs' memory outlives the transaction.
+				if err := b.Put(k, v); err != nil {
+					return err
 				}
-				if c.next() {
-					heap.Fix(&h, 0)
-				} else {
-					heap.Pop(&h)
-				}
+				k, v, ok = m.next()
 			}
 			return nil
 		})

@@ -34,8 +34,9 @@ import (
 // each new value's primitive and each quad's into Cayley's log (whose
 // keys, the IDs, only grow), and the horizon and count; the rest waits in
 // memory until the load ends (materialize), when it is written in key
-// order into buckets the load has not touched, instead of at scattered
-// places in every commit:
+// order into buckets the load has not touched (or, in an all-or-nothing
+// load, merged into the rewritten file: see sources), instead of at
+// scattered places in every commit:
 //
 //   - each value's ID (bucket "v") and reference count ("n");
 //   - the entries of Cayley's quad index, [O,P,S] (see oneQuadIndex):
@@ -64,6 +65,9 @@ type quadLoad struct {
 	size    int64  // quads
 	links   []link // index entries not yet written
 	commits uint64 // the commits written
+	// materialized says that materialize has run: buckets "v", "n" and
+	// "ops" hold some of what the load wrote.
+	materialized bool
 	// undo holds what the commit under way changed.
 	undo struct {
 		horizon uint64
@@ -238,6 +242,7 @@ const materializeChunk = 1 << 16
 // no one else has the store). The quadLoad may go on: what it kept back
 // from now on is written by the next materialize.
 func (l *quadLoad) materialize(db *bbolt.DB) error {
+	l.materialized = true
 	var hashes []refs.ValueHash
 	for h, v := range l.values {
 		if !v.stored || v.written != v.refs {
@@ -273,14 +278,7 @@ func (l *quadLoad) materialize(db *bbolt.DB) error {
 		}
 		hashes = hashes[n:]
 	}
-	slices.SortFunc(l.links, func(a, b link) int {
-		for i := range a {
-			if c := cmp.Compare(a[i], b[i]); c != 0 {
-				return c
-			}
-		}
-		return 0
-	})
+	sortLinks(l.links)
 	// An earlier materialize may have written some of the keys; if none
 	// did, each key's list is new (at 1M nodes, looking them up took 2.2 s).
 	var earlier bool
@@ -329,6 +327,97 @@ func (l *quadLoad) materialize(db *bbolt.DB) error {
 			return nil
 		}
 	}
+}
+
+// sources returns what the load kept back as pairs for writeFile to merge
+// into a new file of the store, in place of materialize's writes: the
+// values' IDs ("v") and reference counts ("n"), and the [O,P,S] index's
+// entries ("ops"), each in key order. It returns nil if an earlier
+// materialize wrote some of them: an ops entry is then a list to append
+// to. Lore's metaQuadsPending is the caller's to leave out. The pairs are
+// made as writeFile reads them.
+func (l *quadLoad) sources() map[string]pairSource {
+	if l.materialized {
+		return nil
+	}
+	hashes := make([]refs.ValueHash, 0, len(l.values))
+	for h := range l.values {
+		hashes = append(hashes, h)
+	}
+	slices.SortFunc(hashes, func(a, b refs.ValueHash) int { return bytes.Compare(a[:], b[:]) })
+	sortLinks(l.links)
+	value := func(id func(*loadValue) uint64) pairSource {
+		var mem slab
+		i := 0
+		return sourceFunc(func() (k, v []byte, ok bool) {
+			if i == len(hashes) {
+				return nil, nil, false
+			}
+			h := hashes[i]
+			i++
+			k = mem.take(len(h))
+			copy(k, h[:])
+			return k, binary.AppendUvarint(mem.take(binary.MaxVarintLen64)[:0], id(l.values[h])), true
+		})
+	}
+	var mem slab
+	links := l.links
+	ops := sourceFunc(func() (k, v []byte, ok bool) {
+		if len(links) == 0 {
+			return nil, nil, false
+		}
+		j := 1
+		for j < len(links) && [3]uint64(links[j][:3]) == [3]uint64(links[0][:3]) {
+			j++
+		}
+		k = mem.take(24)[:0]
+		for _, x := range links[0][:3] {
+			k = binary.BigEndian.AppendUint64(k, x)
+		}
+		v = mem.take(j * binary.MaxVarintLen64)[:0]
+		for _, ln := range links[:j] {
+			v = binary.AppendUvarint(v, ln[3])
+		}
+		links = links[j:]
+		return k, v, true
+	})
+	return map[string]pairSource{
+		string(bValueIDs):  value(func(v *loadValue) uint64 { return v.id }),
+		string(bValueRefs): value(func(v *loadValue) uint64 { return v.refs }),
+		string(cayleyOPS):  ops,
+	}
+}
+
+// sortLinks sorts index entries into the [O,P,S] index's key order, then
+// by quad ID.
+func sortLinks(links []link) {
+	slices.SortFunc(links, func(a, b link) int {
+		for i := range a {
+			if c := cmp.Compare(a[i], b[i]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+}
+
+// A sourceFunc is a pairSource.
+type sourceFunc func() (k, v []byte, ok bool)
+
+func (f sourceFunc) next() (k, v []byte, ok bool) { return f() }
+
+// A slab hands out byte slices carved from larger blocks, never reused:
+// one allocation per 64 KiB rather than one per slice.
+type slab struct{ block []byte }
+
+// take returns n bytes, to append to from their start or to fill.
+func (s *slab) take(n int) []byte {
+	if cap(s.block)-len(s.block) < n {
+		s.block = make([]byte, 0, max(n, 64<<10))
+	}
+	start := len(s.block)
+	s.block = s.block[:start+n]
+	return s.block[start : start+n : start+n]
 }
 
 // oneQuadIndex keeps one of Cayley's two quad indexes, [O,P,S], and drops

@@ -39,7 +39,7 @@ const rewriteSuffix = ".rewrite"
 // side, so no transaction is open. If anything fails before the rename,
 // the store goes on with the old file, which the rewrite never touched, and
 // the error says so.
-func (s *Store) rewriteFile() (err error) {
+func (s *Store) rewriteFile(m fileMerge) (err error) {
 	name := filepath.Join(s.path, FileName)
 	tmp := name + rewriteSuffix
 	if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
@@ -78,7 +78,7 @@ func (s *Store) rewriteFile() (err error) {
 		}
 	}()
 	src := s.db.DB()
-	if err := src.View(func(tx *bbolt.Tx) error { return writeFile(tx, tmp, src.Info().PageSize, fi.Mode().Perm()) }); err != nil {
+	if err := src.View(func(tx *bbolt.Tx) error { return writeFile(tx, tmp, src.Info().PageSize, fi.Mode().Perm(), m) }); err != nil {
 		return err
 	}
 	dst, err := bbolt.Open(name, fi.Mode().Perm(), &opts)

@@ -56,7 +56,7 @@ func TestWaitingOpenGetsRewrittenFile(t *testing.T) {
 	// The second Open has the old file open and waits for its lock.
 	s.wmu.Lock()
 	s.rw.Lock()
-	err = s.rewriteFile()
+	err = s.rewriteFile(fileMerge{})
 	s.rw.Unlock()
 	s.wmu.Unlock()
 	if err != nil {

@@ -3,8 +3,10 @@ package bolt
 import (
 	"bytes"
 	"crypto/sha256"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,7 +112,7 @@ func TestLoadRewritesFile(t *testing.T) {
 	// The same store, rewritten as a load's end rewrites it.
 	kept.wmu.Lock()
 	kept.rw.Lock()
-	err := kept.rewriteFile()
+	err := kept.rewriteFile(fileMerge{})
 	kept.rw.Unlock()
 	kept.wmu.Unlock()
 	if err != nil {
@@ -230,5 +232,58 @@ func TestOpenRemovesDeadRewrite(t *testing.T) {
 	defer s.Close()
 	if _, err := os.Stat(left); !os.IsNotExist(err) {
 		t.Errorf("Open left a dead rewrite's file: %v", err)
+	}
+}
+
+// An all-or-nothing load whose rewrite merges what waits into the new file
+// (see loadRest) leaves the same buckets, key for key, as one that writes
+// it all into its file and keeps that file (KeepLoadFile), no load's mark
+// among them.
+func TestMergedLoadMatchesKeptFile(t *testing.T) {
+	input := loadInput(3000)
+	opts := graph.ImportOptions{BatchSize: 700}
+	dumps := make([]map[string][32]byte, 2)
+	metas := make([]map[string]string, 2)
+	recs := make([][]string, 2) // with no times, which differ
+	for i, keep := range []bool{true, false} {
+		s := openTest(t, t.TempDir(), Config{KeepLoadFile: keep})
+		if _, err := graph.Import(t.Context(), s, strings.NewReader(input), opts); err != nil {
+			t.Fatal(err)
+		}
+		dumps[i] = dumpFile(t, s)
+		recs[i] = recordDump(t, s)
+		// Lore's meta, but for the store's own cursor key.
+		metas[i] = map[string]string{}
+		_ = s.db.DB().View(func(tx *bbolt.Tx) error {
+			return tx.Bucket(bMeta).ForEach(func(k, v []byte) error {
+				if !bytes.Equal(k, metaCursorKey) {
+					metas[i][string(k)] = string(v)
+				}
+				return nil
+			})
+		})
+		for _, mark := range [][]byte{metaLoading, metaQuadsPending, metaDeferred} {
+			if _, ok := metas[i][string(mark)]; ok {
+				t.Errorf("keep=%v: the store is still marked %q", keep, mark)
+			}
+		}
+		if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+			t.Fatalf("keep=%v: check: %v %v", keep, err, r)
+		}
+	}
+	if len(dumps[0]) != len(dumps[1]) {
+		t.Fatalf("%d buckets kept, %d merged", len(dumps[0]), len(dumps[1]))
+	}
+	for name, h := range dumps[0] {
+		timed := name == string(bNodes) || name == string(bEdges) || name == string(bLog)
+		if dumps[1][name] != h && name != string(bMeta) && !timed {
+			t.Errorf("bucket %q differs between the kept file and the merged one", name)
+		}
+	}
+	if !maps.Equal(metas[0], metas[1]) {
+		t.Errorf("Lore's meta differs between the kept file and the merged one")
+	}
+	if !slices.Equal(recs[0], recs[1]) {
+		t.Errorf("the records differ between the kept file and the merged one:\n%s", lineDiff(recs[0], recs[1]))
 	}
 }
