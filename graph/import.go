@@ -440,7 +440,7 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (*Impo
 	}
 	if al, ok := s.(AtomicLoader); ok {
 		if done, ok := al.BeginLoad(!opt.Durable); ok {
-			st, err := runPass(ctx, s, r, opt, passLoad, start)
+			st, err := runPass(WithinLoad(ctx), s, r, opt, passLoad, start)
 			if err == nil {
 				err = done(true) // which empties the store if it fails
 			} else if derr := done(false); derr != nil {

@@ -128,6 +128,24 @@ type AtomicLoader interface {
 	BeginLoad(fast bool) (done func(ok bool) error, ok bool)
 }
 
+// loadKey marks the context of the batches a load that BeginLoad started
+// commits (see InLoad).
+type loadKey struct{}
+
+// WithinLoad returns ctx marked as the context of the load that
+// BeginLoad started: the one writer an AtomicLoader lets write while its
+// load is under way. Import marks the stream of its load; no one else
+// should.
+func WithinLoad(ctx context.Context) context.Context {
+	return context.WithValue(ctx, loadKey{}, true)
+}
+
+// InLoad reports whether ctx is marked by WithinLoad.
+func InLoad(ctx context.Context) bool {
+	v, _ := ctx.Value(loadKey{}).(bool)
+	return v
+}
+
 // A CheckReport is the outcome of Checker.Check.
 type CheckReport struct {
 	Nodes    int64    `json:"nodes"`

@@ -29,6 +29,9 @@ type idemRec struct {
 	Result *graph.Result `json:"r"`
 }
 
+// errLoading refuses a write while an all-or-nothing load is under way.
+var errLoading = fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", graph.ErrConflict)
+
 // Apply validates b and commits it atomically with one change-log entry.
 func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, err error) {
 	if b == nil {
@@ -45,8 +48,8 @@ func (s *Store) Apply(ctx context.Context, b *graph.Batch) (res *graph.Result, e
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if s.loading && !b.DryRun {
-		return nil, fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", graph.ErrConflict)
+	if s.loading && !b.DryRun && !graph.InLoad(ctx) {
+		return nil, errLoading
 	}
 	// Planning a node's delete or re-type reads its edges.
 	if len(b.DeleteNodes) > 0 || b.Retype {
@@ -267,6 +270,18 @@ func pipelineable(b *graph.Batch) bool {
 func (s *Store) ApplyStream(ctx context.Context, batches <-chan *graph.StreamBatch, handle func(*graph.StreamBatch, *graph.Result, error) bool) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.loading && !graph.InLoad(ctx) {
+		// Only the load's own stream writes while it is under way, as
+		// Apply refuses other writes: undoing the load would undo them.
+		select {
+		case sb, ok := <-batches:
+			if ok {
+				handle(sb, nil, errLoading)
+			}
+		case <-ctx.Done():
+		}
+		return
+	}
 	type flight struct {
 		sb   *graph.StreamBatch
 		p    *commitPlan

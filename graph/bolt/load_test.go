@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -190,6 +191,50 @@ func TestInterruptedLoadIsUndoneAtOpen(t *testing.T) {
 		}
 		if ch, err := s.Since(t.Context(), 0, 10); err != nil || len(ch) != 1 || ch[0].Seq != 4 {
 			t.Errorf("change log: %v %v", ch, err)
+		}
+	}
+}
+
+// While an all-or-nothing load is under way, only its own stream writes
+// (graph.WithinLoad): another stream, or Apply, is refused with
+// ErrConflict and writes nothing, as undoing the load would undo it too.
+func TestLoadRefusesOtherWriters(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		s := openTest(t, t.TempDir(), Config{})
+		done, ok := s.BeginLoad(fast)
+		if !ok {
+			t.Fatal("an empty store did not start a load")
+		}
+		stream := func(ctx context.Context, b *graph.Batch) error {
+			ch := make(chan *graph.StreamBatch, 1)
+			ch <- &graph.StreamBatch{Batch: b, Last: true}
+			close(ch)
+			var got error
+			s.ApplyStream(ctx, ch, func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
+				got = err
+				return err == nil
+			})
+			return got
+		}
+		other := &graph.Batch{Op: "import", Nodes: []graph.NodeInput{svc("service/other")}}
+		if err := stream(t.Context(), other); !errors.Is(err, graph.ErrConflict) {
+			t.Errorf("fast=%v: another stream during the load: %v, want a conflict", fast, err)
+		}
+		if _, err := s.Apply(t.Context(), other); !errors.Is(err, graph.ErrConflict) {
+			t.Errorf("fast=%v: Apply during the load: %v, want a conflict", fast, err)
+		}
+		own := &graph.Batch{Op: "import", Nodes: []graph.NodeInput{svc("service/own")}}
+		if err := stream(graph.WithinLoad(t.Context()), own); err != nil {
+			t.Fatalf("fast=%v: the load's stream: %v", fast, err)
+		}
+		if err := done(true); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[graph.ID]bool{"service/own": true, "service/other": false} {
+			n, err := s.Node(t.Context(), id)
+			if want && (err != nil || n == nil) || !want && !errors.Is(err, graph.ErrNotFound) {
+				t.Errorf("fast=%v: node %s: %v %v, want it there: %v", fast, id, n, err, want)
+			}
 		}
 	}
 }

@@ -208,7 +208,7 @@ func TestWaitingEdgesRemovedInAStream(t *testing.T) {
 	}
 	close(ch)
 	var results []*graph.Result
-	s.ApplyStream(t.Context(), ch, func(_ *graph.StreamBatch, r *graph.Result, err error) bool {
+	s.ApplyStream(graph.WithinLoad(t.Context()), ch, func(_ *graph.StreamBatch, r *graph.Result, err error) bool {
 		if err != nil {
 			t.Fatal(err)
 		}
