@@ -128,6 +128,10 @@ type Config struct {
 	// cayleyLoads makes bulk loads write their quads through Cayley's
 	// ApplyDeltas instead of a quadLoad, for tests that compare the two.
 	cayleyLoads bool
+	// beforeRename, if set, is called by a rewrite of the file once the
+	// new file is written and synced, before it takes the old one's
+	// place; tests copy the directory there, as a crash would leave it.
+	beforeRename func()
 }
 
 // Defaults of Config's tuning fields.
@@ -173,6 +177,7 @@ type Store struct {
 	deferAfter, deferFlush int // see Config
 	keepLoadFile           bool
 	cayleyLoads            bool           // bulk loads write quads through Cayley's ApplyDeltas (see Config.cayleyLoads)
+	beforeRename           func()         // see Config.beforeRename
 	boltOpts               *bbolt.Options // how Open opened the file, and a rewrite its new one
 }
 
@@ -269,7 +274,7 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 	}
 	s := &Store{path: cfg.Path, db: db, kv: &hookKV{DB: db}, changed: graph.NewNotifier(), readOnly: cfg.ReadOnly,
 		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), deferFlush: cmp.Or(cfg.DeferFlush, DefaultDeferFlush),
-		keepLoadFile: cfg.KeepLoadFile, cayleyLoads: cfg.cayleyLoads, boltOpts: opts}
+		keepLoadFile: cfg.KeepLoadFile, cayleyLoads: cfg.cayleyLoads, beforeRename: cfg.beforeRename, boltOpts: opts}
 	if err := s.init(cfg.Model, cmp.Or(cfg.UpgradeChunk, DefaultUpgradeChunk)); err != nil {
 		db.Close()
 		return nil, err

@@ -90,6 +90,9 @@ func (s *Store) rewriteFile(m fileMerge) (err error) {
 			_ = dst.Close()
 		}
 	}()
+	if s.beforeRename != nil {
+		s.beforeRename()
+	}
 	if err := os.Rename(tmp, name); err != nil {
 		return err
 	}

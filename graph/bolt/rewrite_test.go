@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -285,5 +286,56 @@ func TestMergedLoadMatchesKeptFile(t *testing.T) {
 	}
 	if !slices.Equal(recs[0], recs[1]) {
 		t.Errorf("the records differ between the kept file and the merged one:\n%s", lineDiff(recs[0], recs[1]))
+	}
+}
+
+// A process that dies while a load's end rewrites the file, after the new
+// file is written but before it replaces the old one, leaves a store that
+// the next Open empties: the old file still bears the "loading" mark,
+// which only the new file lacks, and what the load left for the rewrite
+// was never written into the old file. (The crash is a copy of the
+// directory at that moment, as the disk holds it.)
+func TestCrashBeforeRewriteRenameUndoesLoad(t *testing.T) {
+	dir, crashed := t.TempDir(), t.TempDir()
+	copied := false
+	s := openTest(t, dir, Config{beforeRename: func() {
+		for _, name := range []string{FileName, FileName + rewriteSuffix} {
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := os.WriteFile(filepath.Join(crashed, name), data, 0o600); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		copied = true
+	}})
+	if _, err := graph.Import(t.Context(), s, strings.NewReader(loadInput(500)), graph.ImportOptions{BatchSize: 400}); err != nil {
+		t.Fatal(err)
+	}
+	if !copied {
+		t.Fatal("the load's end did not rewrite the file")
+	}
+	if _, err := s.Node(t.Context(), "service/s499"); err != nil {
+		t.Fatalf("the load's last node: %v", err)
+	}
+	after := openTest(t, crashed, Config{})
+	if _, err := after.Node(t.Context(), "service/s0"); !errors.Is(err, graph.ErrNotFound) {
+		t.Errorf("after a crash before the rename, the load's first node: %v, want none", err)
+	}
+	if got := exportString(t, after); strings.Contains(got, `"kind":"node"`) || strings.Contains(got, `"kind":"edge"`) {
+		t.Errorf("after a crash before the rename, the store holds:\n%.500s", got)
+	}
+	if r, err := after.Check(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("check: %v %v", err, r)
+	}
+	if _, err := os.Stat(filepath.Join(crashed, FileName+rewriteSuffix)); !os.IsNotExist(err) {
+		t.Errorf("Open left the dead rewrite's file: %v", err)
+	}
+	// The store loads again.
+	if _, err := graph.Import(t.Context(), after, strings.NewReader(loadInput(50)), graph.ImportOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
