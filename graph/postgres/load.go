@@ -493,6 +493,18 @@ func (s *Store) ApplyStream(ctx context.Context, in <-chan *graph.StreamBatch, h
 	s.wmu.Lock()
 	ld := s.load
 	s.wmu.Unlock()
+	if ld != nil && !graph.InLoad(ctx) {
+		// Only the load's own stream writes while it is under way, as
+		// Apply refuses other writes: undoing the load would undo them.
+		select {
+		case sb, ok := <-in:
+			if ok {
+				handle(sb, nil, fmt.Errorf("an import is loading the store, all or nothing; write when it has finished: %w", graph.ErrConflict))
+			}
+		case <-ctx.Done():
+		}
+		return
+	}
 	type flight struct {
 		sb   *graph.StreamBatch
 		p    *graph.Plan

@@ -135,7 +135,7 @@ func loadBatches(t *testing.T, s *postgres.Store, n int) {
 		in <- &graph.StreamBatch{Batch: &graph.Batch{Op: "import", Nodes: []graph.NodeInput{topic(fmt.Sprintf("topic/l%d", i), "loaded")}}}
 	}
 	close(in)
-	s.ApplyStream(t.Context(), in, func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
+	s.ApplyStream(graph.WithinLoad(t.Context()), in, func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,6 +156,15 @@ func TestInterruptedLoadIsUndone(t *testing.T) {
 			}
 			if _, err := s.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{topic("topic/other", "o")}}); !errors.Is(err, graph.ErrConflict) {
 				t.Fatalf("a write during a load: %v", err)
+			}
+			// Nor may another stream write into the load.
+			other := make(chan *graph.StreamBatch, 1)
+			other <- &graph.StreamBatch{Batch: &graph.Batch{Op: "import", Nodes: []graph.NodeInput{topic("topic/other", "o")}}}
+			close(other)
+			var streamErr error
+			s.ApplyStream(t.Context(), other, func(_ *graph.StreamBatch, _ *graph.Result, err error) bool { streamErr = err; return err == nil })
+			if !errors.Is(streamErr, graph.ErrConflict) {
+				t.Fatalf("another stream during a load: %v", streamErr)
 			}
 			loadBatches(t, s, 3)
 			s.Close() // as the process's death does, it ends the load's connection
