@@ -578,16 +578,19 @@ type loadRest struct {
 	qload *quadLoad // or nil
 }
 
-// merge returns what writeFile merges into the new file: the rest's pairs,
-// and the marks that end with the load (metaQuadsPending and mark) left
-// out of Lore's meta. If the quadLoad's part cannot be merged, it is
-// written into db first.
+// merge returns what writeFile merges into the new file: the rest's pairs
+// (none if r is nil), and the marks that end with the load
+// (metaQuadsPending and mark) left out of Lore's meta. If the quadLoad's
+// part cannot be merged, it is written into db first.
 func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 	m := fileMerge{into: map[string]pairSource{}, drop: map[string]map[string]bool{
 		string(bMeta): {string(metaQuadsPending): true},
 	}}
 	if mark != nil {
 		m.drop[string(bMeta)][string(mark)] = true
+	}
+	if r == nil {
+		return m, nil
 	}
 	if r.edges != nil && r.edges.set.n > 0 {
 		m.into[string(bEdges)] = r.edges.set.merge()
@@ -613,14 +616,8 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 // rewrite its file does (flushPending, endQuadLoad). The caller has the
 // store to itself.
 func (r *loadRest) write(s *Store) error {
-	db := s.db.DB()
-	if r.edges != nil {
-		if err := r.edges.set.write(db, bEdges); err != nil {
-			return fmt.Errorf("writing the load's edge records: %w", err)
-		}
-	}
-	if err := r.in.write(db, bIn); err != nil {
-		return fmt.Errorf("writing the load's in-edge index: %w", err)
+	if err := writeWaiting(s.db.DB(), r.edges, &r.in); err != nil {
+		return err
 	}
 	if r.qload != nil {
 		s.qload = r.qload
@@ -801,14 +798,7 @@ func (b *bulk) end(mark []byte) error {
 	if !b.rewrite {
 		return deleteMark() // finish restored the settings
 	}
-	var rerr error
-	m := fileMerge{drop: map[string]map[string]bool{}}
-	if mark != nil {
-		m.drop[string(bMeta)] = map[string]bool{string(mark): true}
-	}
-	if rest != nil {
-		m, rerr = rest.merge(s.db.DB(), mark)
-	}
+	m, rerr := rest.merge(s.db.DB(), mark)
 	if rerr == nil {
 		rerr = s.rewriteFile(m)
 	}

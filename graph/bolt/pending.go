@@ -293,18 +293,25 @@ func (s *Store) flushPending() error {
 	}
 	s.rw.Lock()
 	defer s.rw.Unlock()
-	if d.edges != nil && d.edges.set.n > 0 {
-		d.edges.mu.Lock()
-		err := d.edges.set.write(s.db.DB(), bEdges)
+	return writeWaiting(s.db.DB(), d.edges, &d.in)
+}
+
+// writeWaiting writes a load's waiting edge records (edges may be nil) and
+// in-edge entries into db, and empties them. The caller has the store's
+// writes to itself.
+func writeWaiting(db *bbolt.DB, edges *edgeRuns, in *runSet) error {
+	if edges != nil && edges.set.n > 0 {
+		edges.mu.Lock()
+		err := edges.set.write(db, bEdges)
 		if err == nil {
-			clear(d.edges.has)
+			clear(edges.has)
 		}
-		d.edges.mu.Unlock()
+		edges.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("writing the load's edge records: %w", err)
 		}
 	}
-	if err := d.in.write(s.db.DB(), bIn); err != nil {
+	if err := in.write(db, bIn); err != nil {
 		return fmt.Errorf("writing the load's in-edge index: %w", err)
 	}
 	return nil
