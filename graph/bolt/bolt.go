@@ -295,7 +295,7 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 		}
 		stale = nil
 	}
-	if pending && !loading && !cfg.ReadOnly {
+	if pending && !loading {
 		// A bulk load died before its quadLoad wrote what it kept back.
 		if err := s.rebuildQuads(ctx); err != nil {
 			db.Close()
@@ -333,7 +333,7 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 			return fmt.Errorf("moving Cayley's values to store layout %d: %w", storeVersion, err)
 		}
 	}
-	if err := s.initCayley(); err != nil {
+	if err := s.initCayley(!s.readOnly); err != nil {
 		return err
 	}
 	if err := s.newQuadStore(); err != nil {

@@ -151,12 +151,15 @@ func (s *Store) newQuadStore() error {
 }
 
 // initCayley initialises Cayley's part of the file, if it has none, and
-// keeps one quad index in it (see oneQuadIndex).
-func (s *Store) initCayley() error {
+// keeps one quad index in it (see oneQuadIndex) if one is true. A
+// read-only open leaves an older store's indexes as they are, but one
+// that rebuilds Cayley's part (createBuckets) writes the layout a
+// writer's would: a later bulk load writes only into that one.
+func (s *Store) initCayley(one bool) error {
 	if err := ckv.Init(s.kv, cayleyOpts); err != nil && !errors.Is(err, cgraph.ErrDatabaseExists) {
 		return fmt.Errorf("cayley init: %w", err)
 	}
-	if s.readOnly {
+	if !one {
 		return nil
 	}
 	if err := s.db.DB().Update(oneQuadIndex); err != nil {
@@ -168,7 +171,7 @@ func (s *Store) initCayley() error {
 // createBuckets initialises Cayley's part of the file and creates Lore's
 // buckets, where missing.
 func (s *Store) createBuckets() error {
-	if err := s.initCayley(); err != nil {
+	if err := s.initCayley(true); err != nil {
 		return err
 	}
 	return s.db.DB().Update(func(tx *bbolt.Tx) error {

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"maps"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lore-dev/lore/graph"
 
+	ckv "github.com/cayleygraph/cayley/graph/kv"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -321,6 +323,23 @@ func TestCrashBeforeRewriteRenameUndoesLoad(t *testing.T) {
 	if _, err := s.Node(t.Context(), "service/s499"); err != nil {
 		t.Fatalf("the load's last node: %v", err)
 	}
+	// A read-only open (lore check, say) has the file to itself: it undoes
+	// the load as a writer's would, leaving the layout a writer's leaves.
+	ro, err := Open(t.Context(), Config{Path: crashed, NoSync: true, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.Node(t.Context(), "service/s0"); !errors.Is(err, graph.ErrNotFound) {
+		t.Errorf("after a crash before the rename, a read-only open finds the load's first node: %v", err)
+	}
+	_ = ro.read(func(tx *bbolt.Tx) error {
+		var inds []ckv.QuadIndex
+		if err := json.Unmarshal(tx.Bucket(cayleyMeta).Get(cayleyIndexesKey), &inds); err != nil || len(inds) != 1 || !equalIndex(inds[0], opsIndex) {
+			t.Errorf("Cayley's indexes after a read-only open undid the load: %+v %v", inds, err)
+		}
+		return nil
+	})
+	ro.Close()
 	after := openTest(t, crashed, Config{})
 	if _, err := after.Node(t.Context(), "service/s0"); !errors.Is(err, graph.ErrNotFound) {
 		t.Errorf("after a crash before the rename, the load's first node: %v, want none", err)
