@@ -60,7 +60,10 @@ import (
 // load goes through Cayley. A commit that fails leaves the quadLoad as it
 // was before it (undo).
 type quadLoad struct {
-	values  map[refs.ValueHash]*loadValue
+	// values holds the load's values by valueKey: a value's hash, which
+	// names it in Cayley's buckets, is taken once, when it is first seen
+	// (a hash per direction of every quad took 3.8 s of a 1M-node load).
+	values  map[string]*loadValue
 	horizon uint64 // the last ID given out
 	size    int64  // quads
 	links   []link // index entries not yet written
@@ -73,13 +76,14 @@ type quadLoad struct {
 		horizon uint64
 		size    int64
 		links   int
-		added   []refs.ValueHash
+		added   []string
 		touched []*loadValue
 		refs    []uint64 // the touched values' counts before it
 	}
 }
 
 type loadValue struct {
+	hash refs.ValueHash
 	id   uint64
 	refs uint64
 	// touched is the number of the last commit that changed refs.
@@ -125,7 +129,7 @@ func newQuadLoad(tx *bbolt.Tx) *quadLoad {
 	if err := json.Unmarshal(meta.Get(cayleyIndexesKey), &inds); err != nil || len(inds) != 1 || !equalIndex(inds[0], opsIndex) {
 		return nil
 	}
-	l := &quadLoad{values: map[refs.ValueHash]*loadValue{}}
+	l := &quadLoad{values: map[string]*loadValue{}}
 	if v := meta.Get(cayleyHorizon); len(v) == 8 {
 		l.horizon = binary.LittleEndian.Uint64(v)
 	}
@@ -167,13 +171,13 @@ func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta) error {
 			if val == nil {
 				continue
 			}
-			h := refs.HashOf(val)
-			v := l.values[h]
+			vk := valueKey(val)
+			v := l.values[vk]
 			if v == nil {
 				l.horizon++
-				v = &loadValue{id: l.horizon}
-				l.values[h] = v
-				u.added = append(u.added, h)
+				v = &loadValue{hash: refs.HashOf(val), id: l.horizon}
+				l.values[vk] = v
+				u.added = append(u.added, vk)
 				b, err := pquads.MarshalValue(val)
 				if err != nil {
 					return fmt.Errorf("cayley value %v: %w", val, err)
@@ -216,8 +220,8 @@ func (l *quadLoad) writeMeta(tx *bbolt.Tx) error {
 // commit.
 func (l *quadLoad) rollback() {
 	u := &l.undo
-	for _, h := range u.added {
-		delete(l.values, h)
+	for _, vk := range u.added {
+		delete(l.values, vk)
 	}
 	for i, v := range u.touched {
 		v.refs = u.refs[i]
@@ -243,27 +247,20 @@ const materializeChunk = 1 << 16
 // from now on is written by the next materialize.
 func (l *quadLoad) materialize(db *bbolt.DB) error {
 	l.materialized = true
-	var hashes []refs.ValueHash
-	for h, v := range l.values {
-		if !v.stored || v.written != v.refs {
-			hashes = append(hashes, h)
-		}
-	}
-	slices.SortFunc(hashes, func(a, b refs.ValueHash) int { return bytes.Compare(a[:], b[:]) })
-	for len(hashes) > 0 {
-		n := min(len(hashes), materializeChunk)
-		chunk := hashes[:n]
+	vals := l.sortedValues(func(v *loadValue) bool { return !v.stored || v.written != v.refs })
+	for len(vals) > 0 {
+		n := min(len(vals), materializeChunk)
+		chunk := vals[:n]
 		err := db.Update(func(tx *bbolt.Tx) error {
 			ids, counts := tx.Bucket(bValueIDs), tx.Bucket(bValueRefs)
 			ids.FillPercent, counts.FillPercent = appendFill, appendFill
-			for _, h := range chunk {
-				v := l.values[h]
+			for _, v := range chunk {
 				if !v.stored {
-					if err := ids.Put(bytes.Clone(h[:]), binary.AppendUvarint(nil, v.id)); err != nil {
+					if err := ids.Put(bytes.Clone(v.hash[:]), binary.AppendUvarint(nil, v.id)); err != nil {
 						return err
 					}
 				}
-				if err := counts.Put(bytes.Clone(h[:]), binary.AppendUvarint(nil, v.refs)); err != nil {
+				if err := counts.Put(bytes.Clone(v.hash[:]), binary.AppendUvarint(nil, v.refs)); err != nil {
 					return err
 				}
 			}
@@ -272,11 +269,10 @@ func (l *quadLoad) materialize(db *bbolt.DB) error {
 		if err != nil {
 			return err
 		}
-		for _, h := range chunk {
-			v := l.values[h]
+		for _, v := range chunk {
 			v.stored, v.written = true, v.refs
 		}
-		hashes = hashes[n:]
+		vals = vals[n:]
 	}
 	sortLinks(l.links)
 	// An earlier materialize may have written some of the keys; if none
@@ -340,24 +336,20 @@ func (l *quadLoad) sources() map[string]pairSource {
 	if l.materialized {
 		return nil
 	}
-	hashes := make([]refs.ValueHash, 0, len(l.values))
-	for h := range l.values {
-		hashes = append(hashes, h)
-	}
-	slices.SortFunc(hashes, func(a, b refs.ValueHash) int { return bytes.Compare(a[:], b[:]) })
+	vals := l.sortedValues(nil)
 	sortLinks(l.links)
 	value := func(id func(*loadValue) uint64) pairSource {
 		var mem slab
 		i := 0
 		return sourceFunc(func() (k, v []byte, ok bool) {
-			if i == len(hashes) {
+			if i == len(vals) {
 				return nil, nil, false
 			}
-			h := hashes[i]
+			lv := vals[i]
 			i++
-			k = mem.take(len(h))
-			copy(k, h[:])
-			return k, binary.AppendUvarint(mem.take(binary.MaxVarintLen64)[:0], id(l.values[h])), true
+			k = mem.take(len(lv.hash))
+			copy(k, lv.hash[:])
+			return k, binary.AppendUvarint(mem.take(binary.MaxVarintLen64)[:0], id(lv)), true
 		})
 	}
 	var mem slab
@@ -386,6 +378,31 @@ func (l *quadLoad) sources() map[string]pairSource {
 		string(bValueRefs): value(func(v *loadValue) uint64 { return v.refs }),
 		string(cayleyOPS):  ops,
 	}
+}
+
+// sortedValues returns the values keep selects (every one, if keep is
+// nil) in the order of their hashes: the key order of Cayley's value
+// buckets.
+func (l *quadLoad) sortedValues(keep func(*loadValue) bool) []*loadValue {
+	vals := make([]*loadValue, 0, len(l.values))
+	for _, v := range l.values {
+		if keep == nil || keep(v) {
+			vals = append(vals, v)
+		}
+	}
+	slices.SortFunc(vals, func(a, b *loadValue) int { return bytes.Compare(a.hash[:], b.hash[:]) })
+	return vals
+}
+
+// valueKey keys a value in quadLoad.values: an IRI (every value of Lore's
+// quads) by itself, without the copy its String makes; any other value by
+// its String, which is what Cayley hashes, after a NUL that starts none of
+// Lore's IRIs.
+func valueKey(v quad.Value) string {
+	if iri, ok := v.(quad.IRI); ok {
+		return string(iri)
+	}
+	return "\x00" + v.String()
 }
 
 // sortLinks sorts index entries into the [O,P,S] index's key order, then
