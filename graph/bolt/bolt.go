@@ -567,7 +567,8 @@ type bulk struct {
 
 // A loadRest is the part of an all-or-nothing bulk load that waits in
 // memory when its batches have committed: its edge records and in-edge
-// index entries (see runSet), and Cayley's part a quadLoad kept back.
+// index entries (see runSet), its type, property and search index entries
+// (see indexRuns), and Cayley's part a quadLoad kept back.
 // Writing them into the old file before the rewrite copied them all again
 // into the new one: at 1M nodes of the benchmark graph, the load's end
 // took 25.7 s of CPU that way, and 13.3 s merging them into the new file
@@ -575,7 +576,8 @@ type bulk struct {
 type loadRest struct {
 	edges *edgeRuns // or nil
 	in    runSet
-	qload *quadLoad // or nil
+	idx   *indexRuns // or nil
+	qload *quadLoad  // or nil
 }
 
 // merge returns what writeFile merges into the new file: the rest's pairs
@@ -583,7 +585,7 @@ type loadRest struct {
 // (metaQuadsPending and mark) left out of Lore's meta. If the quadLoad's
 // part cannot be merged, it is written into db first.
 func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
-	m := fileMerge{into: map[string]pairSource{}, drop: map[string]map[string]bool{
+	m := fileMerge{into: map[string]pairSource{}, flagged: map[string]bool{}, drop: map[string]map[string]bool{
 		string(bMeta): {string(metaQuadsPending): true},
 	}}
 	if mark != nil {
@@ -597,6 +599,9 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 	}
 	if r.in.n > 0 {
 		m.into[string(bIn)] = r.in.merge()
+	}
+	if r.idx != nil {
+		r.idx.merge(m)
 	}
 	if r.qload != nil {
 		src := r.qload.sources()
@@ -618,6 +623,11 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 func (r *loadRest) write(s *Store) error {
 	if err := writeWaiting(s.db.DB(), r.edges, &r.in); err != nil {
 		return err
+	}
+	if r.idx != nil {
+		if err := r.idx.write(s.db.DB()); err != nil {
+			return err
+		}
 	}
 	if r.qload != nil {
 		s.qload = r.qload
@@ -652,8 +662,12 @@ func (s *Store) bulkLocked() *bulk {
 	s.deferred = newDeferred(s.deferAfter, s.deferFlush)
 	if s.loading {
 		// Its edge records wait too: should the load die, the next Open
-		// undoes it.
+		// undoes it. So do its index entries, if the rewrite at its end
+		// is to write them.
 		s.deferred.edges = newEdgeRuns()
+		if b.rewrite {
+			s.deferred.idx = &indexRuns{}
+		}
 	}
 	if !s.cayleyLoads {
 		var ql *quadLoad
@@ -724,11 +738,12 @@ func (b *bulk) finish() error {
 	d := s.deferred
 	lost := d.lost
 	// An all-or-nothing load that rewrites the file leaves its waiting
-	// edge records and in-edge entries, and Cayley's part, for the
-	// rewrite to merge into the new file (see loadRest); until then no
-	// other write may commit. Otherwise the edge records that wait are
-	// the load's own: written even if the derived entries are to be
-	// rebuilt, from them.
+	// edge records, in-edge entries and index entries, and Cayley's part,
+	// for the rewrite to merge into the new file (see loadRest); until
+	// then no other write may commit. Otherwise the edge records that
+	// wait are the load's own: written even if the derived entries are to
+	// be rebuilt, from them. (Index entries wait only for a merge: a load
+	// that does not merge them has lost some, and rebuilds them all.)
 	merge := b.rewrite && s.loading && !lost
 	if !merge {
 		err = s.flushPending()
@@ -743,7 +758,7 @@ func (b *bulk) finish() error {
 	lost = lost || err != nil
 	s.deferred = nil
 	if merge {
-		b.rest = &loadRest{edges: d.edges, in: d.in, qload: s.qload}
+		b.rest = &loadRest{edges: d.edges, in: d.in, idx: d.idx, qload: s.qload}
 		s.qload = nil
 		s.ending = true
 	}

@@ -858,6 +858,9 @@ type deferredIndexes struct {
 	lost     bool      // a commit that carried some of them failed: the load must rebuild them
 	in       runSet    // in-edge index entries (see runSet)
 	edges    *edgeRuns // edge records, in an all-or-nothing load (see runSet)
+	// idx, in an all-or-nothing load that rewrites its file, holds what
+	// each drain would write of the entries above (see indexRuns).
+	idx *indexRuns
 }
 
 const deferChunk = 4096
@@ -896,12 +899,18 @@ func (d *deferredIndexes) add(op kvOp) {
 func (d *deferredIndexes) size() int { return d.n + len(d.counters) }
 
 // A deferMark is how much a bulk load had deferred when a commit started.
-type deferMark struct{ n, in, edges int }
+type deferMark struct {
+	n, in, edges int
+	idx          [len(indexBuckets)]int
+}
 
 func (d *deferredIndexes) mark() deferMark {
 	m := deferMark{n: d.n, in: len(d.in.runs)}
 	if d.edges != nil {
 		m.edges = d.edges.runs()
+	}
+	if d.idx != nil {
+		m.idx = d.idx.mark()
 	}
 	return m
 }
@@ -911,6 +920,9 @@ func (d *deferredIndexes) truncateRuns(m deferMark) {
 	d.in.truncate(m.in)
 	if d.edges != nil {
 		d.edges.truncate(m.edges)
+	}
+	if d.idx != nil {
+		d.idx.truncate(m.idx)
 	}
 }
 
@@ -938,12 +950,20 @@ func (d *deferredIndexes) addCounts(held map[counterKey]int64) {
 }
 
 // drain appends the collected entries to ops, with room for extra more,
-// and moves the counters into the commit's own (which reads their current
-// values). The chunks are kept for the entries to come.
+// or adds them to d.idx if it waits for them, and moves the counters into
+// the commit's own (which reads their current values). The chunks are
+// kept for the entries to come.
 func (d *deferredIndexes) drain(ops []kvOp, extra int, counters map[counterKey]int64) []kvOp {
-	ops = slices.Grow(ops, d.n+extra)
+	if d.idx != nil {
+		d.idx.add(d.chunks)
+		ops = slices.Grow(ops, extra)
+	} else {
+		ops = slices.Grow(ops, d.n+extra)
+	}
 	for i, c := range d.chunks {
-		ops = append(ops, c...)
+		if d.idx == nil {
+			ops = append(ops, c...)
+		}
 		clear(c) // the chunk must not keep the keys alive
 		d.chunks[i] = c[:0]
 	}

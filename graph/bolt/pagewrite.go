@@ -50,7 +50,7 @@ func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode, m file
 	}
 	root := w.tree()
 	err = tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
-		hdr, err := w.bucket(b, m.into[string(name)], m.drop[string(name)])
+		hdr, err := w.bucket(b, m.into[string(name)], m.flagged[string(name)], m.drop[string(name)])
 		if err != nil {
 			return err
 		}
@@ -82,10 +82,13 @@ func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode, m file
 // A fileMerge says what writeFile writes beside a transaction's buckets:
 // pairs to merge into top-level buckets, in key order, where a pair's value
 // stands over the bucket's own for the same key (into), and keys of
-// top-level buckets to leave out (drop).
+// top-level buckets to leave out (drop). The values of a bucket's pairs
+// start with a flag if flagged says so: runPut for a value that stands,
+// runDel for a key to leave out.
 type fileMerge struct {
-	into map[string]pairSource
-	drop map[string]map[string]bool
+	into    map[string]pairSource
+	flagged map[string]bool
+	drop    map[string]map[string]bool
 }
 
 // A pairSource gives key-value pairs in key order, each key once; a pair's
@@ -163,11 +166,11 @@ func (w *pageWriter) write(flags uint16, count int, body []byte) (uint64, error)
 	return id, nil
 }
 
-// bucket writes the pages of b, with src's pairs merged in and the keys
-// drop names left out, and returns its header, as the value of the leaf
-// that names it. src and drop apply to b's own keys only, not to its
-// nested buckets'.
-func (w *pageWriter) bucket(b *bbolt.Bucket, src pairSource, drop map[string]bool) ([]byte, error) {
+// bucket writes the pages of b, with src's pairs merged in (their values
+// flagged, if flagged: see fileMerge) and the keys drop names left out,
+// and returns its header, as the value of the leaf that names it. src and
+// drop apply to b's own keys only, not to its nested buckets'.
+func (w *pageWriter) bucket(b *bbolt.Bucket, src pairSource, flagged bool, drop map[string]bool) ([]byte, error) {
 	t := w.tree()
 	cur := b.Cursor()
 	k, v := cur.First()
@@ -194,8 +197,14 @@ func (w *pageWriter) bucket(b *bbolt.Bucket, src pairSource, drop map[string]boo
 				}
 				k, v = cur.Next() // the source's value stands
 			}
-			if !drop[string(sk)] {
+			switch {
+			case drop[string(sk)]:
+			case !flagged:
 				err = t.add(0, sk, sv)
+			case len(sv) == 0:
+				err = fmt.Errorf("key %q to merge has no flag", sk)
+			case sv[0] != runDel:
+				err = t.add(0, sk, sv[1:])
 			}
 			sk, sv, more = src.next()
 		}
@@ -222,7 +231,7 @@ func (w *pageWriter) add(t *treeBuilder, b *bbolt.Bucket, k, v []byte, drop map[
 	if v != nil {
 		return t.add(0, k, v)
 	}
-	hdr, err := w.bucket(b.Bucket(k), nil, nil)
+	hdr, err := w.bucket(b.Bucket(k), nil, false, nil)
 	if err != nil {
 		return err
 	}

@@ -285,7 +285,8 @@ func TestWriteFileBranchesHaveTwoChildren(t *testing.T) {
 // TestWriteFileMerges checks writeFile's merge against bbolt: random
 // databases written out with random pairs merged into their top-level
 // buckets (new keys, and keys the bucket holds, whose value the pair's
-// replaces) and random keys dropped (the bucket's or a pair's, nested
+// replaces; in some buckets, pairs flagged to put or delete their keys)
+// and random keys dropped (the bucket's or a pair's, nested
 // buckets included) hold what the same puts and deletes give through
 // bbolt, and pass its check.
 func TestWriteFileMerges(t *testing.T) {
@@ -301,7 +302,7 @@ func TestWriteFileMerges(t *testing.T) {
 			if err := src.Update(func(tx *bbolt.Tx) error { return fillRandom(rng, tx, false) }); err != nil {
 				t.Fatal(err)
 			}
-			m := fileMerge{into: map[string]pairSource{}, drop: map[string]map[string]bool{}}
+			m := fileMerge{into: map[string]pairSource{}, flagged: map[string]bool{}, drop: map[string]map[string]bool{}}
 			puts := map[string][]kv{}
 			err = src.View(func(tx *bbolt.Tx) error {
 				return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
@@ -337,6 +338,16 @@ func TestWriteFileMerges(t *testing.T) {
 						pairs = append(pairs, kv{[]byte(k), v})
 					}
 					slices.SortFunc(pairs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+					if rng.IntN(2) == 0 { // some of its pairs delete their keys
+						m.flagged[string(name)] = true
+						for i := range pairs {
+							if rng.IntN(4) == 0 {
+								pairs[i].v = []byte{runDel}
+							} else {
+								pairs[i].v = append([]byte{runPut}, pairs[i].v...)
+							}
+						}
+					}
 					puts[string(name)] = pairs
 					m.into[string(name)] = &sliceSource{pairs: pairs}
 					drop := map[string]bool{}
@@ -368,7 +379,16 @@ func TestWriteFileMerges(t *testing.T) {
 				for name, pairs := range puts {
 					b := tx.Bucket([]byte(name))
 					for _, p := range pairs {
-						if err := b.Put(p.k, p.v); err != nil {
+						var err error
+						switch {
+						case !m.flagged[name]:
+							err = b.Put(p.k, p.v)
+						case p.v[0] == runDel:
+							err = b.Delete(p.k)
+						default:
+							err = b.Put(p.k, p.v[1:])
+						}
+						if err != nil {
 							return err
 						}
 					}
