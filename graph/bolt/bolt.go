@@ -871,6 +871,9 @@ func (s *Store) flushDeferred() error {
 		if err != nil {
 			return err
 		}
+		if s.deferred.idx != nil {
+			dops = s.deferred.idx.keep(dops) // see indexRuns
+		}
 		ops = append(append(ops, cops...), dops...)
 		sortOps(ops)
 		if err := writeOps(tx, ops); err != nil {

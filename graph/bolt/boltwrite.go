@@ -679,6 +679,11 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 			var dops []kvOp
 			dops, err = stageDeg(tx, deg) // a bulk load's flush: see stageDeg
 			ops = append(ops, dops...)
+		} else if d != nil && p.last && d.idx != nil {
+			// The load's last fold: what it writes waits for the rewrite.
+			var fops []kvOp
+			fops, err = foldDeg(nil, tx, deg, recs, gone, retyped, true)
+			ops = append(ops, d.idx.keep(fops)...)
 		} else {
 			ops, err = foldDeg(ops, tx, deg, recs, gone, retyped, d != nil && p.last)
 		}

@@ -347,8 +347,10 @@ func removesEdges(p *graph.Plan) bool {
 }
 
 // indexBuckets are the buckets of the index entries a bulk load defers in
-// chunks (deferredIndexes.add), in the order indexRuns keeps them.
-var indexBuckets = [...][]byte{bType, bProp, bTok}
+// chunks (deferredIndexes.add), and of what its last fold of the edge
+// summaries writes (node records and degree index keys, see foldDeg), in
+// the order indexRuns keeps them.
+var indexBuckets = [...][]byte{bType, bProp, bTok, bDegIdx, bNodes}
 
 // The flag that starts a value in an indexRuns run: the pair puts its
 // value, or deletes its key.
@@ -359,17 +361,21 @@ const (
 
 // indexRuns holds, in an all-or-nothing bulk load that rewrites its file,
 // the type, property and search index entries each drain of the deferred
-// entries would write: a run per bucket and drain, each value after a flag
-// (runPut, runDel). They are merged into the rewritten file (loadRest),
-// not written into the old one: each drain of a 1M-node load wrote about
-// 450,000 entries at places spread over the whole of the three buckets,
-// so every commit that drained rewrote most of their pages.
+// entries would write, and the node records and degree index keys of its
+// last fold of the edge summaries: a run per bucket and drain, each value
+// after a flag (runPut, runDel). They are merged into the rewritten file
+// (loadRest), not written into the old one: each drain of a 1M-node load
+// wrote about 450,000 entries at places spread over the whole of the three
+// index buckets, so every commit that drained rewrote most of their pages,
+// and the last fold rewrote every node record and wrote 3.2 million degree
+// index keys in one transaction. No planning reads them: the load's
+// batches read node records, but the last fold comes after the last one.
 type indexRuns struct {
 	sets [len(indexBuckets)]runSet
 }
 
-// add adds one drain's writes (buckets of indexBuckets), chunk by chunk in
-// the order they were made: the last write of each key stands.
+// add adds one drain's or fold's writes (buckets of indexBuckets), chunk by
+// chunk in the order they were made: the last write of each key stands.
 func (x *indexRuns) add(chunks [][]kvOp) {
 	type write struct {
 		k, v []byte
@@ -443,6 +449,33 @@ func (x *indexRuns) truncate(m [len(indexBuckets)]int) {
 	for b := range x.sets {
 		x.sets[b].truncate(m[b])
 	}
+}
+
+// keep adds the writes of ops to buckets of indexBuckets, in the order they
+// were made, and returns the others.
+func (x *indexRuns) keep(ops []kvOp) []kvOp {
+	keeps := func(op *kvOp) bool {
+		return op.key != nil && slices.ContainsFunc(indexBuckets[:], func(b []byte) bool { return bytes.Equal(b, op.bucket) })
+	}
+	n := 0
+	for i := range ops {
+		if keeps(&ops[i]) {
+			n++
+		}
+	}
+	// A load's last fold writes millions: room for them at once.
+	kept := make([]kvOp, 0, n)
+	rest := ops[:0]
+	for i := range ops {
+		if keeps(&ops[i]) {
+			kept = append(kept, ops[i])
+		} else {
+			rest = append(rest, ops[i])
+		}
+	}
+	x.add([][]kvOp{kept})
+	clear(ops[len(rest):])
+	return rest
 }
 
 // merge adds the runs to what writeFile merges into a new file.
