@@ -864,7 +864,8 @@ type deferredIndexes struct {
 	in       runSet    // in-edge index entries (see runSet)
 	edges    *edgeRuns // edge records, in an all-or-nothing load (see runSet)
 	// idx, in an all-or-nothing load that rewrites its file, holds what
-	// each drain would write of the entries above (see indexRuns).
+	// each drain would write of the entries above, and what the last fold
+	// of the edge summaries would (see indexRuns).
 	idx *indexRuns
 }
 

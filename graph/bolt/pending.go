@@ -362,8 +362,8 @@ const (
 // indexRuns holds, in an all-or-nothing bulk load that rewrites its file,
 // the type, property and search index entries each drain of the deferred
 // entries would write, and the node records and degree index keys of its
-// last fold of the edge summaries: a run per bucket and drain, each value
-// after a flag (runPut, runDel). They are merged into the rewritten file
+// last fold of the edge summaries: a run per bucket and drain (or fold),
+// each value after a flag (runPut, runDel). They are merged into the rewritten file
 // (loadRest), not written into the old one: each drain of a 1M-node load
 // wrote about 450,000 entries at places spread over the whole of the three
 // index buckets, so every commit that drained rewrote most of their pages,
@@ -400,12 +400,12 @@ func (x *indexRuns) add(chunks [][]kvOp) {
 		by[b] = make([]write, 0, n[b])
 	}
 	var mem slab
-	put := []byte{runPut}
+	put, del := []byte{runPut}, []byte{runDel} // shared: runSet.add copies values
 	ord := 0
 	for _, c := range chunks {
 		for i := range c {
 			op := &c[i]
-			v := []byte{runDel}
+			v := del
 			switch {
 			case op.del:
 			case len(op.val) == 0:
