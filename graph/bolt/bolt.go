@@ -568,7 +568,8 @@ type bulk struct {
 // A loadRest is the part of an all-or-nothing bulk load that waits in
 // memory when its batches have committed: its edge records and in-edge
 // index entries (see runSet), its type, property and search index entries
-// (see indexRuns), and Cayley's part a quadLoad kept back.
+// and what its last fold of the edge summaries wrote (see indexRuns), and
+// Cayley's part a quadLoad kept back.
 // Writing them into the old file before the rewrite copied them all again
 // into the new one: at 1M nodes of the benchmark graph, the load's end
 // took 25.7 s of CPU that way, and 13.3 s merging them into the new file
