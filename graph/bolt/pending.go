@@ -363,11 +363,12 @@ const (
 // the type, property and search index entries each drain of the deferred
 // entries would write, and the node records and degree index keys of its
 // last fold of the edge summaries: a run per bucket and drain (or fold),
-// each value after a flag (runPut, runDel). They are merged into the rewritten file
-// (loadRest), not written into the old one: each drain of a 1M-node load
-// wrote about 450,000 entries at places spread over the whole of the three
-// index buckets, so every commit that drained rewrote most of their pages,
-// and the last fold rewrote every node record and wrote 3.2 million degree
+// each value after a flag (runPut, runDel). They are merged into the
+// rewritten file (loadRest), not written into the old one. In a 1M-node
+// load, each of the ten commits that drained wrote 510,000 to 600,000
+// entries, most of them spread over the whole of the three index buckets,
+// so each rewrote most of their pages (0.9 to 6.5 s, growing with them);
+// the last fold rewrote every node record and wrote 3.2 million degree
 // index keys in one transaction. No planning reads them: the load's
 // batches read node records, but the last fold comes after the last one.
 type indexRuns struct {
