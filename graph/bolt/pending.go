@@ -352,6 +352,11 @@ func removesEdges(p *graph.Plan) bool {
 // the order indexRuns keeps them.
 var indexBuckets = [...][]byte{bType, bProp, bTok, bDegIdx, bNodes}
 
+// indexBucket returns the place of bucket in indexBuckets, or -1.
+func indexBucket(bucket []byte) int {
+	return slices.IndexFunc(indexBuckets[:], func(b []byte) bool { return bytes.Equal(b, bucket) })
+}
+
 // The flag that starts a value in an indexRuns run: the pair puts its
 // value, or deletes its key.
 const (
@@ -385,10 +390,8 @@ func (x *indexRuns) add(chunks [][]kvOp) {
 	var by [len(indexBuckets)][]write
 	var n [len(indexBuckets)]int
 	bucketOf := func(op *kvOp) int {
-		for b, name := range indexBuckets {
-			if bytes.Equal(op.bucket, name) {
-				return b
-			}
+		if b := indexBucket(op.bucket); b >= 0 {
+			return b
 		}
 		panic(fmt.Sprintf("bolt: a deferred write to bucket %q", op.bucket))
 	}
@@ -455,9 +458,7 @@ func (x *indexRuns) truncate(m [len(indexBuckets)]int) {
 // keep adds the writes of ops to buckets of indexBuckets, in the order they
 // were made, and returns the others.
 func (x *indexRuns) keep(ops []kvOp) []kvOp {
-	keeps := func(op *kvOp) bool {
-		return op.key != nil && slices.ContainsFunc(indexBuckets[:], func(b []byte) bool { return bytes.Equal(b, op.bucket) })
-	}
+	keeps := func(op *kvOp) bool { return op.key != nil && indexBucket(op.bucket) >= 0 }
 	n := 0
 	for i := range ops {
 		if keeps(&ops[i]) {
