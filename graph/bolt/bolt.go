@@ -645,14 +645,20 @@ func (s *Store) startBulk() (*bulk, bool) {
 	if s.closed || s.lastSeq != s.base || s.deferred != nil || s.loading {
 		return nil, false
 	}
-	if err := s.update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Put(metaDeferred, []byte{1}) }); err != nil {
+	err := s.update(func(tx *bbolt.Tx) error {
+		if err := tx.Bucket(bMeta).Put(metaDeferred, []byte{1}); err != nil {
+			return err
+		}
+		return markTally(tx)
+	})
+	if err != nil {
 		return nil, false
 	}
 	return s.bulkLocked(), true
 }
 
 // bulkLocked sets the store up for a bulk load, once it is marked
-// deferred. The caller holds wmu.
+// deferred and its summaries tallied (markTally). The caller holds wmu.
 func (s *Store) bulkLocked() *bulk {
 	db := s.db.DB()
 	b := &bulk{s: s, synced: !db.NoSync, growSynced: !db.NoGrowSync, rewrite: !s.keepLoadFile}
@@ -856,26 +862,21 @@ func (b *bulk) abort() {
 // flushDeferred writes the deferred index entries and clears the mark.
 // The caller holds wmu.
 func (s *Store) flushDeferred() error {
-	if s.deferred.done && s.deferred.size() == 0 {
+	if s.deferred.done && s.deferred.n == 0 {
 		return nil // the last batch's commit wrote them and cleared the mark
 	}
-	counters := map[counterKey]int64{}
-	ops := s.deferred.drain(nil, len(counters)+len(s.deferred.counters), counters)
+	ops := s.deferred.drain(nil, 0)
 	s.rw.Lock()
 	defer s.rw.Unlock()
 	return s.db.DB().Update(func(tx *bbolt.Tx) error {
-		cops, deg, err := counterOps(tx, counters)
-		if err != nil {
-			return err
-		}
-		dops, err := foldDeg(nil, tx, deg, nil, nil, nil, true) // and the staged summaries
+		dops, err := foldDeg(nil, tx, nil, nil, nil, nil, s.deferred.deg)
 		if err != nil {
 			return err
 		}
 		if s.deferred.idx != nil {
 			dops = s.deferred.idx.keep(dops) // see indexRuns
 		}
-		ops = append(append(ops, cops...), dops...)
+		ops = append(ops, dops...)
 		sortOps(ops)
 		if err := writeOps(tx, ops); err != nil {
 			return err

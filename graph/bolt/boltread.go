@@ -85,7 +85,8 @@ func (b *boltSnap) Incident(ctx context.Context, id graph.ID) ([]graph.EdgeKey, 
 }
 
 // IncidentLabels reads the labels of a node's edges from its edge
-// summary; not while a bulk load defers the summaries (bDeg holds them).
+// summary; not while a bulk load defers the summaries (bDeg is marked,
+// see degTallyKey).
 func (b *boltSnap) IncidentLabels(_ context.Context, id graph.ID) (out, in []string, ok bool, err error) {
 	if k, _ := b.tx.Bucket(bDeg).Cursor().First(); k != nil {
 		return nil, nil, false, nil

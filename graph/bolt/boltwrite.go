@@ -104,6 +104,7 @@ type commitPlan struct {
 	// rather than in a transaction of their own after it.
 	last    bool
 	drained bool // its commit carries the deferred index entries
+	tallied bool // its summary changes are in the load's degTally
 }
 
 func newCommitPlan(p *graph.Plan) *commitPlan { return &commitPlan{Plan: p, deltas: deltas(p)} }
@@ -136,8 +137,8 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 	// transaction.
 	ready := make(chan prepared, 1)
 	go func() {
-		ops, held, err := s.prepareWrites(p, idemKey, hash, t)
-		ready <- prepared{ops, held, err}
+		ops, err := s.prepareWrites(p, idemKey, hash, t)
+		ready <- prepared{ops, err}
 	}()
 	// wait returns the prepared writes; the commit calls it before it
 	// returns, so that no preparing outlives it.
@@ -174,17 +175,19 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 	} else {
 		err = s.db.DB().Update(write)
 	}
-	held := wait().held
+	wait()
 	if err == nil && !p.Empty() {
 		s.lastSeq = seq // under the write lock: Stats reads it under the read lock
 	}
 	if d := s.deferred; d != nil {
 		switch {
 		case err == nil:
-			d.addCounts(held)
 		case p.drained:
 			d.lost = true // the deferred entries this commit carried are gone
 			d.truncateRuns(mark)
+		case p.tallied:
+			d.lost = true // its summary changes are in the tally: rebuild them all
+			d.rollback(mark)
 		default:
 			d.rollback(mark) // nothing of the commit stays
 		}
@@ -216,9 +219,8 @@ func (s *Store) cayleyCommit(p *commitPlan, write func(*bbolt.Tx) error) error {
 
 // prepared is Lore's part of a commit, prepared beside Cayley's.
 type prepared struct {
-	ops  []kvOp
-	held map[counterKey]int64 // the counts it defers (see deferredIndexes.addCounts)
-	err  error
+	ops []kvOp
+	err error
 }
 
 // splitDeltas returns the quads deltas removes and those it adds.
@@ -501,10 +503,9 @@ type counterKey struct {
 // change-log entry and the idempotency key, sorted so that the commit
 // touches each page once and in order. It reads committed state only, so
 // it may run while Cayley prepares its own part of the same commit.
-func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time.Time) (_ []kvOp, held map[counterKey]int64, _ error) {
+func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time.Time) ([]kvOp, error) {
 	ops := make([]kvOp, 0, len(p.Edges)+2*len(p.Nodes)+4)
 	counters := map[counterKey]int64{}
-	held = map[counterKey]int64{}    // the counts it defers, which the store adds once it commits
 	recs := map[graph.ID]*nodeRec{}  // the node records this commit writes
 	var updated []graph.ID           // those of them that exist: their summaries carry over
 	gone := map[graph.ID]bool{}      // the nodes it deletes
@@ -512,8 +513,8 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 	primary := func(op kvOp) { ops = append(ops, op) }
 	d := s.deferred // a bulk load's deferred entries, if any
 	hold := d       // where this commit's index entries go; nil: with the commit
-	if d != nil && !d.startCommit(len(p.Nodes)+len(p.Edges)) {
-		hold = nil
+	if d != nil && (d.done || !d.startCommit(len(p.Nodes)+len(p.Edges))) {
+		hold = nil // once the load's last commit wrote them all, no more wait
 	}
 	put := func(b, k, v []byte) {
 		if hold != nil && hold.holds(b) {
@@ -529,13 +530,7 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		}
 		primary(kvOp{bucket: b, key: k, del: true})
 	}
-	count := func(b, k []byte, n int64) {
-		if hold != nil && hold.holds(b) {
-			held[counterKey{string(b), string(k)}] += n
-			return
-		}
-		counters[counterKey{string(b), string(k)}] += n
-	}
+	count := func(b, k []byte, n int64) { counters[counterKey{string(b), string(k)}] += n }
 
 	for i, op := range p.Nodes {
 		if i == 1 {
@@ -602,6 +597,16 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 			put(bProp, k, nil)
 		}
 	}
+	// countDeg counts n edges k in the summaries of its ends.
+	countDeg := func(k graph.EdgeKey, n int64) {
+		if hold != nil {
+			hold.deg.addEdge(k, n)
+			p.tallied = true
+			return
+		}
+		count(bDeg, degKey(k.From, 'o', k.Label), n)
+		count(bDeg, degKey(k.To, 'i', k.Label), n)
+	}
 	var inKeys, edgeRecs []kv // what waits (see runSet)
 	for _, op := range p.Edges {
 		k := op.Key
@@ -621,17 +626,19 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 				primary(kvOp{bucket: bIn, key: inKey(k)})
 			}
 			count(bMeta, countKey("edge", k.Label), 1)
-			count(bDeg, degKey(k.From, 'o', k.Label), 1)
-			count(bDeg, degKey(k.To, 'i', k.Label), 1)
+			countDeg(k, 1)
 		default:
 			del(bEdges, k.Bytes())
 			primary(kvOp{bucket: bIn, key: inKey(k), del: true})
 			count(bMeta, countKey("edge", k.Label), -1)
-			count(bDeg, degKey(k.From, 'o', k.Label), -1)
-			count(bDeg, degKey(k.To, 'i', k.Label), -1)
+			countDeg(k, -1)
 		}
 	}
 	if hold != nil {
+		for id := range gone {
+			hold.deg.forget(id)
+			p.tallied = true
+		}
 		hold.in.add(inKeys, false)
 		if hold.edges != nil {
 			hold.edges.add(edgeRecs)
@@ -645,14 +652,10 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		rec, _ := json.Marshal(idemRec{Hash: hash, Time: t, Result: p.Result})
 		put(bIdem, []byte(idemKey), rec)
 	}
-	if d != nil && (d.size()+len(held) >= d.flush || p.last) {
+	if d != nil && (d.n >= d.flush || p.last) {
 		// This commit also writes the deferred index entries, with room
 		// for the counters and records still to come.
-		ops = d.drain(ops, len(counters)+len(d.counters)+len(held)+2*len(recs)+4, counters)
-		for k, n := range held {
-			counters[k] += n
-		}
-		clear(held)
+		ops = d.drain(ops, len(counters)+2*len(recs)+4)
 		p.drained = true
 		if p.last {
 			del(bMeta, metaDeferred) // all of them
@@ -675,17 +678,16 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 				recs[id].Deg = old.Deg
 			}
 		}
-		if d != nil && p.drained && !p.last {
-			var dops []kvOp
-			dops, err = stageDeg(tx, deg) // a bulk load's flush: see stageDeg
-			ops = append(ops, dops...)
-		} else if d != nil && p.last && d.idx != nil {
+		switch {
+		case d != nil && p.last && d.idx != nil:
 			// The load's last fold: what it writes waits for the rewrite.
 			var fops []kvOp
-			fops, err = foldDeg(nil, tx, deg, recs, gone, retyped, true)
+			fops, err = foldDeg(nil, tx, deg, recs, gone, retyped, d.deg)
 			ops = append(ops, d.idx.keep(fops)...)
-		} else {
-			ops, err = foldDeg(ops, tx, deg, recs, gone, retyped, d != nil && p.last)
+		case d != nil && p.last:
+			ops, err = foldDeg(ops, tx, deg, recs, gone, retyped, d.deg)
+		default:
+			ops, err = foldDeg(ops, tx, deg, recs, gone, retyped, nil)
 		}
 		if err == nil && len(gone) > 0 {
 			var gops []kvOp
@@ -695,18 +697,18 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		return err
 	})
 	if err != nil {
-		return nil, held, err
+		return nil, err
 	}
 	for id, rec := range recs {
 		ops = append(ops, kvOp{bucket: bNodes, key: []byte(id), val: rec.encode()})
 	}
 	sortOps(ops)
-	return ops, held, nil
+	return ops, nil
 }
 
 // counterOps returns the writes that apply plain 8-byte counter deltas to
 // their current values in tx, and the edge-summary deltas among them (by
-// degKey) for foldDeg or stageDeg. The results are written by the commit
+// degKey) for foldDeg. The results are written by the commit
 // that computes them, never deferred again.
 func counterOps(tx *bbolt.Tx, counters map[counterKey]int64) ([]kvOp, map[string]int64, error) {
 	var ops []kvOp
@@ -853,16 +855,16 @@ type deferredIndexes struct {
 	// keeps that order per key, so the last write wins), deferChunk to a
 	// chunk: one growing slice would copy them all at every doubling,
 	// into fresh memory whose first touch costs a page fault.
-	chunks   [][]kvOp
-	n        int // entries held; the chunks past the last used one are spares
-	counters map[counterKey]int64
-	written  int       // elements the load has committed or is committing
-	after    int       // it defers entries once written passes after (Config.DeferAfter)
-	flush    int       // it writes them every flush entries (Config.DeferFlush)
-	done     bool      // the last batch's commit wrote them all and cleared the mark
-	lost     bool      // a commit that carried some of them failed: the load must rebuild them
-	in       runSet    // in-edge index entries (see runSet)
-	edges    *edgeRuns // edge records, in an all-or-nothing load (see runSet)
+	chunks  [][]kvOp
+	n       int       // entries held; the chunks past the last used one are spares
+	written int       // elements the load has committed or is committing
+	after   int       // it defers entries once written passes after (Config.DeferAfter)
+	flush   int       // it writes them every flush entries (Config.DeferFlush)
+	done    bool      // the last batch's commit wrote them all and cleared the mark
+	lost    bool      // a commit that carried some of them failed: the load must rebuild them
+	in      runSet    // in-edge index entries (see runSet)
+	edges   *edgeRuns // edge records, in an all-or-nothing load (see runSet)
+	deg     *degTally // the edge-summary changes it defers (see degTally)
 	// idx, in an all-or-nothing load that rewrites its file, holds what
 	// each drain would write of the entries above, and what the last fold
 	// of the edge summaries would (see indexRuns).
@@ -880,11 +882,11 @@ func (d *deferredIndexes) startCommit(n int) (deferring bool) {
 }
 
 func newDeferred(after, flush int) *deferredIndexes {
-	return &deferredIndexes{counters: map[counterKey]int64{}, after: after, flush: flush}
+	return &deferredIndexes{deg: newDegTally(), after: after, flush: flush}
 }
 
 func (d *deferredIndexes) holds(bucket []byte) bool {
-	for _, b := range [][]byte{bType, bProp, bTok, bDeg} {
+	for _, b := range [][]byte{bType, bProp, bTok} {
 		if bytes.Equal(b, bucket) {
 			return true
 		}
@@ -901,8 +903,6 @@ func (d *deferredIndexes) add(op kvOp) {
 	d.chunks[i] = append(d.chunks[i], op)
 	d.n++
 }
-
-func (d *deferredIndexes) size() int { return d.n + len(d.counters) }
 
 // A deferMark is how much a bulk load had deferred when a commit started.
 type deferMark struct {
@@ -933,7 +933,7 @@ func (d *deferredIndexes) truncateRuns(m deferMark) {
 }
 
 // rollback drops what a commit that failed deferred, which it had not
-// drained (its counts never reached d, see addCounts).
+// drained (its summary changes are not dropped: see commitPlan.tallied).
 func (d *deferredIndexes) rollback(m deferMark) {
 	for i := m.n / deferChunk; i < len(d.chunks); i++ {
 		c := d.chunks[i]
@@ -948,18 +948,10 @@ func (d *deferredIndexes) rollback(m deferMark) {
 	d.truncateRuns(m)
 }
 
-// addCounts adds the counts a commit deferred, once it committed.
-func (d *deferredIndexes) addCounts(held map[counterKey]int64) {
-	for k, n := range held {
-		d.counters[k] += n
-	}
-}
-
 // drain appends the collected entries to ops, with room for extra more,
-// or adds them to d.idx if it waits for them, and moves the counters into
-// the commit's own (which reads their current values). The chunks are
-// kept for the entries to come.
-func (d *deferredIndexes) drain(ops []kvOp, extra int, counters map[counterKey]int64) []kvOp {
+// or adds them to d.idx if it waits for them. The chunks are kept for the
+// entries to come.
+func (d *deferredIndexes) drain(ops []kvOp, extra int) []kvOp {
 	if d.idx != nil {
 		d.idx.add(d.chunks)
 		ops = slices.Grow(ops, extra)
@@ -974,9 +966,5 @@ func (d *deferredIndexes) drain(ops []kvOp, extra int, counters map[counterKey]i
 		d.chunks[i] = c[:0]
 	}
 	d.n = 0
-	for k, n := range d.counters {
-		counters[k] += n
-	}
-	clear(d.counters)
 	return ops
 }

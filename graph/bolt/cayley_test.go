@@ -1068,9 +1068,17 @@ func TestBulkLoadFailedFlushRebuilds(t *testing.T) {
 			batches := 0
 			progress := func(graph.ImportStats) {
 				if batches++; batches == 1 {
-					// Between commits: a summary the load must add to
-					// cannot be read, so writing the summaries fails.
-					err := s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bDeg).Put([]byte("topic/t5"), []byte{0xff}) })
+					// Between commits: the summary of a node whose
+					// edges the load tallies cannot be read, so folding
+					// the tally into the records fails.
+					err := s.db.DB().Update(func(tx *bbolt.Tx) error {
+						rec, err := decodeNodeRec(tx.Bucket(bNodes).Get([]byte("topic/t5")))
+						if err != nil {
+							return err
+						}
+						rec.Deg = []byte{0xff}
+						return tx.Bucket(bNodes).Put([]byte("topic/t5"), rec.encode())
+					})
 					if err != nil {
 						t.Fatal(err)
 					}

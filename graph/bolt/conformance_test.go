@@ -38,7 +38,7 @@ func TestConformance(t *testing.T) {
 }
 
 // A bulk load (its index entries deferred and flushed several times, its
-// edge summaries staged) leaves the degree index as the edges imply.
+// edge summaries tallied) leaves the degree index as the edges imply.
 func TestBulkLoadDegreeIndex(t *testing.T) {
 	s, err := bolt.Open(t.Context(), bolt.Config{Path: t.TempDir(), NoSync: true, DeferAfter: -1, DeferFlush: 300})
 	if err != nil {

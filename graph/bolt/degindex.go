@@ -20,7 +20,7 @@ import (
 // so a type's nodes are ordered by that count, then by ID. The commit that
 // changes a summary changes its keys (foldDeg); a node's delete or re-type
 // removes or moves them (degIdxOps). A bulk load writes them when it folds
-// its staged summaries into the records; rebuildDerived writes them all.
+// its tallied summaries into the records; rebuildDerived writes them all.
 
 // degIdxPrefix is the prefix of the keys of one type, label and direction.
 func degIdxPrefix(typ, label string, dir byte) []byte {

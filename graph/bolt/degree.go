@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -18,14 +19,68 @@ import (
 // direction and label under degKey, and folds them into the records as it
 // commits (foldDeg).
 //
-// A bulk load defers its counts, and writes them at each deferred flush
-// into bDeg, one entry per node keyed by its ID, instead of into the
-// records: a flush comes every few hundred thousand entries, and the edges
-// of a load touch nodes all over the store, so writing records would
-// rewrite every page of them at each (stageDeg). Its last commit folds
-// bDeg into the records in one pass, and empties it. bDeg is empty
-// otherwise; an interrupted load leaves the store marked, and Open
-// rebuilds the summaries from the edge records.
+// A bulk load defers its counts: it sums the changes of the commits that
+// defer their index entries in memory, by node, in a degTally, and its
+// last commit folds them into the records in one pass. The edges of a load
+// touch nodes all over the store, so folding them at every commit would
+// rewrite every page of records each time. Until then bDeg holds one key,
+// degTallyKey, which tells readers (IncidentLabels) that the records'
+// summaries are behind; it is empty otherwise. An interrupted load leaves
+// the store marked, and Open rebuilds the summaries from the edge records.
+//
+// (Loads used to stage the sums in bDeg at each flush of the deferred
+// entries, a node's summary per key. That cost a 300,000-node load a
+// tenth of its CPU time, each edge counted under two degKeys through three
+// maps and each flush reading and rewriting bDeg; and a staged sum could
+// not go below zero, so a load that deleted edges its first commits had
+// folded into the records failed.)
+
+// degTallyKey is bDeg's one key while a load keeps its summaries in a
+// degTally: no node ID holds a NUL.
+var degTallyKey = []byte("\x00tally")
+
+// markTally marks bDeg in tx: the summaries are in a load's degTally.
+func markTally(tx *bbolt.Tx) error { return tx.Bucket(bDeg).Put(degTallyKey, nil) }
+
+// A degTally sums a load's summary changes by node.
+type degTally struct {
+	by     map[graph.ID][]degEntry
+	labels map[string]string // one copy of each label
+}
+
+func newDegTally() *degTally {
+	return &degTally{by: map[graph.ID][]degEntry{}, labels: map[string]string{}}
+}
+
+// add adds n to the count of id's edges of label in direction dir.
+func (t *degTally) add(id graph.ID, dir byte, label string, n int64) {
+	es, ok := t.by[id]
+	for i := range es {
+		if es[i].dir == dir && es[i].label == label {
+			es[i].n += n
+			return
+		}
+	}
+	if !ok {
+		id = graph.ID(strings.Clone(string(id))) // not the batch's memory
+	}
+	l, ok := t.labels[label]
+	if !ok {
+		l = strings.Clone(label)
+		t.labels[l] = l
+	}
+	t.by[id] = append(es, degEntry{label: l, dir: dir, n: n})
+}
+
+// forget drops what t holds of node id, which a commit deletes: its record
+// goes, and its summary with it.
+func (t *degTally) forget(id graph.ID) { delete(t.by, id) }
+
+// addEdge adds n edges k to the summaries of its two ends.
+func (t *degTally) addEdge(k graph.EdgeKey, n int64) {
+	t.add(k.From, 'o', k.Label, n)
+	t.add(k.To, 'i', k.Label, n)
+}
 
 // A degEntry is one line of a summary: dir is 'o' (out) or 'i' (in).
 type degEntry struct {
@@ -102,30 +157,6 @@ func splitDegKey(k string) (graph.ID, byte, string) {
 	return graph.ID(k[:i]), k[i+1], k[i+2:]
 }
 
-// stageDeg adds counter deltas keyed by degKey to the summaries a bulk load
-// stages in bDeg, and returns the writes that store them. It visits the
-// nodes in key order, so a large flush reads bDeg's pages in order.
-func stageDeg(tx *bbolt.Tx, deltas map[string]int64) ([]kvOp, error) {
-	ids, by := groupDeg(deltas)
-	b := tx.Bucket(bDeg)
-	var ops []kvOp
-	for _, id := range ids {
-		cur, err := decodeDeg(b.Get([]byte(id)))
-		if err != nil {
-			return nil, corrupt(fmt.Sprintf("staged edge summary of node %q", id), err)
-		}
-		if cur, err = addDeg(id, cur, by[id]); err != nil {
-			return nil, err
-		}
-		if v := encodeDeg(cur); v != nil {
-			ops = append(ops, kvOp{bucket: bDeg, key: []byte(id), val: v})
-		} else {
-			ops = append(ops, kvOp{bucket: bDeg, key: []byte(id), del: true})
-		}
-	}
-	return ops, nil
-}
-
 // foldDeg adds counter deltas keyed by degKey to the summaries of the node
 // records in tx, and appends to ops the writes of the records it changes
 // and of their degree index keys. recs are the records the commit writes anyway,
@@ -133,24 +164,18 @@ func stageDeg(tx *bbolt.Tx, deltas map[string]int64) ([]kvOp, error) {
 // deltas of the nodes in gone, which the commit deletes, are dropped (and
 // their index keys left to goneDegIdxOps). retyped maps the nodes the
 // commit re-types to their old types: their index keys move to the new
-// type. With staged, the summaries in bDeg are added too, and bDeg is
-// emptied.
-func foldDeg(ops []kvOp, tx *bbolt.Tx, deltas map[string]int64, recs map[graph.ID]*nodeRec, gone map[graph.ID]bool, retyped map[graph.ID]string, staged bool) ([]kvOp, error) {
+// type. With a tally (a bulk load's last fold), its sums are added too,
+// it is emptied, and so is bDeg.
+func foldDeg(ops []kvOp, tx *bbolt.Tx, deltas map[string]int64, recs map[graph.ID]*nodeRec, gone map[graph.ID]bool, retyped map[graph.ID]string, tally *degTally) ([]kvOp, error) {
 	ids, by := groupDeg(deltas)
-	if staged {
-		c := tx.Bucket(bDeg).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			es, err := decodeDeg(v)
-			if err != nil {
-				return nil, corrupt(fmt.Sprintf("staged edge summary of node %q", k), err)
+	if tally != nil {
+		for id, es := range by {
+			for _, e := range es {
+				tally.add(id, e.dir, e.label, e.n)
 			}
-			id := graph.ID(k)
-			if _, ok := by[id]; !ok {
-				ids = append(ids, id)
-			}
-			by[id] = append(by[id], es...)
 		}
-		slices.Sort(ids)
+		by, tally.by = tally.by, map[graph.ID][]degEntry{}
+		ids = slices.Sorted(maps.Keys(by))
 		ops = append(ops, kvOp{bucket: bDeg, del: true})
 	}
 	// A node writes its record and a degree index key per summary entry

@@ -39,6 +39,9 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 			if err := meta.Put(metaDeferred, []byte{1}); err != nil {
 				return err
 			}
+			if err := markTally(tx); err != nil {
+				return err
+			}
 		}
 		return meta.Put(metaLoading, []byte{1})
 	})

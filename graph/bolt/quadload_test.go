@@ -353,24 +353,25 @@ func TestQuadLoadSurvivesFailedCommit(t *testing.T) {
 		if i == 1 && s.qload == nil {
 			t.Fatal("the bulk load has no quadLoad")
 		}
-		// A summary the next commit must add to does not decode: its
+		// A count the next commit must add to reads as below zero: its
 		// writes fail, after the quadLoad wrote its part.
-		summary := func(v []byte) {
+		topics := countKey("node", "Topic")
+		count := func(v []byte) {
 			t.Helper()
-			if err := s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bDeg).Put([]byte("topic/t5"), v) }); err != nil {
+			if err := s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Put(topics, v) }); err != nil {
 				t.Fatal(err)
 			}
 		}
 		var good []byte
-		_ = s.read(func(tx *bbolt.Tx) error { good = bytes.Clone(tx.Bucket(bDeg).Get([]byte("topic/t5"))); return nil })
-		summary([]byte{0xff})
-		if _, err := s.Apply(t.Context(), failing); err == nil {
-			t.Fatal("a commit over a corrupt summary succeeded")
+		_ = s.read(func(tx *bbolt.Tx) error { good = bytes.Clone(tx.Bucket(bMeta).Get(topics)); return nil })
+		count(u64(1 << 63))
+		if _, err := s.Apply(t.Context(), failing); err == nil || !strings.Contains(err.Error(), "would go negative") {
+			t.Fatalf("a commit over a corrupt count: %v", err)
 		}
 		if i == 1 && (s.qload == nil || len(s.qload.links) != 4 || s.qload.commits != 2) {
 			t.Fatalf("after a failed commit, the quadLoad holds %+v", s.qload)
 		}
-		summary(good)
+		count(good)
 		apply(t, s, failing)
 		apply(t, s, last)
 		dumps[i] = endAndDump(t, s, end)

@@ -1,0 +1,267 @@
+package bolt
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/lore-dev/lore/graph"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// A streamGen makes random batches for the default model, each against
+// what the batches before it that a store took left: nodes created and
+// written again, edges created and deleted, nodes deleted with their
+// edges, and re-types that their edges allow or forbid.
+type streamGen struct {
+	rng        *rand.Rand
+	nodes      map[graph.ID]string // ID -> type
+	edges      map[graph.EdgeKey]bool
+	next       *graph.Batch // the batch made last, which took effect unless refused
+	nextNodes  map[graph.ID]string
+	nextEdges  map[graph.EdgeKey]bool
+	nIDs, nDoc int
+}
+
+func newStreamGen(rng *rand.Rand) *streamGen {
+	return &streamGen{rng: rng, nodes: map[graph.ID]string{}, edges: map[graph.EdgeKey]bool{}, nIDs: 4 + rng.IntN(16), nDoc: 2 + rng.IntN(6)}
+}
+
+// node returns a node input of type typ.
+func nodeOf(id graph.ID, typ string) graph.NodeInput {
+	switch typ {
+	case "Entity":
+		return graph.NodeInput{ID: id, Type: typ, Properties: graph.Props{"name": string(id), "entityType": "kind0"}}
+	case "Topic":
+		return graph.NodeInput{ID: id, Type: typ, Properties: graph.Props{"name": string(id)}}
+	case "Document":
+		return graph.NodeInput{ID: id, Type: typ, Properties: graph.Props{"title": string(id)}}
+	}
+	return svc(string(id))
+}
+
+// of returns the IDs of the live nodes of type typ, in order.
+func (g *streamGen) of(typ string) []graph.ID {
+	var ids []graph.ID
+	for id, t := range g.nodes {
+		if t == typ {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (g *streamGen) pick(ids []graph.ID) (graph.ID, bool) {
+	if len(ids) == 0 {
+		return "", false
+	}
+	return ids[g.rng.IntN(len(ids))], true
+}
+
+// batch makes the next batch; took says whether the store took the one
+// before it.
+func (g *streamGen) batch(took bool) *graph.Batch {
+	if took && g.next != nil {
+		g.nodes, g.edges = g.nextNodes, g.nextEdges
+	}
+	g.nextNodes, g.nextEdges = maps.Clone(g.nodes), maps.Clone(g.edges)
+	rng, b := g.rng, &graph.Batch{Op: "import"}
+	g.next = b
+	create := func(id graph.ID, typ string) {
+		if _, ok := g.nextNodes[id]; !ok && !slices.ContainsFunc(b.Nodes, func(n graph.NodeInput) bool { return n.ID == id }) {
+			b.Nodes = append(b.Nodes, nodeOf(id, typ))
+			g.nextNodes[id] = typ
+		}
+	}
+	// Bring back some nodes, deleted or never made.
+	for range rng.IntN(4) {
+		typ := []string{"Service", "Entity", "Topic", "Document"}[rng.IntN(4)]
+		create(graph.ID(fmt.Sprintf("%s/n%d", typ, rng.IntN(g.nIDs))), typ)
+	}
+	live := func(typ string) []graph.ID {
+		var ids []graph.ID
+		for id, t := range g.nextNodes {
+			if t == typ {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	for range rng.IntN(12) {
+		var k graph.EdgeKey
+		var ok1, ok2 bool
+		switch rng.IntN(3) {
+		case 0:
+			k.Label = "dependsOn"
+			k.From, ok1 = g.pick(live("Service"))
+			k.To, ok2 = g.pick(live("Service"))
+		case 1:
+			k.Label, k.Key = "relation", fmt.Sprintf("k%d", rng.IntN(2))
+			k.From, ok1 = g.pick(live("Entity"))
+			k.To, ok2 = g.pick(live("Entity"))
+		default:
+			k.Label = "about"
+			k.From, ok1 = g.pick(live("Document"))
+			to := "Topic"
+			if rng.IntN(3) == 0 {
+				to = "Service"
+			}
+			k.To, ok2 = g.pick(live(to))
+		}
+		if ok1 && ok2 && !slices.ContainsFunc(b.Edges, func(e graph.EdgeInput) bool { return e.EdgeKey == k }) {
+			b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: k})
+			g.nextEdges[k] = true
+		}
+	}
+	made := slices.SortedFunc(maps.Keys(g.edges), func(a, b graph.EdgeKey) int { return cmp.Compare(a.String(), b.String()) })
+	switch rng.IntN(8) {
+	case 0, 1, 2: // delete edges
+		for range 1 + rng.IntN(4) {
+			if len(made) == 0 {
+				break
+			}
+			k := made[rng.IntN(len(made))]
+			if g.nextEdges[k] && !slices.ContainsFunc(b.Edges, func(e graph.EdgeInput) bool { return e.EdgeKey == k }) {
+				b.DeleteEdges = append(b.DeleteEdges, graph.EdgeRef{EdgeKey: k})
+				delete(g.nextEdges, k)
+			}
+		}
+	case 3: // delete a node, and its edges
+		id, ok := g.pick(slices.Sorted(maps.Keys(g.nodes)))
+		if !ok {
+			break
+		}
+		b = &graph.Batch{Op: "import", DeleteNodes: []graph.NodeRef{{ID: id}}}
+		g.next, g.nextNodes, g.nextEdges = b, maps.Clone(g.nodes), maps.Clone(g.edges)
+		delete(g.nextNodes, id)
+		maps.DeleteFunc(g.nextEdges, func(k graph.EdgeKey, _ bool) bool { return k.From == id || k.To == id })
+	case 4: // re-type a service, which its dependsOn edges may forbid, or a topic, which about edges allow
+		id, ok := g.pick(g.of("Service"))
+		typ := "Entity"
+		if rng.IntN(2) == 0 {
+			id, ok = g.pick(g.of("Topic"))
+			typ = "Service"
+		}
+		if !ok {
+			break
+		}
+		b = &graph.Batch{Op: "import", Retype: true, Nodes: []graph.NodeInput{nodeOf(id, typ)}}
+		g.next, g.nextNodes, g.nextEdges = b, maps.Clone(g.nodes), maps.Clone(g.edges)
+		g.nextNodes[id] = typ
+	}
+	return b
+}
+
+// TestTallyLoadMatchesApplies is the oracle of the degTally: random
+// batches written by plain Applies into one store, and as an
+// all-or-nothing bulk load that rewrites its file (which sums its edge
+// summaries in memory) into another, with frequent drains, must be
+// refused alike and leave the same records and summaries, degree index
+// and counts, both passing Check.
+func TestTallyLoadMatchesApplies(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 31))
+		gen := newStreamGen(rng)
+		plain := openTest(t, t.TempDir(), Config{DeferAfter: -1})
+		var stream []*graph.Batch
+		var wantRefused []int
+		took := true
+		for i := range 10 + rng.IntN(50) {
+			b := gen.batch(took)
+			for b.Len() == 0 { // which Apply refuses, and a stream skips
+				b = gen.batch(false)
+			}
+			stream = append(stream, b)
+			_, err := plain.Apply(t.Context(), b)
+			if err != nil && testing.Verbose() {
+				t.Logf("seed %d: plain refused batch %d: %v", seed, i, err)
+			}
+			if took = err == nil; !took {
+				if !errors.Is(err, graph.ErrInvalid) {
+					t.Fatalf("seed %d, batch %d: %v", seed, i, err)
+				}
+				wantRefused = append(wantRefused, i)
+			}
+		}
+		if len(wantRefused) > len(stream)/4 {
+			t.Fatalf("seed %d: %d of %d batches refused: the stream tests too little", seed, len(wantRefused), len(stream))
+		}
+
+		loaded := openTest(t, t.TempDir(), Config{DeferAfter: rng.IntN(20), DeferFlush: 1 + rng.IntN(40)})
+		done, ok := loaded.BeginLoad(true)
+		if !ok {
+			t.Fatal("an empty store did not start a load")
+		}
+		if loaded.deferred.deg == nil {
+			t.Fatal("the load does not tally its edge summaries")
+		}
+		ch := make(chan *graph.StreamBatch, len(stream))
+		for i, b := range stream {
+			ch <- &graph.StreamBatch{Batch: b, Last: i == len(stream)-1}
+		}
+		close(ch)
+		var refused []int
+		i := 0
+		loaded.ApplyStream(graph.WithinLoad(t.Context()), ch, func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
+			if err != nil {
+				if testing.Verbose() {
+					t.Logf("seed %d: the load refused batch %d: %v", seed, i, err)
+				}
+				refused = append(refused, i)
+			}
+			i++
+			return true
+		})
+		if err := done(true); err != nil {
+			t.Fatalf("seed %d: ending the load: %v", seed, err)
+		}
+		if !slices.Equal(refused, wantRefused) {
+			t.Fatalf("seed %d: the load refused batches %v, plain writes %v", seed, refused, wantRefused)
+		}
+		for _, s := range []*Store{plain, loaded} {
+			if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+				t.Fatalf("seed %d: check: %v %v", seed, err, r)
+			}
+		}
+		if want, got := recordDump(t, plain), recordDump(t, loaded); !slices.Equal(want, got) {
+			t.Fatalf("seed %d: records:\n%s", seed, lineDiff(want, got))
+		}
+		if want, got := bucketDump(t, plain, bDegIdx), bucketDump(t, loaded, bDegIdx); !maps.Equal(want, got) {
+			t.Fatalf("seed %d: the degree indexes differ", seed)
+		}
+		if want, got := bucketDump(t, plain, bDeg), bucketDump(t, loaded, bDeg); len(want)+len(got) != 0 {
+			t.Fatalf("seed %d: summaries left staged: %d and %d", seed, len(want), len(got))
+		}
+		isCount := func(k string) bool { return !bytes.HasPrefix([]byte(k), []byte("count/")) }
+		want, got := bucketDump(t, plain, bMeta), bucketDump(t, loaded, bMeta)
+		maps.DeleteFunc(want, func(k, _ string) bool { return isCount(k) })
+		maps.DeleteFunc(got, func(k, _ string) bool { return isCount(k) })
+		if !maps.Equal(want, got) {
+			t.Fatalf("seed %d: counts %v, want %v", seed, got, want)
+		}
+	}
+}
+
+// bucketDump returns a bucket's pairs.
+func bucketDump(t *testing.T, s *Store, name []byte) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := s.read(func(tx *bbolt.Tx) error {
+		return tx.Bucket(name).ForEach(func(k, v []byte) error {
+			out[string(k)] = string(v)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
