@@ -105,9 +105,35 @@ type commitPlan struct {
 	last    bool
 	drained bool // its commit carries the deferred index entries
 	tallied bool // its summary changes are in the load's degTally
+	// edgeRecs holds the keys and records of the edges it writes, and
+	// inKeys the in-edge index keys of those it creates, each in key
+	// order: made where it is planned, off the path of the commit before
+	// it (a pipelined load plans a batch while that one commits).
+	edgeRecs, inKeys []kv
 }
 
-func newCommitPlan(p *graph.Plan) *commitPlan { return &commitPlan{Plan: p, deltas: deltas(p)} }
+func newCommitPlan(p *graph.Plan) *commitPlan {
+	cp := &commitPlan{Plan: p, deltas: deltas(p)}
+	for _, op := range p.Edges {
+		if op.New == nil {
+			continue
+		}
+		if cp.edgeRecs == nil {
+			cp.edgeRecs = make([]kv, 0, len(p.Edges))
+		}
+		cp.edgeRecs = append(cp.edgeRecs, kv{op.Key.Bytes(), encodeEdge(op.New)})
+		if op.Old == nil {
+			if cp.inKeys == nil {
+				cp.inKeys = make([]kv, 0, len(p.Edges))
+			}
+			cp.inKeys = append(cp.inKeys, kv{k: inKey(op.Key)})
+		}
+	}
+	byKey := func(a, b kv) int { return bytes.Compare(a.k, b.k) }
+	slices.SortFunc(cp.edgeRecs, byKey)
+	slices.SortFunc(cp.inKeys, byKey)
+	return cp
+}
 
 // commit writes a plan: Cayley's quads and Lore's records in one bbolt
 // transaction, then wakes subscribers. The caller holds wmu.
@@ -607,23 +633,12 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		count(bDeg, degKey(k.From, 'o', k.Label), n)
 		count(bDeg, degKey(k.To, 'i', k.Label), n)
 	}
-	var inKeys, edgeRecs []kv // what waits (see runSet)
 	for _, op := range p.Edges {
 		k := op.Key
 		switch {
 		case op.New != nil:
-			if hold != nil && hold.edges != nil {
-				edgeRecs = append(edgeRecs, kv{k.Bytes(), encodeEdge(op.New)})
-			} else {
-				primary(kvOp{bucket: bEdges, key: k.Bytes(), val: encodeEdge(op.New)})
-			}
 			if op.Old != nil {
 				continue
-			}
-			if hold != nil {
-				inKeys = append(inKeys, kv{k: inKey(k)})
-			} else {
-				primary(kvOp{bucket: bIn, key: inKey(k)})
 			}
 			count(bMeta, countKey("edge", k.Label), 1)
 			countDeg(k, 1)
@@ -639,9 +654,17 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 			hold.deg.forget(id)
 			p.tallied = true
 		}
-		hold.in.add(inKeys, false)
-		if hold.edges != nil {
-			hold.edges.add(edgeRecs)
+		hold.in.add(p.inKeys, false) // what waits (see runSet)
+	} else {
+		for _, r := range p.inKeys {
+			primary(kvOp{bucket: bIn, key: r.k})
+		}
+	}
+	if hold != nil && hold.edges != nil {
+		hold.edges.add(p.edgeRecs)
+	} else {
+		for _, r := range p.edgeRecs {
+			primary(kvOp{bucket: bEdges, key: r.k, val: r.v})
 		}
 	}
 	if !p.Empty() {
