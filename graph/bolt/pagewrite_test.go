@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -427,4 +428,63 @@ func (s *sliceSource) next() (k, v []byte, ok bool) {
 	p := s.pairs[0]
 	s.pairs = s.pairs[1:]
 	return p.k, p.v, true
+}
+
+// An aheadWriter writes what it is given, in order, whatever the sizes of
+// the writes against its buffers'.
+func TestAheadWriterWritesInOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for range 50 {
+		var sink bytes.Buffer
+		w := newAheadWriter(&sink, 1+rng.IntN(64))
+		var want []byte
+		for range rng.IntN(40) {
+			p := make([]byte, rng.IntN(200))
+			for i := range p {
+				p[i] = byte(rng.IntN(256))
+			}
+			if n, err := w.Write(p); n != len(p) || err != nil {
+				t.Fatalf("Write: %d, %v", n, err)
+			}
+			want = append(want, p...)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(sink.Bytes(), want) {
+			t.Fatalf("wrote %d bytes, want %d (or other bytes)", sink.Len(), len(want))
+		}
+	}
+}
+
+// failAfter fails every write once n bytes are written.
+type failAfter struct{ n int }
+
+var errDiskFull = errors.New("no space left on device")
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		return f.n, errDiskFull
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+// A write that fails makes the writes after it, and Close, fail with its
+// error.
+func TestAheadWriterReportsFailure(t *testing.T) {
+	w := newAheadWriter(&failAfter{n: 100}, 64)
+	var err error
+	for i := 0; i < 1000 && err == nil; i++ {
+		_, err = w.Write(make([]byte, 64))
+	}
+	if !errors.Is(err, errDiskFull) {
+		t.Errorf("Write after the failure: %v", err)
+	}
+	if err := w.Close(); !errors.Is(err, errDiskFull) {
+		t.Errorf("Close: %v", err)
+	}
+	if err := w.Close(); !errors.Is(err, errDiskFull) {
+		t.Errorf("second Close: %v", err)
+	}
 }
