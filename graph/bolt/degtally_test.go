@@ -1,13 +1,13 @@
 package bolt
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lore-dev/lore/graph"
@@ -160,11 +160,11 @@ func (g *streamGen) batch(took bool) *graph.Batch {
 	return b
 }
 
-// TestTallyLoadMatchesApplies is the oracle of the degTally: random
-// batches written by plain Applies into one store, and as an
-// all-or-nothing bulk load that rewrites its file (which sums its edge
-// summaries in memory) into another, with frequent drains, must be
-// refused alike and leave the same records and summaries, degree index
+// TestTallyLoadMatchesApplies is the oracle of bulk loads that delete and
+// re-type (the degTally among them): random batches written by plain
+// Applies into one store, and as a bulk load into another (all or nothing,
+// rewriting its file or keeping it, or partial), with frequent drains, must
+// be refused alike and leave the same records and summaries, degree index
 // and counts, both passing Check.
 func TestTallyLoadMatchesApplies(t *testing.T) {
 	for seed := range uint64(40) {
@@ -195,57 +195,75 @@ func TestTallyLoadMatchesApplies(t *testing.T) {
 			t.Fatalf("seed %d: %d of %d batches refused: the stream tests too little", seed, len(wantRefused), len(stream))
 		}
 
-		loaded := openTest(t, t.TempDir(), Config{DeferAfter: rng.IntN(20), DeferFlush: 1 + rng.IntN(40)})
-		done, ok := loaded.BeginLoad(true)
-		if !ok {
-			t.Fatal("an empty store did not start a load")
-		}
-		if loaded.deferred.deg == nil {
-			t.Fatal("the load does not tally its edge summaries")
-		}
-		ch := make(chan *graph.StreamBatch, len(stream))
-		for i, b := range stream {
-			ch <- &graph.StreamBatch{Batch: b, Last: i == len(stream)-1}
-		}
-		close(ch)
-		var refused []int
-		i := 0
-		loaded.ApplyStream(graph.WithinLoad(t.Context()), ch, func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
-			if err != nil {
-				if testing.Verbose() {
-					t.Logf("seed %d: the load refused batch %d: %v", seed, i, err)
+		for _, v := range []struct {
+			name string
+			keep bool // the load keeps its file (no indexRuns)
+			bulk bool // a partial bulk load (BeginBulk), not an all-or-nothing one
+		}{{"load", false, false}, {"load keeping its file", true, false}, {"partial bulk load", false, true}} {
+			loaded := openTest(t, t.TempDir(), Config{DeferAfter: rng.IntN(20), DeferFlush: 1 + rng.IntN(40), KeepLoadFile: v.keep})
+			ctx := t.Context()
+			var done func() error
+			if v.bulk {
+				end, ok := loaded.BeginBulk()
+				if !ok {
+					t.Fatal("an empty store did not start a bulk load")
 				}
-				refused = append(refused, i)
+				done = end
+			} else {
+				end, ok := loaded.BeginLoad(true)
+				if !ok {
+					t.Fatal("an empty store did not start a load")
+				}
+				done = func() error { return end(true) }
+				ctx = graph.WithinLoad(ctx)
 			}
-			i++
-			return true
-		})
-		if err := done(true); err != nil {
-			t.Fatalf("seed %d: ending the load: %v", seed, err)
-		}
-		if !slices.Equal(refused, wantRefused) {
-			t.Fatalf("seed %d: the load refused batches %v, plain writes %v", seed, refused, wantRefused)
-		}
-		for _, s := range []*Store{plain, loaded} {
-			if r, err := s.Check(t.Context()); err != nil || !r.OK() {
-				t.Fatalf("seed %d: check: %v %v", seed, err, r)
+			if (loaded.deferred.idx != nil) != (!v.keep && !v.bulk) {
+				t.Fatalf("%s: index runs %v", v.name, loaded.deferred.idx != nil)
 			}
-		}
-		if want, got := recordDump(t, plain), recordDump(t, loaded); !slices.Equal(want, got) {
-			t.Fatalf("seed %d: records:\n%s", seed, lineDiff(want, got))
-		}
-		if want, got := bucketDump(t, plain, bDegIdx), bucketDump(t, loaded, bDegIdx); !maps.Equal(want, got) {
-			t.Fatalf("seed %d: the degree indexes differ", seed)
-		}
-		if want, got := bucketDump(t, plain, bDeg), bucketDump(t, loaded, bDeg); len(want)+len(got) != 0 {
-			t.Fatalf("seed %d: summaries left staged: %d and %d", seed, len(want), len(got))
-		}
-		isCount := func(k string) bool { return !bytes.HasPrefix([]byte(k), []byte("count/")) }
-		want, got := bucketDump(t, plain, bMeta), bucketDump(t, loaded, bMeta)
-		maps.DeleteFunc(want, func(k, _ string) bool { return isCount(k) })
-		maps.DeleteFunc(got, func(k, _ string) bool { return isCount(k) })
-		if !maps.Equal(want, got) {
-			t.Fatalf("seed %d: counts %v, want %v", seed, got, want)
+			ch := make(chan *graph.StreamBatch, len(stream))
+			for i, b := range stream {
+				ch <- &graph.StreamBatch{Batch: b, Last: i == len(stream)-1}
+			}
+			close(ch)
+			var refused []int
+			i := 0
+			loaded.ApplyStream(ctx, ch, func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
+				if err != nil {
+					if testing.Verbose() {
+						t.Logf("seed %d, %s: refused batch %d: %v", seed, v.name, i, err)
+					}
+					refused = append(refused, i)
+				}
+				i++
+				return true
+			})
+			if err := done(); err != nil {
+				t.Fatalf("seed %d, %s: ending the load: %v", seed, v.name, err)
+			}
+			if !slices.Equal(refused, wantRefused) {
+				t.Fatalf("seed %d, %s: refused batches %v, plain writes %v", seed, v.name, refused, wantRefused)
+			}
+			for _, s := range []*Store{plain, loaded} {
+				if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+					t.Fatalf("seed %d, %s: check: %v %v", seed, v.name, err, r)
+				}
+			}
+			if want, got := recordDump(t, plain), recordDump(t, loaded); !slices.Equal(want, got) {
+				t.Fatalf("seed %d, %s: records:\n%s", seed, v.name, lineDiff(want, got))
+			}
+			if want, got := bucketDump(t, plain, bDegIdx), bucketDump(t, loaded, bDegIdx); !maps.Equal(want, got) {
+				t.Fatalf("seed %d, %s: the degree indexes differ", seed, v.name)
+			}
+			if want, got := bucketDump(t, plain, bDeg), bucketDump(t, loaded, bDeg); len(want)+len(got) != 0 {
+				t.Fatalf("seed %d, %s: summaries left staged: %d and %d", seed, v.name, len(want), len(got))
+			}
+			notCount := func(k, _ string) bool { return !strings.HasPrefix(k, "count/") }
+			want, got := bucketDump(t, plain, bMeta), bucketDump(t, loaded, bMeta)
+			maps.DeleteFunc(want, notCount)
+			maps.DeleteFunc(got, notCount)
+			if !maps.Equal(want, got) {
+				t.Fatalf("seed %d, %s: counts %v, want %v", seed, v.name, got, want)
+			}
 		}
 	}
 }
