@@ -58,7 +58,7 @@ var (
 	bType      = []byte("lore.type") // type NUL ID -> ""
 	bProp      = []byte("lore.prop") // type NUL prop NUL value ID -> ""
 	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight, and impKey
-	bDeg       = []byte("lore.deg")  // ID -> edge summary a bulk load stages (see degree.go)
+	bDeg       = []byte("lore.deg")  // marked while a bulk load sums the edge summaries in memory (see degree.go)
 	bDegIdx    = []byte("lore.degx") // type NUL label NUL dir count ID -> "": the degree index (see degindex.go)
 	bLog       = []byte("lore.log")  // seq -> Change
 	bIdem      = []byte("lore.idem") // idempotency key -> idemRec
