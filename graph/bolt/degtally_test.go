@@ -283,3 +283,45 @@ func bucketDump(t *testing.T, s *Store, name []byte) map[string]string {
 	}
 	return out
 }
+
+// lore.deg marked outside a load, as a load that died leaves it until Open
+// rebuilds: IncidentLabels does not answer from the records' summaries,
+// Check reports the mark, and Repair clears it.
+func TestTallyMarkOutsideALoad(t *testing.T) {
+	s := openTest(t, t.TempDir(), Config{})
+	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{svc("service/a"), svc("service/b")}, Edges: []graph.EdgeInput{dep("service/a", "service/b", "")}})
+	labels := func() (out []string, ok bool) {
+		t.Helper()
+		err := s.read(func(tx *bbolt.Tx) error {
+			var err error
+			out, _, ok, err = (&boltSnap{s: s, tx: tx}).IncidentLabels(t.Context(), "service/a")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, ok
+	}
+	if out, ok := labels(); !ok || !slices.Equal(out, []string{"dependsOn"}) {
+		t.Fatalf("labels before the mark: %v %v", out, ok)
+	}
+	if err := s.db.DB().Update(markTally); err != nil {
+		t.Fatal(err)
+	}
+	if out, ok := labels(); ok {
+		t.Errorf("labels from the summaries while lore.deg is marked: %v", out)
+	}
+	r, err := s.Check(t.Context())
+	if err != nil || r.OK() || !strings.Contains(strings.Join(r.Problems, "\n"), "bulk load that did not finish") {
+		t.Errorf("check of a marked lore.deg: %v %v", err, r)
+	}
+	if r, err := s.Repair(t.Context()); err != nil || !r.OK() {
+		t.Fatalf("repair: %v %v", err, r)
+	}
+	if got := bucketDump(t, s, bDeg); len(got) != 0 {
+		t.Errorf("lore.deg after the repair: %v", got)
+	}
+	if out, ok := labels(); !ok || !slices.Equal(out, []string{"dependsOn"}) {
+		t.Errorf("labels after the repair: %v %v", out, ok)
+	}
+}
