@@ -20,17 +20,17 @@ import (
 // written again, edges created and deleted, nodes deleted with their
 // edges, and re-types that their edges allow or forbid.
 type streamGen struct {
-	rng        *rand.Rand
-	nodes      map[graph.ID]string // ID -> type
-	edges      map[graph.EdgeKey]bool
-	next       *graph.Batch // the batch made last, which took effect unless refused
-	nextNodes  map[graph.ID]string
-	nextEdges  map[graph.EdgeKey]bool
-	nIDs, nDoc int
+	rng       *rand.Rand
+	nodes     map[graph.ID]string // ID -> type
+	edges     map[graph.EdgeKey]bool
+	next      *graph.Batch // the batch made last, which took effect unless refused
+	nextNodes map[graph.ID]string
+	nextEdges map[graph.EdgeKey]bool
+	nIDs      int
 }
 
 func newStreamGen(rng *rand.Rand) *streamGen {
-	return &streamGen{rng: rng, nodes: map[graph.ID]string{}, edges: map[graph.EdgeKey]bool{}, nIDs: 4 + rng.IntN(16), nDoc: 2 + rng.IntN(6)}
+	return &streamGen{rng: rng, nodes: map[graph.ID]string{}, edges: map[graph.EdgeKey]bool{}, nIDs: 4 + rng.IntN(16)}
 }
 
 // node returns a node input of type typ.
@@ -46,10 +46,10 @@ func nodeOf(id graph.ID, typ string) graph.NodeInput {
 	return svc(string(id))
 }
 
-// of returns the IDs of the live nodes of type typ, in order.
-func (g *streamGen) of(typ string) []graph.ID {
+// ofType returns the IDs of the nodes of type typ in nodes, in order.
+func ofType(nodes map[graph.ID]string, typ string) []graph.ID {
 	var ids []graph.ID
-	for id, t := range g.nodes {
+	for id, t := range nodes {
 		if t == typ {
 			ids = append(ids, id)
 		}
@@ -85,16 +85,7 @@ func (g *streamGen) batch(took bool) *graph.Batch {
 		typ := []string{"Service", "Entity", "Topic", "Document"}[rng.IntN(4)]
 		create(graph.ID(fmt.Sprintf("%s/n%d", typ, rng.IntN(g.nIDs))), typ)
 	}
-	live := func(typ string) []graph.ID {
-		var ids []graph.ID
-		for id, t := range g.nextNodes {
-			if t == typ {
-				ids = append(ids, id)
-			}
-		}
-		slices.Sort(ids)
-		return ids
-	}
+	live := func(typ string) []graph.ID { return ofType(g.nextNodes, typ) }
 	for range rng.IntN(12) {
 		var k graph.EdgeKey
 		var ok1, ok2 bool
@@ -144,10 +135,10 @@ func (g *streamGen) batch(took bool) *graph.Batch {
 		delete(g.nextNodes, id)
 		maps.DeleteFunc(g.nextEdges, func(k graph.EdgeKey, _ bool) bool { return k.From == id || k.To == id })
 	case 4: // re-type a service, which its dependsOn edges may forbid, or a topic, which about edges allow
-		id, ok := g.pick(g.of("Service"))
+		id, ok := g.pick(ofType(g.nodes, "Service"))
 		typ := "Entity"
 		if rng.IntN(2) == 0 {
-			id, ok = g.pick(g.of("Topic"))
+			id, ok = g.pick(ofType(g.nodes, "Topic"))
 			typ = "Service"
 		}
 		if !ok {
