@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lore-dev/lore/graph"
@@ -314,5 +315,131 @@ func TestTallyMarkOutsideALoad(t *testing.T) {
 	}
 	if out, ok := labels(); !ok || !slices.Equal(out, []string{"dependsOn"}) {
 		t.Errorf("labels after the repair: %v %v", out, ok)
+	}
+}
+
+// teamStream returns random batches over people and teams (memberOf and
+// leads edges), none of which the stream generator's batches touch, with
+// whether a store that holds only them takes each: people and teams made
+// and made again, edges made and deleted, people and teams deleted.
+func teamStream(t *testing.T, rng *rand.Rand, s *Store) ([]*graph.Batch, []bool) {
+	nodes := map[graph.ID]string{}
+	edges := map[graph.EdgeKey]bool{}
+	var out []*graph.Batch
+	var took []bool
+	for range 10 + rng.IntN(30) {
+		b := &graph.Batch{}
+		next, nextEdges := maps.Clone(nodes), maps.Clone(edges)
+		for range rng.IntN(4) {
+			typ := []string{"Person", "Team"}[rng.IntN(2)]
+			id := graph.ID(fmt.Sprintf("%s/m%d", strings.ToLower(typ), rng.IntN(8)))
+			if !slices.ContainsFunc(b.Nodes, func(n graph.NodeInput) bool { return n.ID == id }) {
+				if _, ok := next[id]; !ok {
+					b.Nodes = append(b.Nodes, graph.NodeInput{ID: id, Type: typ, Properties: graph.Props{"name": string(id)}})
+					next[id] = typ
+				}
+			}
+		}
+		people, teams := ofType(next, "Person"), ofType(next, "Team")
+		for range rng.IntN(6) {
+			if len(people) == 0 || len(teams) == 0 {
+				break
+			}
+			k := graph.EdgeKey{From: people[rng.IntN(len(people))], Label: []string{"memberOf", "leads"}[rng.IntN(2)], To: teams[rng.IntN(len(teams))]}
+			if !slices.ContainsFunc(b.Edges, func(e graph.EdgeInput) bool { return e.EdgeKey == k }) {
+				b.Edges = append(b.Edges, graph.EdgeInput{EdgeKey: k})
+				nextEdges[k] = true
+			}
+		}
+		switch rng.IntN(4) {
+		case 0:
+			for k := range edges {
+				if rng.IntN(3) == 0 && !slices.ContainsFunc(b.Edges, func(e graph.EdgeInput) bool { return e.EdgeKey == k }) {
+					b.DeleteEdges = append(b.DeleteEdges, graph.EdgeRef{EdgeKey: k})
+					delete(nextEdges, k)
+				}
+			}
+		case 1:
+			if ids := slices.Sorted(maps.Keys(nodes)); len(ids) > 0 {
+				id := ids[rng.IntN(len(ids))]
+				b = &graph.Batch{DeleteNodes: []graph.NodeRef{{ID: id}}}
+				next, nextEdges = maps.Clone(nodes), maps.Clone(edges)
+				delete(next, id)
+				maps.DeleteFunc(nextEdges, func(k graph.EdgeKey, _ bool) bool { return k.From == id || k.To == id })
+			}
+		}
+		if b.Len() == 0 {
+			continue
+		}
+		b.Op = "write"
+		_, err := s.Apply(t.Context(), b)
+		if err == nil {
+			nodes, edges = next, nextEdges
+		}
+		out, took = append(out, b), append(took, err == nil)
+	}
+	return out, took
+}
+
+// Other writers may commit while a partial bulk load streams its batches
+// (BeginBulk does not shut them out), deletes among their writes: the
+// store then holds what the load and the writers would each have left
+// alone, as two plain stores hold it, and passes Check.
+func TestPartialBulkLoadWithAnotherWriter(t *testing.T) {
+	for seed := range uint64(12) {
+		rng := rand.New(rand.NewPCG(seed, 41))
+		gen := newStreamGen(rng)
+		plainLoad := openTest(t, t.TempDir(), Config{DeferAfter: -1})
+		var stream []*graph.Batch
+		took := true
+		for range 10 + rng.IntN(40) {
+			b := gen.batch(took)
+			for b.Len() == 0 {
+				b = gen.batch(false)
+			}
+			_, err := plainLoad.Apply(t.Context(), b)
+			took = err == nil
+			stream = append(stream, b)
+		}
+		plainTeams := openTest(t, t.TempDir(), Config{DeferAfter: -1})
+		teams, teamsTook := teamStream(t, rng, plainTeams)
+
+		s := openTest(t, t.TempDir(), Config{DeferAfter: rng.IntN(20), DeferFlush: 1 + rng.IntN(40)})
+		end, ok := s.BeginBulk()
+		if !ok {
+			t.Fatal("an empty store did not start a bulk load")
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for i, b := range teams {
+				if _, err := s.Apply(t.Context(), b); (err == nil) != teamsTook[i] {
+					t.Errorf("seed %d: the writer's batch %d: %v, want taken %v", seed, i, err, teamsTook[i])
+				}
+			}
+		})
+		ch := make(chan *graph.StreamBatch)
+		go func() {
+			defer close(ch)
+			for i, b := range stream {
+				ch <- &graph.StreamBatch{Batch: b, Last: i == len(stream)-1}
+			}
+		}()
+		s.ApplyStream(t.Context(), ch, func(*graph.StreamBatch, *graph.Result, error) bool { return true })
+		wg.Wait()
+		if err := end(); err != nil {
+			t.Fatalf("seed %d: ending the load: %v", seed, err)
+		}
+		if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+			t.Fatalf("seed %d: check: %v %v", seed, err, r)
+		}
+		want := slices.Sorted(slices.Values(append(recordDump(t, plainLoad), recordDump(t, plainTeams)...)))
+		if got := slices.Sorted(slices.Values(recordDump(t, s))); !slices.Equal(want, got) {
+			t.Fatalf("seed %d: records:\n%s", seed, lineDiff(want, got))
+		}
+		wantIdx := bucketDump(t, plainLoad, bDegIdx)
+		maps.Copy(wantIdx, bucketDump(t, plainTeams, bDegIdx))
+		if !maps.Equal(wantIdx, bucketDump(t, s, bDegIdx)) {
+			t.Fatalf("seed %d: the degree index differs", seed)
+		}
 	}
 }
