@@ -152,6 +152,39 @@ func (g *streamGen) batch(took bool) *graph.Batch {
 	return b
 }
 
+// plainStream makes n random batches with a streamGen, each written into a
+// new plain store as it is made, and returns the store, the batches and
+// the indexes of those it refused, as invalid: no more than a quarter.
+func plainStream(t *testing.T, rng *rand.Rand, n int) (*Store, []*graph.Batch, []int) {
+	t.Helper()
+	gen := newStreamGen(rng)
+	plain := openTest(t, t.TempDir(), Config{DeferAfter: -1})
+	var stream []*graph.Batch
+	var refused []int
+	took := true
+	for i := range n {
+		b := gen.batch(took)
+		for b.Len() == 0 { // which Apply refuses, and a stream skips
+			b = gen.batch(false)
+		}
+		stream = append(stream, b)
+		_, err := plain.Apply(t.Context(), b)
+		if err != nil && testing.Verbose() {
+			t.Logf("plain refused batch %d: %v", i, err)
+		}
+		if took = err == nil; !took {
+			if !errors.Is(err, graph.ErrInvalid) {
+				t.Fatalf("batch %d: %v", i, err)
+			}
+			refused = append(refused, i)
+		}
+	}
+	if len(refused) > len(stream)/4 {
+		t.Fatalf("%d of %d batches refused: the stream tests too little", len(refused), len(stream))
+	}
+	return plain, stream, refused
+}
+
 // TestTallyLoadMatchesApplies is the oracle of bulk loads that delete and
 // re-type (the degTally among them): random batches written by plain
 // Applies into one store, and as a bulk load into another (all or nothing,
@@ -161,31 +194,7 @@ func (g *streamGen) batch(took bool) *graph.Batch {
 func TestTallyLoadMatchesApplies(t *testing.T) {
 	for seed := range uint64(40) {
 		rng := rand.New(rand.NewPCG(seed, 31))
-		gen := newStreamGen(rng)
-		plain := openTest(t, t.TempDir(), Config{DeferAfter: -1})
-		var stream []*graph.Batch
-		var wantRefused []int
-		took := true
-		for i := range 10 + rng.IntN(50) {
-			b := gen.batch(took)
-			for b.Len() == 0 { // which Apply refuses, and a stream skips
-				b = gen.batch(false)
-			}
-			stream = append(stream, b)
-			_, err := plain.Apply(t.Context(), b)
-			if err != nil && testing.Verbose() {
-				t.Logf("seed %d: plain refused batch %d: %v", seed, i, err)
-			}
-			if took = err == nil; !took {
-				if !errors.Is(err, graph.ErrInvalid) {
-					t.Fatalf("seed %d, batch %d: %v", seed, i, err)
-				}
-				wantRefused = append(wantRefused, i)
-			}
-		}
-		if len(wantRefused) > len(stream)/4 {
-			t.Fatalf("seed %d: %d of %d batches refused: the stream tests too little", seed, len(wantRefused), len(stream))
-		}
+		plain, stream, wantRefused := plainStream(t, rng, 10+rng.IntN(50))
 
 		for _, v := range []struct {
 			name string
@@ -388,19 +397,7 @@ func teamStream(t *testing.T, rng *rand.Rand, s *Store) ([]*graph.Batch, []bool)
 func TestPartialBulkLoadWithAnotherWriter(t *testing.T) {
 	for seed := range uint64(12) {
 		rng := rand.New(rand.NewPCG(seed, 41))
-		gen := newStreamGen(rng)
-		plainLoad := openTest(t, t.TempDir(), Config{DeferAfter: -1})
-		var stream []*graph.Batch
-		took := true
-		for range 10 + rng.IntN(40) {
-			b := gen.batch(took)
-			for b.Len() == 0 {
-				b = gen.batch(false)
-			}
-			_, err := plainLoad.Apply(t.Context(), b)
-			took = err == nil
-			stream = append(stream, b)
-		}
+		plainLoad, stream, _ := plainStream(t, rng, 10+rng.IntN(40))
 		plainTeams := openTest(t, t.TempDir(), Config{DeferAfter: -1})
 		teams, teamsTook := teamStream(t, rng, plainTeams)
 
