@@ -703,10 +703,10 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		}
 		switch {
 		case d != nil && p.last && d.idx != nil:
-			// The load's last fold: what it writes waits for the rewrite.
-			var fops []kvOp
-			fops, err = foldDeg(nil, tx, deg, recs, gone, retyped, d.deg)
-			ops = append(ops, d.idx.keep(fops)...)
+			// A load that rewrites its file folds its tally as the rewrite
+			// begins (loadRest.fold), beside the writing of the buckets
+			// that do not need it: bDeg stays marked until then.
+			ops, err = foldDeg(ops, tx, deg, recs, gone, retyped, nil)
 		case d != nil && p.last:
 			ops, err = foldDeg(ops, tx, deg, recs, gone, retyped, d.deg)
 		default:

@@ -21,7 +21,8 @@ import (
 //
 // A bulk load defers its counts: it sums the changes of the commits that
 // defer their index entries in memory, by node, in a degTally, and its
-// last commit folds them into the records in one pass. The edges of a load
+// last commit folds them into the records in one pass (or, in a load that
+// rewrites its file, the rewrite as it begins: see loadRest.fold). The edges of a load
 // touch nodes all over the store, so folding them at every commit would
 // rewrite every page of records each time. Until then bDeg holds one key,
 // degTallyKey, which tells readers (IncidentLabels) that the records'

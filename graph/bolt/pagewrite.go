@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"slices"
 	"sync/atomic"
 
 	bbolt "go.etcd.io/bbolt"
@@ -51,16 +52,37 @@ func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode, m file
 	if _, err := w.w.Write(make([]byte, 3*pageSize)); err != nil {
 		return err
 	}
-	root := w.tree()
-	err = tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
-		hdr, err := w.bucket(b, m.into[string(name)], m.flagged[string(name)], m.drop[string(name)])
+	// The root bucket names the others in key order, wherever their
+	// pages are: the late ones are written after the rest.
+	type named struct{ name, hdr []byte }
+	var buckets []named
+	for _, late := range []bool{false, true} {
+		err = tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			if m.late[string(name)] != late {
+				return nil
+			}
+			hdr, err := w.bucket(b, m.into[string(name)], m.flagged[string(name)], m.drop[string(name)])
+			if err != nil {
+				return err
+			}
+			buckets = append(buckets, named{name, hdr})
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		return root.add(bucketLeafFlag, name, hdr)
-	})
-	if err != nil {
-		return err
+	}
+	if m.err != nil {
+		if err := m.err(); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(buckets, func(a, b named) int { return bytes.Compare(a.name, b.name) })
+	root := w.tree()
+	for _, b := range buckets {
+		if err := root.add(bucketLeafFlag, b.name, b.hdr); err != nil {
+			return err
+		}
 	}
 	rootID, err := root.finish()
 	if err != nil {
@@ -92,6 +114,13 @@ type fileMerge struct {
 	into    map[string]pairSource
 	flagged map[string]bool
 	drop    map[string]map[string]bool
+	// late names the top-level buckets to write after the others, whose
+	// sources may wait for work done meanwhile.
+	late map[string]bool
+	// err, if set, is called once every bucket is written: an error it
+	// returns (a source that failed) is writeFile's, and the file is not
+	// finished.
+	err func() error
 }
 
 // A pairSource gives key-value pairs in key order, each key once; a pair's

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 )
@@ -288,7 +289,8 @@ func TestWriteFileBranchesHaveTwoChildren(t *testing.T) {
 // buckets (new keys, and keys the bucket holds, whose value the pair's
 // replaces; in some buckets, pairs flagged to put or delete their keys)
 // and random keys dropped (the bucket's or a pair's, nested
-// buckets included) hold what the same puts and deletes give through
+// buckets included), and with random buckets written after the others
+// (fileMerge.late), hold what the same puts and deletes give through
 // bbolt, and pass its check.
 func TestWriteFileMerges(t *testing.T) {
 	for seed := range uint64(6) {
@@ -303,10 +305,11 @@ func TestWriteFileMerges(t *testing.T) {
 			if err := src.Update(func(tx *bbolt.Tx) error { return fillRandom(rng, tx, false) }); err != nil {
 				t.Fatal(err)
 			}
-			m := fileMerge{into: map[string]pairSource{}, flagged: map[string]bool{}, drop: map[string]map[string]bool{}}
+			m := fileMerge{into: map[string]pairSource{}, flagged: map[string]bool{}, drop: map[string]map[string]bool{}, late: map[string]bool{}}
 			puts := map[string][]kv{}
 			err = src.View(func(tx *bbolt.Tx) error {
 				return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+					m.late[string(name)] = rng.IntN(3) == 0
 					if rng.IntN(4) == 0 {
 						return nil // left as it is
 					}
@@ -415,6 +418,31 @@ func TestWriteFileMerges(t *testing.T) {
 			defer dst.Close()
 			compareDBs(t, "merged", src, dst)
 		})
+	}
+}
+
+// writeFile stops on an error its fileMerge reports once the buckets are
+// written (a source that failed), before the file is finished.
+func TestWriteFileStopsOnFailedSource(t *testing.T) {
+	dir := t.TempDir()
+	src, err := bbolt.Open(filepath.Join(dir, "src"), 0o600, &bbolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := src.Update(func(tx *bbolt.Tx) error { return fillRandom(rand.New(rand.NewPCG(1, 2)), tx, false) }); err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("the fold failed")
+	path := filepath.Join(dir, "built")
+	err = src.View(func(tx *bbolt.Tx) error {
+		return writeFile(tx, path, 4096, 0o600, fileMerge{err: func() error { return failed }})
+	})
+	if !errors.Is(err, failed) {
+		t.Fatalf("writeFile with a failed source: %v, want %v", err, failed)
+	}
+	if _, err := bbolt.Open(path, 0o600, &bbolt.Options{NoSync: true, Timeout: time.Second}); err == nil {
+		t.Fatal("the unfinished file opens")
 	}
 }
 
