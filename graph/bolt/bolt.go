@@ -610,13 +610,12 @@ func (r *loadRest) fold(db *bbolt.DB) {
 	go func() {
 		defer close(r.folded)
 		r.foldErr = db.View(func(tx *bbolt.Tx) error {
-			ops, err := foldDeg(nil, tx, nil, nil, nil, nil, r.deg)
+			nodes, degIdx, err := foldTally(tx, r.deg)
 			if err != nil {
 				return err
 			}
-			// What is not kept is bDeg's clearing: the rewrite leaves
-			// the mark out, and write clears it.
-			r.idx.keep(ops)
+			r.idx.sets[indexBucket(bNodes)].add(nodes, false)
+			r.idx.sets[indexBucket(bDegIdx)].add(degIdx, false)
 			return nil
 		})
 	}()

@@ -45,8 +45,15 @@ type nodeRec struct {
 // An edgeRec is an edge record (its key is the bbolt key).
 type edgeRec = graph.EdgeRecord
 
-func (r *nodeRec) encode() []byte {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64*5+len(r.Type)+len(r.Deg)+len(r.Props))
+func (r *nodeRec) encode() []byte { return r.appendTo(make([]byte, 0, r.size())) }
+
+// size bounds the length of r's encoding.
+func (r *nodeRec) size() int {
+	return 1 + binary.MaxVarintLen64*5 + len(r.Type) + len(r.Deg) + len(r.Props)
+}
+
+// appendTo appends r's encoding to b.
+func (r *nodeRec) appendTo(b []byte) []byte {
 	b = append(b, nodeRecordVersion)
 	b = binary.AppendUvarint(b, uint64(len(r.Type)))
 	b = append(b, r.Type...)
