@@ -688,6 +688,9 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 			return fileMerge{}, err
 		}
 	case r.qload != nil:
+		if r.qload.keptLog != nil {
+			m.into[string(cayleyLogBucket)] = r.qload.keptLog.source()
+		}
 		// The quadLoad sorts its values and links (0.56 s of a 300,000-node
 		// load's end) while writeFile writes the buckets that come before
 		// theirs, which are most of the file: "log" and Lore's.
@@ -786,6 +789,9 @@ func (s *Store) bulkLocked() *bulk {
 		var ql *quadLoad
 		_ = db.View(func(tx *bbolt.Tx) error { ql = newQuadLoad(tx); return nil })
 		if ql != nil && s.update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Put(metaQuadsPending, []byte{1}) }) == nil {
+			if s.deferred.idx != nil {
+				ql.keptLog = &logRun{} // the rewrite merges Cayley's log too
+			}
 			s.qload = ql
 		}
 	}

@@ -243,17 +243,30 @@ func TestOpenRemovesDeadRewrite(t *testing.T) {
 // An all-or-nothing load whose rewrite merges what waits into the new file
 // (see loadRest) leaves the same buckets, key for key, as one that writes
 // it all into its file and keeps that file (KeepLoadFile), no load's mark
-// among them.
+// among them; so does one whose rewrite fails once it has written the new
+// file, having read all the load left for it (its runs, Cayley's kept
+// log), and which then writes it all into the old file.
 func TestMergedLoadMatchesKeptFile(t *testing.T) {
 	input := loadInput(3000)
 	opts := graph.ImportOptions{BatchSize: 700}
-	dumps := make([]map[string][32]byte, 2)
-	metas := make([]map[string]string, 2)
-	recs := make([][]string, 2) // with no times, which differ
-	for i, keep := range []bool{true, false} {
-		s := openTest(t, t.TempDir(), Config{KeepLoadFile: keep})
+	dumps := make([]map[string][32]byte, 3)
+	metas := make([]map[string]string, 3)
+	recs := make([][]string, 3) // with no times, which differ
+	for i, keep := range []string{"kept", "merged", "failed late"} {
+		dir := t.TempDir()
+		cfg, failed := Config{KeepLoadFile: keep == "kept"}, false
+		if keep == "failed late" {
+			cfg.beforeRename = func() {
+				// The rename finds no new file.
+				failed = os.Remove(filepath.Join(dir, FileName+rewriteSuffix)) == nil
+			}
+		}
+		s := openTest(t, dir, cfg)
 		if _, err := graph.Import(t.Context(), s, strings.NewReader(input), opts); err != nil {
 			t.Fatal(err)
+		}
+		if keep == "failed late" && !failed {
+			t.Fatal("the load's end did not rewrite the file")
 		}
 		dumps[i] = dumpFile(t, s)
 		recs[i] = recordDump(t, s)
@@ -269,27 +282,30 @@ func TestMergedLoadMatchesKeptFile(t *testing.T) {
 		})
 		for _, mark := range [][]byte{metaLoading, metaQuadsPending, metaDeferred} {
 			if _, ok := metas[i][string(mark)]; ok {
-				t.Errorf("keep=%v: the store is still marked %q", keep, mark)
+				t.Errorf("%s: the store is still marked %q", keep, mark)
 			}
 		}
 		if r, err := s.Check(t.Context()); err != nil || !r.OK() {
-			t.Fatalf("keep=%v: check: %v %v", keep, err, r)
+			t.Fatalf("%s: check: %v %v", keep, err, r)
 		}
 	}
-	if len(dumps[0]) != len(dumps[1]) {
-		t.Fatalf("%d buckets kept, %d merged", len(dumps[0]), len(dumps[1]))
-	}
-	for name, h := range dumps[0] {
-		timed := name == string(bNodes) || name == string(bEdges) || name == string(bLog)
-		if dumps[1][name] != h && name != string(bMeta) && !timed {
-			t.Errorf("bucket %q differs between the kept file and the merged one", name)
+	for i, other := range []string{"merged", "failed late"} {
+		i++
+		if len(dumps[0]) != len(dumps[i]) {
+			t.Fatalf("%d buckets kept, %d %s", len(dumps[0]), len(dumps[i]), other)
 		}
-	}
-	if !maps.Equal(metas[0], metas[1]) {
-		t.Errorf("Lore's meta differs between the kept file and the merged one")
-	}
-	if !slices.Equal(recs[0], recs[1]) {
-		t.Errorf("the records differ between the kept file and the merged one:\n%s", lineDiff(recs[0], recs[1]))
+		for name, h := range dumps[0] {
+			timed := name == string(bNodes) || name == string(bEdges) || name == string(bLog)
+			if dumps[i][name] != h && name != string(bMeta) && !timed {
+				t.Errorf("bucket %q differs between the kept file and the %s one", name, other)
+			}
+		}
+		if !maps.Equal(metas[0], metas[i]) {
+			t.Errorf("Lore's meta differs between the kept file and the %s one", other)
+		}
+		if !slices.Equal(recs[0], recs[i]) {
+			t.Errorf("the records differ between the kept file and the %s one:\n%s", other, lineDiff(recs[0], recs[i]))
+		}
 	}
 }
 
