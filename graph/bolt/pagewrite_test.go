@@ -464,7 +464,7 @@ func TestAheadWriterWritesInOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	for range 50 {
 		var sink bytes.Buffer
-		w := newAheadWriter(&sink, 1+rng.IntN(64))
+		w := newAheadWriter(&sink, 1+rng.IntN(64), false)
 		var want []byte
 		for range rng.IntN(40) {
 			p := make([]byte, rng.IntN(200))
@@ -501,7 +501,7 @@ func (f *failAfter) Write(p []byte) (int, error) {
 // A write that fails makes the writes after it, and Close, fail with its
 // error.
 func TestAheadWriterReportsFailure(t *testing.T) {
-	w := newAheadWriter(&failAfter{n: 100}, 64)
+	w := newAheadWriter(&failAfter{n: 100}, 64, false)
 	var err error
 	for i := 0; i < 1000 && err == nil; i++ {
 		_, err = w.Write(make([]byte, 64))
