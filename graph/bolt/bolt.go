@@ -610,12 +610,12 @@ func (r *loadRest) fold(db *bbolt.DB) {
 	go func() {
 		defer close(r.folded)
 		r.foldErr = db.View(func(tx *bbolt.Tx) error {
-			nodes, degIdx, err := foldTally(tx, r.deg)
+			nodes, nNodes, degIdx, nDegIdx, err := foldTally(tx, r.deg)
 			if err != nil {
 				return err
 			}
-			r.idx.sets[indexBucket(bNodes)].add(nodes, false)
-			r.idx.sets[indexBucket(bDegIdx)].add(degIdx, false)
+			r.idx.sets[indexBucket(bNodes)].addData(nodes, nNodes)
+			r.idx.sets[indexBucket(bDegIdx)].addData(degIdx, nDegIdx)
 			return nil
 		})
 	}()

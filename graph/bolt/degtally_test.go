@@ -440,3 +440,117 @@ func TestPartialBulkLoadWithAnotherWriter(t *testing.T) {
 		}
 	}
 }
+
+// foldTally (a rewriting load's fold) writes what foldDeg (every other
+// fold) writes: random records with random summaries, under random
+// tallies that add and take away edges, give runs in strict key order
+// holding foldDeg's record writes and degree index puts and deletes.
+func TestFoldTallyMatchesFoldDeg(t *testing.T) {
+	db, err := bbolt.Open(t.TempDir()+"/db", 0o600, &bbolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	types, labels := []string{"Document", "Person", "Topic"}, []string{"about", "cites", "wrote"}
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		var ids []graph.ID
+		err := db.Update(func(tx *bbolt.Tx) error {
+			_ = tx.DeleteBucket(bNodes)
+			b, err := tx.CreateBucket(bNodes)
+			if err != nil {
+				return err
+			}
+			for i := range 1 + rng.IntN(300) {
+				id := graph.ID(fmt.Sprintf("n/%d", rng.IntN(100000)))
+				if b.Get([]byte(id)) != nil {
+					continue
+				}
+				ids = append(ids, id)
+				var es []degEntry
+				for range rng.IntN(4) {
+					es = append(es, degEntry{label: labels[rng.IntN(3)], dir: "oi"[rng.IntN(2)], n: int64(1 + rng.IntN(4))})
+				}
+				es = slices.CompactFunc(slices.SortedFunc(slices.Values(es), degCmp), func(a, b degEntry) bool { return degCmp(a, b) == 0 })
+				rec := nodeRec{NodeRecord: graph.NodeRecord{Type: types[rng.IntN(3)], Created: int64(i), Updated: int64(2 * i), Rev: 1, Props: []byte(`{"i":` + fmt.Sprint(i) + `}`)}, Deg: encodeDeg(es)}
+				if err := b.Put([]byte(id), rec.encode()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same random tally twice: each fold empties its own.
+		tallies := [2]*degTally{newDegTally(), newDegTally()}
+		_ = db.View(func(tx *bbolt.Tx) error {
+			for _, id := range ids {
+				if rng.IntN(3) == 0 {
+					continue
+				}
+				rec, _ := decodeNodeRec(tx.Bucket(bNodes).Get([]byte(id)))
+				es, _ := decodeDeg(rec.Deg)
+				for range 1 + rng.IntN(3) {
+					n := int64(1 + rng.IntN(5))
+					e := degEntry{label: labels[rng.IntN(3)], dir: "oi"[rng.IntN(2)]}
+					if j := slices.IndexFunc(es, func(x degEntry) bool { return x.label == e.label && x.dir == e.dir }); j >= 0 && es[j].n > 0 && rng.IntN(2) == 0 {
+						n = -int64(1 + rng.IntN(int(es[j].n))) // takes some or all away
+						es[j].n += n
+					}
+					for _, tl := range tallies {
+						tl.add(id, e.dir, e.label, n)
+					}
+				}
+			}
+			return nil
+		})
+		want := map[string]map[string]string{string(bNodes): {}, string(bDegIdx): {}}
+		var nodes, degIdx []byte
+		var nNodes, nDegIdx int
+		err = db.View(func(tx *bbolt.Tx) error {
+			ops, err := foldDeg(nil, tx, nil, nil, nil, nil, tallies[0])
+			if err != nil {
+				return err
+			}
+			for _, op := range ops {
+				if op.key == nil {
+					continue // bDeg's clearing
+				}
+				v := string(runPut) + string(op.val)
+				if op.del {
+					v = string(runDel)
+				}
+				want[string(op.bucket)][string(op.key)] = v
+			}
+			nodes, nNodes, degIdx, nDegIdx, err = foldTally(tx, tallies[1])
+			return err
+		})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for _, r := range []struct {
+			bucket []byte
+			data   []byte
+			n      int
+		}{{bNodes, nodes, nNodes}, {bDegIdx, degIdx, nDegIdx}} {
+			got := map[string]string{}
+			var last []byte
+			for d := r.data; len(d) > 0; {
+				var k, v []byte
+				k, v, d = pair(d)
+				if last != nil && strings.Compare(string(last), string(k)) >= 0 {
+					t.Fatalf("seed %d, %s: key %q after %q", seed, r.bucket, k, last)
+				}
+				last = k
+				got[string(k)] = string(v)
+			}
+			if len(got) != r.n {
+				t.Errorf("seed %d, %s: %d pairs, said %d", seed, r.bucket, len(got), r.n)
+			}
+			if !maps.Equal(got, want[string(r.bucket)]) {
+				t.Errorf("seed %d, %s: foldTally wrote %d pairs, foldDeg %d, not the same", seed, r.bucket, len(got), len(want[string(r.bucket)]))
+			}
+		}
+	}
+}

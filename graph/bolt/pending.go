@@ -76,13 +76,27 @@ func (r *runSet) add(pairs []kv, offsets bool) {
 		if offsets {
 			rn.offs = append(rn.offs, uint32(len(rn.data)))
 		}
-		rn.data = binary.AppendUvarint(rn.data, uint64(len(p.k)))
-		rn.data = append(rn.data, p.k...)
-		rn.data = binary.AppendUvarint(rn.data, uint64(len(p.v)))
-		rn.data = append(rn.data, p.v...)
+		rn.data = appendPair(rn.data, p.k, p.v)
 	}
 	r.n += len(pairs)
 	r.runs = append(r.runs, rn)
+}
+
+// appendPair appends a pair to a run's data.
+func appendPair(data, k, v []byte) []byte {
+	data = binary.AppendUvarint(data, uint64(len(k)))
+	data = append(data, k...)
+	data = binary.AppendUvarint(data, uint64(len(v)))
+	return append(data, v...)
+}
+
+// addData adds a run of n pairs made by appendPair, in key order, each
+// key once.
+func (r *runSet) addData(data []byte, n int) {
+	if n > 0 {
+		r.n += n
+		r.runs = append(r.runs, run{data: data})
+	}
 }
 
 // pair reads the pair at the start of data, and returns the rest.
