@@ -253,7 +253,7 @@ func foldSummary(id graph.ID, deg []byte, add []degEntry) (old, cur []degEntry, 
 // written whole, never decoded, and the index keys are sorted by type,
 // label, direction, count and ID before they are made, straight into
 // their run. At 300,000 nodes, foldDeg's way (a kvOp per write, copied
-// and sorted again by indexRuns.keep) cost 2.25 s of CPU; at 1M nodes,
+// and sorted again into a run) cost 2.25 s of CPU; at 1M nodes,
 // sorting made keys took 2.9 s, and making pairs to copy into runs 1.9 s.
 func foldTally(tx *bbolt.Tx, t *degTally) (nodes []byte, nNodes int, degIdx []byte, nDegIdx int, err error) {
 	ids := make([]graph.ID, 0, len(t.by))

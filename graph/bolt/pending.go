@@ -362,7 +362,7 @@ func removesEdges(p *graph.Plan) bool {
 
 // indexBuckets are the buckets of the index entries a bulk load defers in
 // chunks (deferredIndexes.add), and of what its last fold of the edge
-// summaries writes (node records and degree index keys, see foldDeg), in
+// summaries writes (node records and degree index keys, see foldTally), in
 // the order indexRuns keeps them.
 var indexBuckets = [...][]byte{bType, bProp, bTok, bDegIdx, bNodes}
 
@@ -381,8 +381,8 @@ const (
 // indexRuns holds, in an all-or-nothing bulk load that rewrites its file,
 // the type, property and search index entries each drain of the deferred
 // entries would write, and the node records and degree index keys of its
-// last fold of the edge summaries: a run per bucket and drain (or fold),
-// each value after a flag (runPut, runDel). They are merged into the
+// last fold of the edge summaries (foldTally, as the rewrite begins): a run
+// per bucket and drain (or fold), each value after a flag (runPut, runDel). They are merged into the
 // rewritten file (loadRest), not written into the old one. In a 1M-node
 // load, each of the ten commits that drained wrote 510,000 to 600,000
 // entries, most of them spread over the whole of the three index buckets,
@@ -394,7 +394,7 @@ type indexRuns struct {
 	sets [len(indexBuckets)]runSet
 }
 
-// add adds one drain's or fold's writes (buckets of indexBuckets), chunk by
+// add adds one drain's writes (buckets of indexBuckets), chunk by
 // chunk in the order they were made: the last write of each key stands.
 func (x *indexRuns) add(chunks [][]kvOp) {
 	type write struct {
@@ -467,31 +467,6 @@ func (x *indexRuns) truncate(m [len(indexBuckets)]int) {
 	for b := range x.sets {
 		x.sets[b].truncate(m[b])
 	}
-}
-
-// keep adds the writes of ops to buckets of indexBuckets, in the order they
-// were made, and returns the others.
-func (x *indexRuns) keep(ops []kvOp) []kvOp {
-	keeps := func(op *kvOp) bool { return op.key != nil && indexBucket(op.bucket) >= 0 }
-	n := 0
-	for i := range ops {
-		if keeps(&ops[i]) {
-			n++
-		}
-	}
-	// A load's last fold writes millions: room for them at once.
-	kept := make([]kvOp, 0, n)
-	rest := ops[:0]
-	for i := range ops {
-		if keeps(&ops[i]) {
-			kept = append(kept, ops[i])
-		} else {
-			rest = append(rest, ops[i])
-		}
-	}
-	x.add([][]kvOp{kept})
-	clear(ops[len(rest):])
-	return rest
 }
 
 // merge adds the runs to what writeFile merges into a new file.
