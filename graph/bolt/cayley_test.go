@@ -1048,14 +1048,7 @@ func TestBulkLoadLastBatchWritesDeferred(t *testing.T) {
 // so the open store's indexes hold the batches that did commit.
 func TestBulkLoadFailedFlushRebuilds(t *testing.T) {
 	cfg := Config{DeferAfter: -1}
-	var data strings.Builder
-	for i := range 100 {
-		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
-	}
-	for i := range 100 {
-		fmt.Fprintf(&data, `{"kind":"node","id":"doc/d%d","type":"Document","properties":{"title":"doc %d"}}`+"\n", i, i)
-		fmt.Fprintf(&data, `{"kind":"edge","from":"doc/d%d","label":"about","to":"topic/t%d"}`+"\n", i, i)
-	}
+	data := topicsAndDocs()
 	for _, tc := range []struct{ name, tail string }{
 		// 300 elements in batches of 100: the input ends with a full
 		// batch, and the flush after it writes the deferred entries.
@@ -1071,20 +1064,10 @@ func TestBulkLoadFailedFlushRebuilds(t *testing.T) {
 					// Between commits: the summary of a node whose
 					// edges the load tallies cannot be read, so folding
 					// the tally into the records fails.
-					err := s.db.DB().Update(func(tx *bbolt.Tx) error {
-						rec, err := decodeNodeRec(tx.Bucket(bNodes).Get([]byte("topic/t5")))
-						if err != nil {
-							return err
-						}
-						rec.Deg = []byte{0xff}
-						return tx.Bucket(bNodes).Put([]byte("topic/t5"), rec.encode())
-					})
-					if err != nil {
-						t.Fatal(err)
-					}
+					spoilSummary(t, s, "topic/t5")
 				}
 			}
-			st, err := graph.Import(t.Context(), s, strings.NewReader(data.String()+tc.tail), graph.ImportOptions{BatchSize: 100, Progress: progress, Partial: true})
+			st, err := graph.Import(t.Context(), s, strings.NewReader(data+tc.tail), graph.ImportOptions{BatchSize: 100, Progress: progress, Partial: true})
 			if err == nil || !strings.Contains(err.Error(), `"topic/t5": edge summary does not decode`) {
 				t.Fatalf("import over a corrupt summary: %v", err)
 			}
@@ -1099,6 +1082,36 @@ func TestBulkLoadFailedFlushRebuilds(t *testing.T) {
 				t.Fatalf("check: %v %v", err, r.Problems)
 			}
 		})
+	}
+}
+
+// topicsAndDocs is an import of 100 topics, then 100 documents each about
+// one of them.
+func topicsAndDocs() string {
+	var data strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
+	}
+	for i := range 100 {
+		fmt.Fprintf(&data, `{"kind":"node","id":"doc/d%d","type":"Document","properties":{"title":"doc %d"}}`+"\n", i, i)
+		fmt.Fprintf(&data, `{"kind":"edge","from":"doc/d%d","label":"about","to":"topic/t%d"}`+"\n", i, i)
+	}
+	return data.String()
+}
+
+// spoilSummary gives node id's record an edge summary that does not decode.
+func spoilSummary(t *testing.T, s *Store, id graph.ID) {
+	t.Helper()
+	err := s.db.DB().Update(func(tx *bbolt.Tx) error {
+		rec, err := decodeNodeRec(tx.Bucket(bNodes).Get([]byte(id)))
+		if err != nil {
+			return err
+		}
+		rec.Deg = []byte{0xff}
+		return tx.Bucket(bNodes).Put([]byte(id), rec.encode())
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

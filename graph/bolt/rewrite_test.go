@@ -446,14 +446,7 @@ func TestCrashBeforeRewriteRenameUndoesLoad(t *testing.T) {
 // its check, and takes the same load again. The fold fails here on a
 // summary that does not decode, put in between two commits.
 func TestFailedFoldUndoesLoad(t *testing.T) {
-	var data strings.Builder
-	for i := range 100 {
-		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
-	}
-	for i := range 100 {
-		fmt.Fprintf(&data, `{"kind":"node","id":"doc/d%d","type":"Document","properties":{"title":"doc %d"}}`+"\n", i, i)
-		fmt.Fprintf(&data, `{"kind":"edge","from":"doc/d%d","label":"about","to":"topic/t%d"}`+"\n", i, i)
-	}
+	data := topicsAndDocs()
 	for _, tc := range []struct{ name, tail string }{
 		{"flush", ""}, // the input ends with a full batch
 		{"last batch", `{"kind":"node","id":"topic/last","type":"Topic","properties":{"name":"last"}}` + "\n"},
@@ -463,22 +456,11 @@ func TestFailedFoldUndoesLoad(t *testing.T) {
 			s := openTest(t, dir, Config{DeferAfter: -1})
 			batches := 0
 			progress := func(graph.ImportStats) {
-				if batches++; batches != 1 {
-					return
-				}
-				err := s.db.DB().Update(func(tx *bbolt.Tx) error {
-					rec, err := decodeNodeRec(tx.Bucket(bNodes).Get([]byte("topic/t5")))
-					if err != nil {
-						return err
-					}
-					rec.Deg = []byte{0xff}
-					return tx.Bucket(bNodes).Put([]byte("topic/t5"), rec.encode())
-				})
-				if err != nil {
-					t.Fatal(err)
+				if batches++; batches == 1 {
+					spoilSummary(t, s, "topic/t5")
 				}
 			}
-			_, err := graph.Import(t.Context(), s, strings.NewReader(data.String()+tc.tail), graph.ImportOptions{BatchSize: 100, Progress: progress})
+			_, err := graph.Import(t.Context(), s, strings.NewReader(data+tc.tail), graph.ImportOptions{BatchSize: 100, Progress: progress})
 			if err == nil || !strings.Contains(err.Error(), `"topic/t5": edge summary does not decode`) {
 				t.Fatalf("a load whose fold fails: %v", err)
 			}
@@ -491,7 +473,7 @@ func TestFailedFoldUndoesLoad(t *testing.T) {
 			if r, err := s.Check(t.Context()); err != nil || !r.OK() {
 				t.Fatalf("check after the failed load: %v %v", err, r)
 			}
-			if _, err := graph.Import(t.Context(), s, strings.NewReader(data.String()+tc.tail), graph.ImportOptions{BatchSize: 100}); err != nil {
+			if _, err := graph.Import(t.Context(), s, strings.NewReader(data+tc.tail), graph.ImportOptions{BatchSize: 100}); err != nil {
 				t.Fatalf("the load again: %v", err)
 			}
 			n, err := s.Node(t.Context(), "topic/t5")
