@@ -720,11 +720,13 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 // rewrite its file does (flushPending, endQuadLoad). The caller has the
 // store to itself.
 func (r *loadRest) write(s *Store) error {
-	if err := writeWaiting(s.db.DB(), r.edges, &r.in); err != nil {
-		return err
-	}
+	// The fold first, whatever fails after it: nothing of the rest is
+	// used once write returns.
 	if err := r.waitFold(s.db.DB()); err != nil {
 		return fmt.Errorf("folding the load's edge summaries: %w", err)
+	}
+	if err := writeWaiting(s.db.DB(), r.edges, &r.in); err != nil {
+		return err
 	}
 	if r.idx != nil {
 		if err := r.idx.write(s.db.DB()); err != nil {
