@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -250,4 +251,28 @@ func dep(from, to, kind string) graph.EdgeInput {
 		e.Properties = graph.Props{"kind": kind}
 	}
 	return e
+}
+
+// BenchmarkRunMerge merges a load's edge records as a rewrite does: 600
+// runs (one per commit) of 1,000 random edge keys each, spread over the
+// whole key space.
+func BenchmarkRunMerge(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var set runSet
+	for range 600 {
+		pairs := make([]kv, 1000)
+		for i := range pairs {
+			k := graph.EdgeKey{From: graph.ID(fmt.Sprintf("package/p%d", rng.IntN(1000000))), Label: "dependsOn", To: graph.ID(fmt.Sprintf("package/p%d", rng.IntN(1000000)))}
+			pairs[i] = kv{k.Bytes(), []byte("\x02\xb8\xe0\xf4\xbb\x99\xee\xb0\x06\x00\x01")}
+		}
+		slices.SortFunc(pairs, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
+		pairs = slices.CompactFunc(pairs, func(a, b kv) bool { return bytes.Equal(a.k, b.k) })
+		set.add(pairs, false)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		m := set.merge()
+		for _, _, ok := m.next(); ok; _, _, ok = m.next() {
+		}
+	}
 }
