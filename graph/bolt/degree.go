@@ -24,9 +24,9 @@ import (
 // A bulk load defers its counts: it sums the changes of the commits that
 // defer their index entries in memory, by node, in a degTally, and its
 // last commit folds them into the records in one pass (or, in a load that
-// rewrites its file, the rewrite as it begins: see loadRest.fold). The edges of a load
-// touch nodes all over the store, so folding them at every commit would
-// rewrite every page of records each time. Until then bDeg holds one key,
+// rewrites its file, the rewrite as it begins: see loadRest.fold). The
+// edges of a load touch nodes all over the store, so folding them at
+// every commit would rewrite every page of records each time. Until then bDeg holds one key,
 // degTallyKey, which tells readers (IncidentLabels) that the records'
 // summaries are behind; it is empty otherwise. An interrupted load leaves
 // the store marked, and Open rebuilds the summaries from the edge records.
