@@ -652,7 +652,7 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 	if r.in.n > 0 {
 		m.into[string(bIn)] = r.in.merge()
 	}
-	if r.idx != nil && r.deg != nil {
+	if r.idx != nil { // and so r.deg: a load that keeps index runs tallies
 		r.fold(db)
 		m.drop[string(bDeg)] = map[string]bool{string(degTallyKey): true}
 		m.late = map[string]bool{}
@@ -667,20 +667,14 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 				continue
 			}
 			// What the fold writes: these buckets come last.
-			var p pairSource
 			m.late[name], m.flagged[name] = true, true
-			m.into[name] = sourceFunc(func() (k, v []byte, ok bool) {
-				if p == nil {
-					if r.waitFold(db) != nil || set.n == 0 {
-						return nil, nil, false // writeFile fails on m.err
-					}
-					p = set.merge()
+			m.into[name] = lazySource(func() pairSource {
+				if r.waitFold(db) != nil || set.n == 0 {
+					return nil // writeFile fails on m.err
 				}
-				return p.next()
+				return set.merge()
 			})
 		}
-	} else if r.idx != nil {
-		r.idx.merge(m)
 	}
 	switch {
 	case r.qload != nil && r.qload.materialized:
@@ -701,15 +695,9 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 			src = r.qload.sources()
 		}()
 		for _, name := range [][]byte{bValueIDs, bValueRefs, cayleyOPS} {
-			var p pairSource
-			m.into[string(name)] = sourceFunc(func() (k, v []byte, ok bool) {
-				if p == nil {
-					<-r.sorted
-					if p = src[string(name)]; p == nil {
-						return nil, nil, false
-					}
-				}
-				return p.next()
+			m.into[string(name)] = lazySource(func() pairSource {
+				<-r.sorted
+				return src[string(name)]
 			})
 		}
 	}

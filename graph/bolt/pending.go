@@ -490,16 +490,6 @@ func (x *indexRuns) truncate(m [len(indexBuckets)]int) {
 	}
 }
 
-// merge adds the runs to what writeFile merges into a new file.
-func (x *indexRuns) merge(m fileMerge) {
-	for b := range x.sets {
-		if x.sets[b].n > 0 {
-			m.into[string(indexBuckets[b])] = x.sets[b].merge()
-			m.flagged[string(indexBuckets[b])] = true
-		}
-	}
-}
-
 // write writes the runs into db, as the drains would have, and empties x.
 // The caller has the store's writes to itself.
 func (x *indexRuns) write(db *bbolt.DB) error {

@@ -523,6 +523,22 @@ type sourceFunc func() (k, v []byte, ok bool)
 
 func (f sourceFunc) next() (k, v []byte, ok bool) { return f() }
 
+// lazySource is the pairSource that build returns (none, if nil), made
+// when it is first read: build may wait for work under way meanwhile.
+func lazySource(build func() pairSource) pairSource {
+	var p pairSource
+	made := false
+	return sourceFunc(func() (k, v []byte, ok bool) {
+		if !made {
+			p, made = build(), true
+		}
+		if p == nil {
+			return nil, nil, false
+		}
+		return p.next()
+	})
+}
+
 // A slab hands out byte slices carved from larger blocks, never reused:
 // one allocation per 64 KiB rather than one per slice.
 type slab struct{ block []byte }
