@@ -17,7 +17,7 @@ const MaxIdempotencyKey = 256
 // largest integer every JSON client (JavaScript's numbers among them)
 // keeps exactly. A revision or expected revision outside 0 to MaxRevision
 // is refused, and so is a change to an element already at MaxRevision.
-const MaxRevision = 1<<53 - 1
+const MaxRevision int64 = 1<<53 - 1
 
 // A Batch is a set of writes applied atomically: all of it or none of it.
 // Each node and edge may appear at most once. Edges may join nodes that

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -348,7 +349,7 @@ func FuzzCursorNeighborsPaths(f *testing.F) {
 			f.Add(uint8(i), next[:len(next)-1], []byte(nil), "", 0)
 			f.Add(uint8(i), "", payload, "", 0)
 			f.Add(uint8(i), "", []byte(nil), pc.F, -1)
-			f.Add(uint8(i), "", []byte(nil), pc.F, 1<<40)
+			f.Add(uint8(i), "", []byte(nil), pc.F, min(1<<40, math.MaxInt))
 			cursor = next
 		}
 	}

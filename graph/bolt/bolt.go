@@ -760,7 +760,7 @@ func (s *Store) startBulk() (*bulk, bool) {
 // deferred and its summaries tallied (markTally). The caller holds wmu.
 func (s *Store) bulkLocked() *bulk {
 	db := s.db.DB()
-	b := &bulk{s: s, synced: !db.NoSync, growSynced: !db.NoGrowSync, rewrite: !s.keepLoadFile}
+	b := &bulk{s: s, synced: !db.NoSync, growSynced: !db.NoGrowSync, rewrite: !s.keepLoadFile && canRewrite}
 	db.NoSync = true
 	// Nor does growing the file sync it (bbolt's truncate and fsync at
 	// each 16 MiB): at 10k nodes that fsync took 7 ms.

@@ -58,8 +58,10 @@ func Compact(ctx context.Context, cfg Config) (st *CompactStats, err error) {
 	}
 	// The copy's transactions left pages free and half full; the new
 	// file is written out once more, dense, as after a bulk load.
-	if err := fresh.alone(func() error { return fresh.rewriteFile(fileMerge{}) }); err != nil {
-		return nil, err
+	if canRewrite {
+		if err := fresh.alone(func() error { return fresh.rewriteFile(fileMerge{}) }); err != nil {
+			return nil, err
+		}
 	}
 	if err := fresh.Sync(); err != nil {
 		return nil, err

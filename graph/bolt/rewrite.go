@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	hbolt "github.com/hidal-go/hidalgo/kv/bbolt"
 
@@ -64,12 +63,7 @@ func (s *Store) rewriteFile(m fileMerge) (err error) {
 		if err != nil {
 			return nil, err
 		}
-		fd, err := syscall.Dup(int(f.Fd()))
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
-		return os.NewFile(uintptr(fd), name), nil
+		return reopenAs(f, name)
 	}
 	renamed := false
 	defer func() {

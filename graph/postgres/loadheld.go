@@ -106,7 +106,7 @@ func newHeldRows() *heldRows {
 
 // full says the held rows reached maxHeld.
 func (h *heldRows) full() bool {
-	return h.posts.n+h.props.n >= maxHeld || len(h.buf) >= 1<<31 || len(h.names) >= 1<<15
+	return h.posts.n+h.props.n >= maxHeld || int64(len(h.buf)) >= 1<<31 || len(h.names) >= 1<<15
 }
 
 func prefix8(b []byte) uint64 {
