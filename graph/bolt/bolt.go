@@ -132,6 +132,16 @@ type Config struct {
 	// new file is written and synced, before it takes the old one's
 	// place; tests copy the directory there, as a crash would leave it.
 	beforeRename func()
+	// stream, if set, is called at points of ApplyStream's pipeline.
+	stream streamHooks
+}
+
+// streamHooks let a test force an order on ApplyStream's planning of one
+// batch and the commit of the one before, which run at the same time.
+type streamHooks struct {
+	planning func(*graph.Batch)          // planning has opened its snapshot and read nothing yet
+	waiting  func()                      // planning waits for the commit in flight, which removes edges
+	flush    func(do func() error) error // a commit writes the load's waiting edge records: do does
 }
 
 // Defaults of Config's tuning fields.
@@ -178,6 +188,7 @@ type Store struct {
 	keepLoadFile           bool
 	cayleyLoads            bool           // bulk loads write quads through Cayley's ApplyDeltas (see Config.cayleyLoads)
 	beforeRename           func()         // see Config.beforeRename
+	stream                 streamHooks    // see Config.stream
 	boltOpts               *bbolt.Options // how Open opened the file, and a rewrite its new one
 }
 
@@ -274,7 +285,7 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 	}
 	s := &Store{path: cfg.Path, db: db, kv: &hookKV{DB: db}, changed: graph.NewNotifier(), readOnly: cfg.ReadOnly,
 		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), deferFlush: cmp.Or(cfg.DeferFlush, DefaultDeferFlush),
-		keepLoadFile: cfg.KeepLoadFile, cayleyLoads: cfg.cayleyLoads, beforeRename: cfg.beforeRename, boltOpts: opts}
+		keepLoadFile: cfg.KeepLoadFile, cayleyLoads: cfg.cayleyLoads, beforeRename: cfg.beforeRename, stream: cfg.stream, boltOpts: opts}
 	if err := s.init(cfg.Model, cmp.Or(cfg.UpgradeChunk, DefaultUpgradeChunk)); err != nil {
 		db.Close()
 		return nil, err

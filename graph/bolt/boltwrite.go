@@ -144,7 +144,11 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 	if s.deferred != nil && removesEdges(p.Plan) {
 		// The records and in-edge entries it removes may be waiting (see
 		// runSet).
-		if err := s.flushPending(); err != nil {
+		flush := s.flushPending
+		if s.stream.flush != nil {
+			flush = func() error { return s.stream.flush(s.flushPending) }
+		}
+		if err := flush(); err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
 	}
@@ -375,7 +379,11 @@ func (s *Store) ApplyStream(ctx context.Context, batches <-chan *graph.StreamBat
 		}
 		if cur != nil && s.deferred != nil && removesEdges(cur.p.Plan) {
 			// Its commit writes the records that wait (see runSet),
-			// which planning reads.
+			// which planning reads: from its snapshot of the file and
+			// from the runs, so a flush in between would hide them.
+			if s.stream.waiting != nil {
+				s.stream.waiting()
+			}
 			if !finish() {
 				return
 			}
@@ -390,6 +398,9 @@ func (s *Store) ApplyStream(ctx context.Context, batches <-chan *graph.StreamBat
 			var snap graph.Snapshot = &boltSnap{s: s, tx: tx}
 			if prev != nil {
 				snap = graph.OverlaySnapshot(snap, prev)
+			}
+			if s.stream.planning != nil {
+				s.stream.planning(b)
 			}
 			gp, err := graph.PlanBatch(ctx, s.Model(), snap, b, t)
 			if err == nil {

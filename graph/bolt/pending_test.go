@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lore-dev/lore/graph"
@@ -184,8 +185,38 @@ func recordDump(t *testing.T, s *Store) []string {
 // Batches streamed into an all-or-nothing bulk load may remove edges whose
 // records wait: their commit writes what waits first, and the batch after
 // it, planned once that commit is done, finds the records it updates.
+//
+// ApplyStream plans a batch while the one before it commits, and planning
+// reads edge records from its snapshot of the file and from the runs that
+// wait. A commit that writes the runs into the file in between would hide
+// them from it: so planning waits for a commit that removes edges. The
+// hooks force that interleaving where the pipeline allows it: the commit's
+// flush starts once the next batch's planning has its snapshot (or once
+// planning waits for the commit), and planning reads once the flush is
+// done. Without the wait, the batch after the delete finds no record of
+// the edge it updates, and makes it anew.
 func TestWaitingEdgesRemovedInAStream(t *testing.T) {
-	s := openTest(t, t.TempDir(), Config{DeferAfter: -1})
+	var batches []*graph.Batch
+	snapped, guarded, flushed := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var guard, flush sync.Once
+	hooks := streamHooks{
+		planning: func(b *graph.Batch) {
+			if b == batches[3] {
+				close(snapped)
+				<-flushed
+			}
+		},
+		waiting: func() { guard.Do(func() { close(guarded) }) },
+		flush: func(do func() error) error {
+			select {
+			case <-snapped:
+			case <-guarded:
+			}
+			defer flush.Do(func() { close(flushed) })
+			return do()
+		},
+	}
+	s := openTest(t, t.TempDir(), Config{DeferAfter: -1, stream: hooks})
 	done, ok := s.BeginLoad(true)
 	if !ok {
 		t.Fatal("an empty store did not start a load")
@@ -193,7 +224,7 @@ func TestWaitingEdgesRemovedInAStream(t *testing.T) {
 	if s.deferred.edges == nil {
 		t.Fatal("the load's edge records do not wait")
 	}
-	batches := []*graph.Batch{
+	batches = []*graph.Batch{
 		{Nodes: []graph.NodeInput{svc("service/a"), svc("service/b"), svc("service/c")},
 			Edges: []graph.EdgeInput{dep("service/a", "service/b", ""), dep("service/a", "service/c", ""), dep("service/c", "service/b", "")}},
 		{Edges: []graph.EdgeInput{dep("service/b", "service/c", "")}},
