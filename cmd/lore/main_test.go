@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/bolt"
 )
 
 var loreBin string
@@ -249,6 +250,76 @@ func TestKilledImportLeavesNothing(t *testing.T) {
 	}
 	if out, errOut, code := lore(t, "check", "--store", store); code != 0 || !strings.Contains(out, "0 nodes, 0 edges, 0 quads") {
 		t.Fatalf("check after the killed import (exit %d):\n%s%s", code, out, errOut)
+	}
+}
+
+// SIGKILL an all-or-nothing import into an empty store in the load's end:
+// as its last batch commits (the end writes what waited and folds the
+// summaries), once the rewrite's new file exists (it is being written),
+// and once that file has been renamed over the old one. The next command
+// to open the store finds it either empty or holding the whole file, and
+// check passes; after the rename, only whole. The test watches the store's directory for the new file
+// without pausing, so the import goes on at its pace meanwhile.
+func TestImportKilledAtItsEndIsWholeOrEmpty(t *testing.T) {
+	file := bigFile(t, 5000) // 19,999 elements, 20 batches
+	const nodes, edges = 10000, 9999
+	for _, at := range []string{"last batch", "rewriting", "renamed"} {
+		store := t.TempDir()
+		tmp := filepath.Join(store, bolt.FileName+".rewrite")
+		cmd, progress, _ := startImport(t, t.Context(), store, file)
+		// seen polls the directory until the new file is there (or gone
+		// again, after it was), or the import has exited.
+		seen := func(there bool) bool {
+			for {
+				if _, err := os.Stat(tmp); (err == nil) == there {
+					return true
+				}
+				select {
+				case _, ok := <-progress:
+					if !ok {
+						return false
+					}
+				default:
+				}
+			}
+		}
+		killed := false
+		switch at {
+		case "last batch":
+			for n := range progress {
+				if n >= nodes+edges {
+					break
+				}
+			}
+			killed = true
+		case "rewriting":
+			killed = seen(true)
+		case "renamed":
+			killed = seen(true) && seen(false)
+		}
+		if killed {
+			// The import may have ended on its own since.
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				t.Fatal(err)
+			}
+		}
+		cmd.Wait()
+		for range progress {
+		}
+		out, errOut, code := lore(t, "check", "--store", store)
+		if code != 0 {
+			t.Fatalf("killed at %q: check (exit %d):\n%s%s", at, code, out, errOut)
+		}
+		switch {
+		case strings.Contains(out, "0 nodes, 0 edges, 0 quads") && at == "renamed":
+			t.Fatalf("killed once the new file took the old one's place: the store is empty, the load undone:\n%s%s", out, errOut)
+		case strings.Contains(out, "0 nodes, 0 edges, 0 quads"):
+			t.Logf("killed at %q (%v): the store is empty", at, killed)
+		case strings.Contains(out, fmt.Sprintf("%d nodes, %d edges", nodes, edges)):
+			t.Logf("killed at %q (%v): the store holds the whole file", at, killed)
+		default:
+			t.Fatalf("killed at %q: the store is neither empty nor whole:\n%s%s", at, out, errOut)
+		}
 	}
 }
 
