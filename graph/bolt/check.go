@@ -471,3 +471,18 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 	}
 	return meta.Delete(metaDeferred)
 }
+
+// Footprint returns how many bytes of the file the pages of each of its
+// buckets take, Cayley's and Lore's, by name: where a store's size goes.
+// It reads every page of every bucket's tree.
+func (s *Store) Footprint() (map[string]int64, error) {
+	out := map[string]int64{}
+	err := s.read(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
+			st := b.Stats()
+			out[string(name)] = int64(st.BranchAlloc + st.LeafAlloc)
+			return nil
+		})
+	})
+	return out, err
+}

@@ -145,6 +145,16 @@ func benchPG(b *testing.B, n int) {
 		g.Nodes()+g.Edges(), l.Load.Seconds(), p.Load.Seconds(), ratio(l.Load.Seconds(), p.Load.Seconds()))
 	fmt.Printf("| size on disk (Lore: store files; PG: both tables with indexes) | | %.0f MiB | | %.0f MiB | | %s | | |\n\n",
 		mib(l.Bytes), mib(p.Bytes), ratio(float64(l.Bytes), float64(p.Bytes)))
+	fmt.Printf("Size by part. Lore: %s. PostgreSQL: %s.\n\n", describeParts(l.Parts), describeParts(p.Parts))
+}
+
+// describeParts lists a store's parts and their sizes.
+func describeParts(ps []Part) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, fmt.Sprintf("%s %.1f MiB", p.Name, mib(p.Bytes)))
+	}
+	return strings.Join(s, ", ")
 }
 
 // describe summarises an answer for the table.

@@ -21,6 +21,50 @@ type Lore struct {
 	Load time.Duration
 	// Bytes is the store's size on disk after the load.
 	Bytes int64
+	// Parts is what the file's buckets take of Bytes, by part of the store
+	// (see parts).
+	Parts []Part
+}
+
+// A Part is a share of a store's size on disk.
+type Part struct {
+	Name  string
+	Bytes int64
+}
+
+// loreParts groups the embedded store's buckets (bolt.Store.Footprint)
+// into what each holds, in the order printed.
+var loreParts = []struct {
+	name    string
+	buckets []string
+}{
+	{"Cayley's quads and values", []string{"log", "ops", "v", "n", "meta"}},
+	{"node and edge records", []string{"lore.node", "lore.edge"}},
+	{"in-edge index", []string{"lore.in"}},
+	{"type, property, search and degree indexes, counts", []string{"lore.type", "lore.prop", "lore.tok", "lore.degx", "lore.meta"}},
+	{"change log", []string{"lore.log", "lore.idem", "lore.deg"}},
+}
+
+// parts groups a store's footprint by loreParts; a bucket they do not
+// name is counted as "other".
+func parts(footprint map[string]int64) []Part {
+	var out []Part
+	for _, p := range loreParts {
+		part := Part{Name: p.name}
+		for _, b := range p.buckets {
+			part.Bytes += footprint[b]
+			delete(footprint, b)
+		}
+		out = append(out, part)
+	}
+	other := Part{Name: "other"}
+	for _, n := range footprint {
+		other.Bytes += n
+	}
+	if other.Bytes > 0 {
+		out = append(out, other)
+	}
+	return out
 }
 
 // LoadLore writes g as NDJSON into dir (not timed: the user has the file),
@@ -59,6 +103,12 @@ func LoadLore(ctx context.Context, dir string, g *Graph) (_ *Lore, err error) {
 		s.Close()
 		return nil, err
 	}
+	footprint, err := s.Footprint()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	l.Parts = parts(footprint)
 	return l, nil
 }
 

@@ -90,6 +90,26 @@ func TestAnswersAgree(t *testing.T) {
 			t.Errorf("%s: PostgreSQL's answer is empty: %q", q.Name, a.Lines)
 		}
 	}
+	// The size by part accounts for each side's size: all of PostgreSQL's,
+	// and all of Lore's but its file's meta and freelist pages and the
+	// owner file, every part holding something.
+	for _, side := range []struct {
+		name   string
+		total  int64
+		parts  []Part
+		margin int64
+	}{{"Lore", l.Bytes, l.Parts, 64 << 10}, {"PostgreSQL", p.Bytes, p.Parts, 0}} {
+		var sum int64
+		for _, part := range side.parts {
+			if part.Bytes <= 0 || part.Name == "other" {
+				t.Errorf("%s: part %q holds %d bytes", side.name, part.Name, part.Bytes)
+			}
+			sum += part.Bytes
+		}
+		if sum > side.total || side.total-sum > side.margin {
+			t.Errorf("%s: the parts hold %d of %d bytes: %v", side.name, sum, side.total, side.parts)
+		}
+	}
 }
 
 // TestMismatchFails: an answer that differs is reported, with what differs.

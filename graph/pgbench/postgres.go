@@ -31,8 +31,10 @@ type Postgres struct {
 	// Load is how long creating the tables, copying the rows in, building
 	// the indexes and VACUUM ANALYZE took.
 	Load time.Duration
-	// Bytes is the size of both tables with their indexes.
+	// Bytes is the size of both tables with their indexes, and Parts
+	// what each table and its indexes take of it.
 	Bytes int64
+	Parts []Part
 
 	admin *pgx.Conn
 	name  string
@@ -104,9 +106,14 @@ func LoadPostgres(ctx context.Context, dsn, name string, g *Graph) (_ *Postgres,
 		}
 	}
 	p.Load = time.Since(start)
-	err = p.Conn.QueryRow(ctx, `SELECT pg_total_relation_size('nodes') + pg_total_relation_size('edges')`).Scan(&p.Bytes)
+	p.Parts = []Part{{Name: "nodes table"}, {Name: "its indexes"}, {Name: "edges table"}, {Name: "its indexes"}}
+	err = p.Conn.QueryRow(ctx, `SELECT pg_table_size('nodes'), pg_indexes_size('nodes'), pg_table_size('edges'), pg_indexes_size('edges')`).
+		Scan(&p.Parts[0].Bytes, &p.Parts[1].Bytes, &p.Parts[2].Bytes, &p.Parts[3].Bytes)
 	if err != nil {
 		return nil, err
+	}
+	for _, part := range p.Parts {
+		p.Bytes += part.Bytes
 	}
 	return p, p.prepare(ctx)
 }
