@@ -141,7 +141,7 @@ type Config struct {
 type streamHooks struct {
 	planning func(*graph.Batch)          // planning has opened its snapshot and read nothing yet
 	waiting  func()                      // planning waits for the commit in flight, which removes edges
-	flush    func(do func() error) error // a commit writes the load's waiting edge records: do does
+	flush    func(do func() error) error // runs a commit's write (do) of the load's waiting edge records
 }
 
 // Defaults of Config's tuning fields.
