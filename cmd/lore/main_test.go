@@ -258,8 +258,9 @@ func TestKilledImportLeavesNothing(t *testing.T) {
 // summaries), once the rewrite's new file exists (it is being written),
 // and once that file has been renamed over the old one. The next command
 // to open the store finds it either empty or holding the whole file, and
-// check passes; after the rename, only whole. The test watches the store's directory for the new file
-// without pausing, so the import goes on at its pace meanwhile.
+// check passes; after the rename, only whole. The test watches the store's
+// directory for the new file without pausing, so the import goes on at its
+// pace meanwhile.
 func TestImportKilledAtItsEndIsWholeOrEmpty(t *testing.T) {
 	file := bigFile(t, 5000) // 19,999 elements, 20 batches
 	const nodes, edges = 10000, 9999

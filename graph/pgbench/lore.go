@@ -41,8 +41,8 @@ var loreParts = []struct {
 	{"Cayley's quads and values", []string{"log", "ops", "v", "n", "meta"}},
 	{"node and edge records", []string{"lore.node", "lore.edge"}},
 	{"in-edge index", []string{"lore.in"}},
-	{"type, property, search and degree indexes, counts", []string{"lore.type", "lore.prop", "lore.tok", "lore.degx", "lore.meta"}},
-	{"change log", []string{"lore.log", "lore.idem", "lore.deg"}},
+	{"type, property, search and degree indexes, counts", []string{"lore.type", "lore.prop", "lore.tok", "lore.degx", "lore.deg", "lore.meta"}},
+	{"change log and idempotency keys", []string{"lore.log", "lore.idem"}},
 }
 
 // parts groups a store's footprint by loreParts; a bucket they do not
