@@ -274,7 +274,11 @@ func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp st
 	budget := res.Limits.MaxBytes - 2048 // room for the envelope
 	used, last, cut := 0, -1, false
 	for i := 0; i < len(items) && !cut; {
-		chunkSize := 256
+		// Nodes are read 256 at a time, but no more than the page can
+		// still take, and one to tell whether a result follows it: a top
+		// 10 of 730 results read 256 whole nodes for 11, an eighth of the
+		// query's time at 10,000 nodes.
+		chunkSize := min(256, limit-len(res.Nodes)+1)
 		if time.Now().After(ex.hardStop) {
 			if len(res.Nodes) > 0 {
 				ex.cut, cut = true, true
