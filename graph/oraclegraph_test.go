@@ -276,7 +276,7 @@ func randomDegree(rng *rand.Rand) *graph.Degree {
 // filter (a step's edgeWhere) names: the edges' properties.
 var (
 	oFields     = []string{"name", "n", "s", "u", "f", "t", "id", "type"}
-	oIndexedA   = []string{"n", "s", "t"} // A's indexed fields
+	oIndexedA   = []string{"n", "s", "t", "m"} // A's indexed fields
 	oEdgeFields = []string{"w", "r"}
 )
 
@@ -294,6 +294,14 @@ func randomValue(rng *rand.Rand, field, op string) any {
 		return true
 	}
 	switch field {
+	case "m": // of mixed kinds, null among them (indexed, but absent to a filter)
+		switch op {
+		case "lt", "lte", "gt", "gte":
+			return []any{"x", 2, "xy", 0}[rng.IntN(4)]
+		case "prefix", "contains":
+			return []string{"x", "X", "y"}[rng.IntN(3)]
+		}
+		return mixedValue(rng)
 	case "n", "u", "w":
 		if op == "prefix" || op == "contains" {
 			return strconv.Itoa(rng.IntN(6))

@@ -1,10 +1,14 @@
 package graph_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"testing"
+	"time"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/schema"
 )
 
 // Queries for index-ordered scans: a type's nodes ordered by one indexed
@@ -159,4 +163,96 @@ func reachOrderQuery(rng *rand.Rand, g *oGraph, q *oQuery) {
 		q.final = nil
 	}
 	q.limit = 1 + rng.IntN(3)
+}
+
+// stepIndexQuery makes q a traversal whose last step keeps one type and
+// tests one indexed property of it, so that an index may answer the
+// step's where in place of reading the nodes it reached (keepStep,
+// indexFilter): one condition of any kind on A's n, s, t (an array) or m
+// (of mixed kinds, null among them), or B's n, with values of every
+// kind; sometimes a second condition, on the same property or another.
+func stepIndexQuery(rng *rand.Rand, g *oGraph) *oQuery {
+	q := &oQuery{}
+	for range 1 + rng.IntN(6) {
+		q.ids = append(q.ids, g.ids[rng.IntN(len(g.ids))])
+	}
+	for range rng.IntN(2) {
+		q.steps = append(q.steps, oStep{dir: []string{"out", "in", "both"}[rng.IntN(3)], min: 1, max: 1 + rng.IntN(2)})
+	}
+	st := oStep{dir: []string{"out", "in", "both"}[rng.IntN(3)], min: rng.IntN(2), max: 1 + rng.IntN(3)}
+	if rng.IntN(3) == 0 {
+		st.labels = []string{oLabels[rng.IntN(3)]}
+	}
+	st.typ = []string{"A", "A", "A", "B"}[rng.IntN(4)]
+	fields := map[string][]string{"A": oIndexedA, "B": {"n"}}[st.typ]
+	w := &oFilter{conds: map[string][]oCond{}, short: map[string]bool{}}
+	for range 1 + rng.IntN(4)/3 {
+		field := fields[rng.IntN(len(fields))]
+		op := []string{"eq", "eq", "eq", "in", "in", "ne", "lt", "gte", "prefix", "exists"}[rng.IntN(10)]
+		if slices.ContainsFunc(w.conds[field], func(c oCond) bool { return c.op == op }) {
+			continue // a field takes an operator once
+		}
+		var val any
+		switch op {
+		case "exists":
+			val = rng.IntN(2) == 0
+		case "in":
+			var vs []any
+			for range 1 + rng.IntN(3) {
+				vs = append(vs, indexValue(rng, field, "eq"))
+			}
+			val = vs
+		default:
+			val = indexValue(rng, field, op)
+		}
+		w.conds[field] = append(w.conds[field], oCond{op, val})
+	}
+	st.where = w
+	q.steps = append(q.steps, st)
+	switch rng.IntN(4) {
+	case 0:
+		q.count = true
+	case 1:
+		q.order = []graph.Order{{Field: fields[rng.IntN(len(fields))], Desc: rng.IntN(2) == 0}}
+	}
+	if !q.count && rng.IntN(2) == 0 {
+		q.limit = 1 + rng.IntN(5)
+	}
+	return q
+}
+
+// TestStepIndexOracle checks traversals whose last step an index may
+// filter (stepIndexQuery) against the brute-force evaluator: where the
+// index's answer is the where's, the engine keeps the nodes it lists
+// without reading them, so an index entry that does not mean a match (a
+// null, a value of another kind, an array's element) would be a wrong
+// result here.
+func TestStepIndexOracle(t *testing.T) {
+	seed := *oracleSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d: rerun with go test -run TestStepIndexOracle ./graph -lore.oracle.seed %d", seed, seed)
+	m, err := schema.Load([]byte(oracleModel()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x73746570))
+	stats := &oracleStats{}
+	for gi := 0; stats.queries < *oracleN && !t.Failed(); gi++ {
+		g := randomGraph(rng)
+		s := g.load(t, m)
+		for qi := 0; qi < 100 && stats.queries < *oracleN && !t.Failed(); qi++ {
+			stats.queries++
+			q := stepIndexQuery(rng, g)
+			start := g.starts(q)
+			_, want := g.evaluate(q, start)
+			if len(q.order) > 0 {
+				g.order(q, want)
+			}
+			r := &oracleRun{t: t, s: s, g: g, q: q, start: start, want: want, stats: stats,
+				ctx: fmt.Sprintf("seed %d, graph %d (%d nodes, %d edges), query %d %s", seed, gi, len(g.ids), len(g.edges), qi, q.json("", nil))}
+			r.page(nil, true)
+		}
+	}
 }
