@@ -258,12 +258,15 @@ func (ex *executor) pass(src []ID, st *Step, withWalks bool, hint int, found fun
 // count the step's edges, up to what the budget leaves. A pass sizes its
 // sets to it: from the hub of the benchmark graph at 100k nodes (21,800
 // in-edges), growing them edge by edge took 40% of a one-hop step with a
-// where, and 20% of a 2-hop closure. It asks only a store that counts
-// degrees without reading nodes (DegreeCounter), and sizes no set beyond
-// maxReachHint nodes: past that, growing costs little beside the reads.
+// where, and 20% of a 2-hop closure. It asks only a store that lists
+// adjacency without pages (Adjacency) and counts degrees without reading
+// nodes (DegreeCounter), where the question costs a record read per
+// source, not a round trip to a server for every step; and it sizes no
+// set beyond maxReachHint nodes: past that, growing costs little beside
+// the reads.
 func (ex *executor) reachHint(sources []ID, st *Step) int {
 	dc, ok := ex.s.(DegreeCounter)
-	if !ok || st.Hops.Max < 1 {
+	if _, inProcess := ex.s.(Adjacency); !ok || !inProcess || st.Hops.Max < 1 {
 		return 0
 	}
 	ds, err := dc.Degrees(ex.b.ctx, sources, st.Edge, st.Direction)

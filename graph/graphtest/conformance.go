@@ -1016,6 +1016,7 @@ func (m *model) check(t *testing.T, s graph.Store) {
 		}
 	}
 	m.checkEdges(t, s, ids)
+	m.checkDegrees(t, s, ids)
 	m.checkLookups(t, s, ids)
 	m.checkWalks(t, s, ids)
 	m.checkTypeIDs(t, s)
@@ -1064,6 +1065,51 @@ func mapsEqual(a, b map[string]int64) bool {
 
 // checkEdges pages through Edges for single nodes and sets of nodes, in
 // every direction, with and without label filters.
+// checkDegrees checks what a DegreeCounter says of the nodes' degrees,
+// for every label, each label alone and pairs of them, in each direction
+// (Both counts a self-loop twice), a missing node among them: 0.
+func (m *model) checkDegrees(t *testing.T, s graph.Store, ids []graph.ID) {
+	t.Helper()
+	dc, ok := s.(graph.DegreeCounter)
+	if !ok {
+		return
+	}
+	nodes := append(slices.Clone(ids), "service/missing")
+	all := m.m.EdgeLabels()
+	sets := [][]string{nil}
+	for i, l := range all {
+		sets = append(sets, []string{l}, []string{l, all[(i+1)%len(all)]})
+	}
+	for _, labels := range sets {
+		for _, dir := range []graph.Direction{graph.Out, graph.In, graph.Both} {
+			got, err := dc.Degrees(t.Context(), nodes, labels, dir)
+			if err != nil {
+				t.Fatalf("Degrees %v %s: %v", labels, dir, err)
+			}
+			for i, id := range nodes {
+				var want int64
+				for k := range m.edges {
+					if len(labels) > 0 && !slices.Contains(labels, k.Label) {
+						continue
+					}
+					if k.From == id && dir != graph.In {
+						want++
+					}
+					if k.To == id && dir != graph.Out {
+						want++
+					}
+				}
+				if got[i] != want {
+					t.Fatalf("Degrees of %s, labels %v, %s: %d, want %d", id, labels, dir, got[i], want)
+				}
+			}
+		}
+	}
+	if _, err := dc.Degrees(t.Context(), ids, []string{"noSuchLabel"}, graph.Out); !errors.Is(err, graph.ErrInvalid) {
+		t.Fatalf("Degrees of an unknown label: %v, want ErrInvalid", err)
+	}
+}
+
 func (m *model) checkEdges(t *testing.T, s graph.Store, ids []graph.ID) {
 	t.Helper()
 	type listed struct {

@@ -79,3 +79,65 @@ func (s *Store) RankByDegree(ctx context.Context, q graph.DegreeQuery) ([]graph.
 		return out, rows.Err()
 	})
 }
+
+// Degrees returns the degree of each of ids from its edge summary rows
+// (see graph.DegreeCounter), in one statement, whatever the degrees: the
+// engine asks it before it expands a hub or chooses the side of a path
+// search to grow, where reading each node (graph.Degrees without a
+// DegreeCounter) cost a round trip per node.
+func (s *Store) Degrees(ctx context.Context, ids []graph.ID, labels []string, dir graph.Direction) ([]int64, error) {
+	dir, err := graph.ParseDirection(string(dir))
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range labels {
+		if _, ok := s.Model().Edge(l); !ok {
+			return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.Model().EdgeLabels()), graph.ErrInvalid)
+		}
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = string(id)
+	}
+	var inbound *bool // nil: both directions
+	if dir != graph.Both {
+		in := dir == graph.In
+		inbound = &in
+	}
+	if labels == nil {
+		labels = []string{}
+	}
+	sums, err := readOn(ctx, s, func(db querier) (map[string]int64, error) {
+		rows, err := db.Query(ctx, `SELECT node_id, sum(n)::bigint FROM lore_degrees
+			WHERE node_id = ANY($1::text[]) AND (cardinality($2::text[]) = 0 OR label = ANY($2::text[])) AND ($3::boolean IS NULL OR inbound = $3)
+			GROUP BY node_id`, keys, labels, inbound)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		sums := make(map[string]int64, len(ids))
+		for rows.Next() {
+			var id string
+			var n int64
+			if err := rows.Scan(&id, &n); err != nil {
+				return nil, err
+			}
+			sums[id] = n
+		}
+		return sums, rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range keys {
+		out[i] = sums[id]
+	}
+	return out, nil
+}
