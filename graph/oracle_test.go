@@ -241,23 +241,47 @@ func (r *oracleRun) page(limits map[string]int, exact bool) {
 }
 
 func TestQueryOracle(t *testing.T) {
+	stats := runOracle(t, "TestQueryOracle", 0x6c6f7265, 60, randomQuery, func(r *oracleRun, qi int, rng *rand.Rand) {
+		r.page(nil, true)
+		r.page(map[string]int{"maxVisited": []int{1, 30, 300}[qi%3] + rng.IntN([]int{30, 300, 3000}[qi%3])}, true)
+		if rng.IntN(3) == 0 {
+			r.page(map[string]int{"maxBytes": 2048 + 300 + rng.IntN(1000)}, true)
+		}
+		if rng.IntN(3) == 0 {
+			r.page(map[string]int{"timeoutMs": 1, "maxVisited": 1 + rng.IntN(2000)}, false)
+		}
+	})
+	t.Logf("%d queries, %d calls; %d truncated pages (%d by the deadline), %d cut ordered reads, %d pagings with partial start nodes, %d cut pagings that still held every result; %d pagings of groups; %d ordered pages through an index (%d of them a traversal's)",
+		stats.queries, stats.calls, stats.truncated, stats.deadlineCuts, stats.cutOrdered, stats.partial, stats.lossless, stats.groupings, stats.indexed, stats.reachIndexed)
+	if stats.queries >= 1000 && stats.reachIndexed == 0 {
+		t.Errorf("no page of a traversal came from an index walk: the oracle does not check that path (reachorder.go)")
+	}
+}
+
+// runOracle runs the oracle (-lore.oracle.n queries, seeded by
+// -lore.oracle.seed or the clock, the stream salted by salt so that each
+// test draws its own): perGraph queries that query draws on each random
+// graph, each evaluated by brute force and then checked by check. The
+// test named name reruns a failure with the seed it logs.
+func runOracle(t *testing.T, name string, salt uint64, perGraph int, query func(*rand.Rand, *oGraph) *oQuery, check func(r *oracleRun, qi int, rng *rand.Rand)) *oracleStats {
+	t.Helper()
 	seed := *oracleSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d: rerun with go test -run TestQueryOracle ./graph -lore.oracle.seed %d", seed, seed)
+	t.Logf("seed %d: rerun with go test -run %s ./graph -lore.oracle.seed %d", seed, name, seed)
 	m, err := schema.Load([]byte(oracleModel()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x6c6f7265))
+	rng := rand.New(rand.NewPCG(seed, salt))
 	stats := &oracleStats{}
 	for gi := 0; stats.queries < *oracleN && !t.Failed(); gi++ {
 		g := randomGraph(rng)
 		s := g.load(t, m)
-		for qi := 0; qi < 60 && stats.queries < *oracleN && !t.Failed(); qi++ {
+		for qi := 0; qi < perGraph && stats.queries < *oracleN && !t.Failed(); qi++ {
 			stats.queries++
-			q := randomQuery(rng, g)
+			q := query(rng, g)
 			start := g.starts(q)
 			_, want := g.evaluate(q, start)
 			if len(q.order) > 0 {
@@ -265,21 +289,10 @@ func TestQueryOracle(t *testing.T) {
 			}
 			r := &oracleRun{t: t, s: s, g: g, q: q, start: start, want: want, stats: stats,
 				ctx: fmt.Sprintf("seed %d, graph %d (%d nodes, %d edges), query %d %s", seed, gi, len(g.ids), len(g.edges), qi, q.json("", nil))}
-			r.page(nil, true)
-			r.page(map[string]int{"maxVisited": []int{1, 30, 300}[qi%3] + rng.IntN([]int{30, 300, 3000}[qi%3])}, true)
-			if rng.IntN(3) == 0 {
-				r.page(map[string]int{"maxBytes": 2048 + 300 + rng.IntN(1000)}, true)
-			}
-			if rng.IntN(3) == 0 {
-				r.page(map[string]int{"timeoutMs": 1, "maxVisited": 1 + rng.IntN(2000)}, false)
-			}
+			check(r, qi, rng)
 		}
 	}
-	t.Logf("%d queries, %d calls; %d truncated pages (%d by the deadline), %d cut ordered reads, %d pagings with partial start nodes, %d cut pagings that still held every result; %d pagings of groups; %d ordered pages through an index (%d of them a traversal's)",
-		stats.queries, stats.calls, stats.truncated, stats.deadlineCuts, stats.cutOrdered, stats.partial, stats.lossless, stats.groupings, stats.indexed, stats.reachIndexed)
-	if stats.queries >= 1000 && stats.reachIndexed == 0 {
-		t.Errorf("no page of a traversal came from an index walk: the oracle does not check that path (reachorder.go)")
-	}
+	return stats
 }
 
 // A path is a shortest walk from the start node it names, also when

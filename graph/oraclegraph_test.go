@@ -334,6 +334,23 @@ func randomValue(rng *rand.Rand, field, op string) any {
 	return w + " " + oWords[rng.IntN(len(oWords))]
 }
 
+// condValue draws the value of a condition op on field: a boolean for
+// exists, one to three values for in, else one value, each drawn by draw
+// (randomValue, or indexValue for an index's conditions).
+func condValue(rng *rand.Rand, field, op string, draw func(*rand.Rand, string, string) any) any {
+	switch op {
+	case "exists":
+		return rng.IntN(3) > 0
+	case "in":
+		var vs []any
+		for range 1 + rng.IntN(3) {
+			vs = append(vs, draw(rng, field, "eq"))
+		}
+		return vs
+	}
+	return draw(rng, field, op)
+}
+
 // randomFilter returns a filter on fields (oFields or oEdgeFields).
 func randomFilter(rng *rand.Rand, depth int, fields []string) *oFilter {
 	f := &oFilter{conds: map[string][]oCond{}, short: map[string]bool{}}
@@ -355,20 +372,7 @@ func randomFilter(rng *rand.Rand, depth int, fields []string) *oFilter {
 				continue
 			}
 			used[op] = true
-			var val any
-			switch op {
-			case "exists":
-				val = rng.IntN(3) > 0
-			case "in":
-				var vs []any
-				for range 1 + rng.IntN(3) {
-					vs = append(vs, randomValue(rng, field, "eq"))
-				}
-				val = vs
-			default:
-				val = randomValue(rng, field, op)
-			}
-			f.conds[field] = append(f.conds[field], oCond{op, val})
+			f.conds[field] = append(f.conds[field], oCond{op, condValue(rng, field, op, randomValue)})
 		}
 	}
 	if fields[0] == oFields[0] && rng.IntN(4) == 0 { // a node filter: on a degree

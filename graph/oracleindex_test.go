@@ -1,14 +1,11 @@
 package graph_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/lore-dev/lore/graph"
-	"github.com/lore-dev/lore/schema"
 )
 
 // Queries for index-ordered scans: a type's nodes ordered by one indexed
@@ -65,20 +62,7 @@ func randomIndexQuery(rng *rand.Rand) *oQuery {
 				continue
 			}
 			used[op] = true
-			var val any
-			switch op {
-			case "exists":
-				val = rng.IntN(3) > 0
-			case "in":
-				var vs []any
-				for range 1 + rng.IntN(3) {
-					vs = append(vs, indexValue(rng, field, "eq"))
-				}
-				val = vs
-			default:
-				val = indexValue(rng, field, op)
-			}
-			w.conds[field] = append(w.conds[field], oCond{op, val})
+			w.conds[field] = append(w.conds[field], oCond{op, condValue(rng, field, op, indexValue)})
 		}
 		if rng.IntN(3) == 0 { // another field, indexed or not
 			other := []string{"n", "s", "u", "f", "name"}[rng.IntN(5)]
@@ -192,20 +176,7 @@ func stepIndexQuery(rng *rand.Rand, g *oGraph) *oQuery {
 		if slices.ContainsFunc(w.conds[field], func(c oCond) bool { return c.op == op }) {
 			continue // a field takes an operator once
 		}
-		var val any
-		switch op {
-		case "exists":
-			val = rng.IntN(2) == 0
-		case "in":
-			var vs []any
-			for range 1 + rng.IntN(3) {
-				vs = append(vs, indexValue(rng, field, "eq"))
-			}
-			val = vs
-		default:
-			val = indexValue(rng, field, op)
-		}
-		w.conds[field] = append(w.conds[field], oCond{op, val})
+		w.conds[field] = append(w.conds[field], oCond{op, condValue(rng, field, op, indexValue)})
 	}
 	st.where = w
 	q.steps = append(q.steps, st)
@@ -228,31 +199,5 @@ func stepIndexQuery(rng *rand.Rand, g *oGraph) *oQuery {
 // null, a value of another kind, an array's element) would be a wrong
 // result here.
 func TestStepIndexOracle(t *testing.T) {
-	seed := *oracleSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d: rerun with go test -run TestStepIndexOracle ./graph -lore.oracle.seed %d", seed, seed)
-	m, err := schema.Load([]byte(oracleModel()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(seed, 0x73746570))
-	stats := &oracleStats{}
-	for gi := 0; stats.queries < *oracleN && !t.Failed(); gi++ {
-		g := randomGraph(rng)
-		s := g.load(t, m)
-		for qi := 0; qi < 100 && stats.queries < *oracleN && !t.Failed(); qi++ {
-			stats.queries++
-			q := stepIndexQuery(rng, g)
-			start := g.starts(q)
-			_, want := g.evaluate(q, start)
-			if len(q.order) > 0 {
-				g.order(q, want)
-			}
-			r := &oracleRun{t: t, s: s, g: g, q: q, start: start, want: want, stats: stats,
-				ctx: fmt.Sprintf("seed %d, graph %d (%d nodes, %d edges), query %d %s", seed, gi, len(g.ids), len(g.edges), qi, q.json("", nil))}
-			r.page(nil, true)
-		}
-	}
+	runOracle(t, "TestStepIndexOracle", 0x73746570, 100, stepIndexQuery, func(r *oracleRun, _ int, _ *rand.Rand) { r.page(nil, true) })
 }
