@@ -141,6 +141,14 @@ func BenchmarkVsEmbedded(b *testing.B) {
 				b.Fatal(err)
 			}
 		}))
+		// A shortest path between two random services, both ways: the
+		// search asks the degrees of its frontiers (graph.DegreeCounter) to
+		// choose the side to grow.
+		report("path-both", interleaved(300, stores, func(s graph.Store, i int) {
+			if _, err := graph.Paths(ctx, s, graph.PathsQuery{From: ids[i], To: ids[(i+1)%len(ids)], Labels: []string{"dependsOn"}, Direction: graph.Both}, graph.Limits{}); err != nil {
+				b.Fatal(err)
+			}
+		}))
 		q, err := graph.ParseQuery(pg.Model(), []byte(`{"from":{"ids":["X"]},"traverse":[{"edge":"dependsOn","hops":[1,3],"type":"Service","where":{"tier":{"lte":1}}}],"limit":100}`))
 		if err != nil {
 			b.Fatal(err)
