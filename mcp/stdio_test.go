@@ -212,11 +212,14 @@ func TestStdioStoppedMidLine(t *testing.T) {
 	outR, outW := io.Pipe()
 	var mu sync.Mutex
 	var seen []string
-	third := make(chan struct{})
+	second, third := make(chan struct{}), make(chan struct{})
 	observe := func(msg []byte, fromClient bool) {
 		id, method := mcp.MessageFields(msg)
 		mu.Lock()
-		if seen = append(seen, fmt.Sprintf("%v %s %s", fromClient, id, method)); len(seen) == 3 {
+		switch seen = append(seen, fmt.Sprintf("%v %s %s", fromClient, id, method)); len(seen) {
+		case 2:
+			close(second)
+		case 3:
 			close(third)
 		}
 		mu.Unlock()
@@ -235,6 +238,10 @@ func TestStdioStoppedMidLine(t *testing.T) {
 	if !lines.Scan() || !strings.Contains(lines.Text(), `"id":1,"result"`) {
 		t.Fatalf("initialize: %s", lines.Text())
 	}
+	// Observe hears of a message written after the write returns, which
+	// may be after the client has read it and sent the next: the order of
+	// the two directions is the test's to set.
+	<-second
 	half := `{"jsonrpc":"2.0","id":2,"method":"tools/`
 	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+half)
 	// Once the unfinished line is read, nothing more will come: the
