@@ -1063,8 +1063,6 @@ func mapsEqual(a, b map[string]int64) bool {
 	return true
 }
 
-// checkEdges pages through Edges for single nodes and sets of nodes, in
-// every direction, with and without label filters.
 // checkDegrees checks what a DegreeCounter says of the nodes' degrees,
 // for every label, each label alone and pairs of them, in each direction
 // (Both counts a self-loop twice), a missing node among them: 0.
@@ -1110,6 +1108,8 @@ func (m *model) checkDegrees(t *testing.T, s graph.Store, ids []graph.ID) {
 	}
 }
 
+// checkEdges pages through Edges for single nodes and sets of nodes, in
+// every direction, with and without label filters.
 func (m *model) checkEdges(t *testing.T, s graph.Store, ids []graph.ID) {
 	t.Helper()
 	type listed struct {
