@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,32 +43,6 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("format %q: %w (use ndjson, nquads or memory)", s, ErrInvalid)
 }
 
-// Imports allocate heavily and briefly. lore import runs them with the
-// garbage collector set by ImportOptions.TuneGC, under the soft memory
-// limit ImportMemoryLimit returns, unless GOGC or GOMEMLIMIT say otherwise;
-// the benchmarks use the same settings for Lore and for the Cayley
-// baselines.
-const ImportGCPercent = 400
-
-// ImportGCPercentAt returns the collector's percent for an import that has
-// committed n elements: 200 for its first DefaultLargeImport elements,
-// then ImportGCPercent. A small load's heap is small, and collecting it
-// more often costs less than touching fresh memory: a 10k-node load took
-// 6% less time at 200 than at 400, 100k nodes 8% less; a 1M-node load took
-// 7% longer at 200 throughout.
-func ImportGCPercentAt(n int64) int { return gcPercentAt(n, DefaultLargeImport) }
-
-// DefaultLargeImport is where an import's collector percent goes from 200
-// to ImportGCPercent (see ImportGCPercentAt, ImportOptions.LargeImport).
-const DefaultLargeImport = 300000
-
-func gcPercentAt(n, large int64) int {
-	if n < large {
-		return 200
-	}
-	return ImportGCPercent
-}
-
 // ImportMemoryLimit returns the soft memory limit for imports: a quarter
 // of physical memory, between 1 GiB and 4 GiB (2 GiB where physical memory
 // is unknown). The live heap of a load is bounded by its batch size, not
@@ -77,6 +50,17 @@ func gcPercentAt(n, large int64) int {
 // Measured on 24 GiB: at 1M nodes, 151-160 s at 4 GiB against 178-198 s at
 // 2 GiB, where the collector ran every 2 s over a 500-650 MB heap; at 100k
 // nodes the larger heap costs instead, 18.0 s against 15.7-16.1 s.
+//
+// Imports allocate heavily and briefly. lore import runs them under the
+// soft memory limit ImportMemoryLimit returns, unless GOMEMLIMIT says
+// otherwise, with the collector's default percent (100) unless GOGC sets
+// another; the benchmarks load Lore and the Cayley baselines the same way.
+// A higher percent paid when it was chosen (200, then 400 past 300,000
+// elements); measured again on today's load, in a new process, the fresh
+// memory a larger heap touches costs more than the collections it saves
+// (page faults are dear in a virtual machine): 100 loaded 10k nodes 4-8% faster than that tuning, 100k nodes
+// 12-14% faster (5.0-5.3 s against 5.8-6.0 s, 170k page faults against
+// 300k) and 1M nodes 9% faster (74-81 s against 82-89 s).
 func ImportMemoryLimit() int64 {
 	mem := physicalMemory()
 	if mem == 0 {
@@ -129,12 +113,6 @@ type ImportOptions struct {
 	Partial bool
 	// Progress, if set, is called after each batch.
 	Progress func(ImportStats)
-	// TuneGC has the import set the collector's percent as it grows
-	// (ImportGCPercentAt), and restore it when it returns.
-	TuneGC bool
-	// LargeImport is where TuneGC goes from 200 to ImportGCPercent, in
-	// elements committed; 0 means DefaultLargeImport.
-	LargeImport int64
 	// Durable makes every batch durable (fsynced) when it commits. Without
 	// it, an import into an empty store is a bulk load: batches commit
 	// atomically but are flushed to disk once, at the end, as bbolt advises
@@ -536,12 +514,6 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 			}()
 		}
 	}
-	gcPercent := 0 // the collector's percent as the import set it
-	large := cmp.Or(opt.LargeImport, DefaultLargeImport)
-	if opt.TuneGC {
-		gcPercent = gcPercentAt(0, large)
-		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	batches := make(chan *StreamBatch, 1)
@@ -596,10 +568,6 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 		}
 		st.Nodes += int64(len(ib.b.Nodes))
 		st.Edges += int64(len(ib.b.Edges))
-		if p := gcPercentAt(st.Elements(), large); opt.TuneGC && p != gcPercent {
-			debug.SetGCPercent(p) // only when it changes: it stops the world
-			gcPercent = p
-		}
 		st.Elapsed = time.Since(start)
 		if opt.Progress != nil && ib.b.Len() > 0 {
 			opt.Progress(*st)

@@ -2,7 +2,6 @@ package graph_test
 
 import (
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -10,33 +9,6 @@ import (
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/graph/graphtest"
 )
-
-// An import that tunes the collector sets its percent as it grows, and
-// puts the caller's back when it returns.
-func TestImportTunesGC(t *testing.T) {
-	gcPercent := func() int {
-		p := debug.SetGCPercent(-1)
-		debug.SetGCPercent(p)
-		return p
-	}
-	defer debug.SetGCPercent(debug.SetGCPercent(123))
-	var data strings.Builder
-	for i := range 300 {
-		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"t%d"}}`+"\n", i, i)
-	}
-	var seen []int
-	s := graphtest.New(t)
-	opt := graph.ImportOptions{BatchSize: 100, TuneGC: true, LargeImport: 150, Progress: func(graph.ImportStats) { seen = append(seen, gcPercent()) }}
-	if _, err := graph.Import(t.Context(), s, strings.NewReader(data.String()), opt); err != nil {
-		t.Fatal(err)
-	}
-	if want := []int{200, graph.ImportGCPercent, graph.ImportGCPercent}; !slices.Equal(seen, want) {
-		t.Errorf("collector percent after each batch: %v, want %v", seen, want)
-	}
-	if p := gcPercent(); p != 123 {
-		t.Errorf("after the import: %d, want the caller's 123", p)
-	}
-}
 
 // An import at the default batch size starts with small batches and
 // doubles them; one with a batch size given keeps it.

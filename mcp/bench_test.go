@@ -201,12 +201,10 @@ func benchStore(b *testing.B, n int) graph.Store {
 		}
 		// Load as lore import does.
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(graph.ImportMemoryLimit()))
-		gc := debug.SetGCPercent(graph.ImportGCPercent)
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(mcpGraph(pw, n)) }()
 		st, err := graph.Import(ctx, s, pr, graph.ImportOptions{Format: graph.NDJSON})
 		pr.Close()
-		debug.SetGCPercent(gc)
 		if err != nil {
 			s.Close()
 			b.Fatal(err)

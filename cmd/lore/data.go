@@ -123,7 +123,9 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 			remove = removeNew(o.path)
 		}
 		// A holder serves others meanwhile: its collector is not this import's to tune.
-		opt.TuneGC = e.held == nil && tuneGCForImport(e) && !*dry
+		if e.held == nil && !*dry {
+			tuneGCForImport(e)
+		}
 		if s, release, err = openWith(ctx, e, o); err != nil {
 			var he *heldError
 			if remove != nil && !errors.Is(err, graph.ErrLocked) && !errors.As(err, &he) {
@@ -314,15 +316,12 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// tuneGCForImport trades memory for speed during a bulk load (about a fifth
-// faster, measured), unless the environment sets the collector itself. It
-// sets the memory limit, and says whether the import should set the
-// collector's percent (graph.ImportOptions.TuneGC).
-func tuneGCForImport(e *env) bool {
+// tuneGCForImport sets the soft memory limit for a bulk load
+// (graph.ImportMemoryLimit), unless GOMEMLIMIT sets one.
+func tuneGCForImport(e *env) {
 	if e.getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(graph.ImportMemoryLimit())
 	}
-	return e.getenv("GOGC") == ""
 }
 
 func openInput(e *env, name string) (io.Reader, func(), error) {

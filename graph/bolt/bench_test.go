@@ -103,15 +103,12 @@ func runChild(job, file, dir string) error {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	// Every load runs with the collector settings lore import uses:
-	// ImportGCPercentAt as the load grows (tuneGC), under ImportMemoryLimit.
-	tuneGC := true
+	// Every load runs with the collector settings lore import uses: the
+	// default percent, under ImportMemoryLimit.
 	if job != "read" {
-		debug.SetGCPercent(graph.ImportGCPercentAt(0))
 		debug.SetMemoryLimit(graph.ImportMemoryLimit())
 		if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_GC")); err == nil {
 			debug.SetGCPercent(n) // to try other collector settings
-			tuneGC = false
 		}
 		if n, err := strconv.ParseInt(os.Getenv("LORE_BENCH_MEMLIMIT"), 10, 64); err == nil {
 			debug.SetMemoryLimit(n) // to try other limits
@@ -131,7 +128,7 @@ func runChild(job, file, dir string) error {
 		if err != nil {
 			return err
 		}
-		opt := graph.ImportOptions{Format: graph.NDJSON, BatchSize: benchBatch(), TuneGC: tuneGC, Partial: os.Getenv("LORE_BENCH_PARTIAL") == "1", SpoolDir: dir}
+		opt := graph.ImportOptions{Format: graph.NDJSON, BatchSize: benchBatch(), Partial: os.Getenv("LORE_BENCH_PARTIAL") == "1", SpoolDir: dir}
 		if os.Getenv("LORE_BENCH_PREFILL") == "1" {
 			// A store that holds data: an all-or-nothing import checks
 			// its whole input before it writes (two passes).
@@ -160,7 +157,7 @@ func runChild(job, file, dir string) error {
 			return err
 		}
 	case "raw", "raw-stock":
-		n, err := rawLoad(file, dir, job == "raw-stock", tuneGC)
+		n, err := rawLoad(file, dir, job == "raw-stock")
 		if err != nil {
 			return err
 		}
@@ -234,7 +231,7 @@ func runChild(job, file, dir string) error {
 // in transactions of DefaultImportBatch quads, with the same bbolt options:
 // through Cayley's stock KV adapter (hidalgo's), or through Lore's write
 // adapter with no hook, which measures Lore's overhead alone.
-func rawLoad(file, dir string, stock, tuneGC bool) (int64, error) {
+func rawLoad(file, dir string, stock bool) (int64, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
 	}
@@ -264,15 +261,10 @@ func rawLoad(file, dir string, stock, tuneGC bool) (int64, error) {
 	sc.Buffer(make([]byte, 1<<16), graph.MaxLine)
 	var deltas []cgraph.Delta
 	var n int64
-	gc := graph.ImportGCPercentAt(0)
 	flush := func() error {
 		err := qs.ApplyDeltas(deltas, cgraph.IgnoreOpts{})
 		n += int64(len(deltas))
 		deltas = deltas[:0]
-		if p := graph.ImportGCPercentAt(n); tuneGC && p != gc {
-			debug.SetGCPercent(p) // as Import does
-			gc = p
-		}
 		return err
 	}
 	for sc.Scan() {

@@ -94,7 +94,7 @@ func LoadLore(ctx context.Context, dir string, g *Graph) (_ *Lore, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := graph.Import(ctx, s, f, graph.ImportOptions{Format: graph.NDJSON, TuneGC: true, SpoolDir: storeDir}); err != nil {
+	if _, err := graph.Import(ctx, s, f, graph.ImportOptions{Format: graph.NDJSON, SpoolDir: storeDir}); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("import into Lore: %w", err)
 	}

@@ -33,7 +33,7 @@ func BenchmarkImport(b *testing.B) {
 		start := time.Now()
 		var lastBatch time.Time // when the last batch committed
 		var atLast cpuUsage     // the CPU time used then
-		st, err := graph.Import(b.Context(), s, f, graph.ImportOptions{TuneGC: true, Progress: func(graph.ImportStats) {
+		st, err := graph.Import(b.Context(), s, f, graph.ImportOptions{Progress: func(graph.ImportStats) {
 			lastBatch, atLast = time.Now(), cpu.now()
 		}})
 		el := time.Since(start)
