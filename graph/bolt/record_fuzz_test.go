@@ -59,7 +59,7 @@ func FuzzStoreRecords(f *testing.F) {
 			}
 		}
 		// A fold adds and takes away edges, and refuses a count below zero.
-		_, _, _ = foldSummary("n", data, []degEntry{{"dependsOn", 'o', -1}, {"about", 'i', 2}})
+		_, _, _ = foldSummary("n", data, []degEntry{{"dependsOn", 'o', -1}, {"about", 'i', 2}}, make([]degEntry, 0, 2))
 		var c graph.Change
 		_ = graph.DecodeChange(data, &c)
 		e := graph.NewLogEntry(1, data)
