@@ -84,18 +84,35 @@ type attached struct {
 var errReleased = errors.New("the session was handed back to lore mcp")
 
 // Write writes one message to the client, unless the session was let go:
-// the bridge answers for it from then on.
+// the bridge answers for it from then on. The session's state takes in
+// what it wrote before the lock is let go, so that the state finish hands
+// over holds every message the client was sent: observed after the lock
+// (as mcp.StdioOptions.Observe hears of it), a response could reach the
+// client and miss the state, and the bridge would answer its request a
+// second time, or forget the subscription it made.
 func (a *attached) Write(p []byte) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return 0, errReleased
 	}
-	return a.out.Write(p)
+	n, err := a.out.Write(p)
+	if err == nil {
+		a.note(p, false)
+	}
+	return n, err
 }
 
-// observe keeps the session's state from its messages.
+// observe keeps the session's state from the client's messages
+// (mcp.StdioOptions.Observe); Write takes in the holder's.
 func (a *attached) observe(msg []byte, fromClient bool) {
+	if fromClient {
+		a.note(msg, true)
+	}
+}
+
+// note takes what msg means into the session's state.
+func (a *attached) note(msg []byte, fromClient bool) {
 	a.stMu.Lock()
 	defer a.stMu.Unlock()
 	for _, m := range splitBatch(msg) {
