@@ -45,22 +45,23 @@ func ParseFormat(s string) (Format, error) {
 
 // ImportMemoryLimit returns the soft memory limit for imports: a quarter
 // of physical memory, between 1 GiB and 4 GiB (2 GiB where physical memory
-// is unknown). The live heap of a load is bounded by its batch size, not
-// by the file's; the limit decides how often the collector runs over it.
-// Measured on 24 GiB: at 1M nodes, 151-160 s at 4 GiB against 178-198 s at
-// 2 GiB, where the collector ran every 2 s over a 500-650 MB heap; at 100k
-// nodes the larger heap costs instead, 18.0 s against 15.7-16.1 s.
+// is unknown). lore import sets it unless GOMEMLIMIT sets one, and leaves
+// the collector's percent at its default (100) unless GOGC sets another;
+// the benchmarks load Lore and the Cayley baselines the same way. The caps
+// were chosen when a 1M-node load took 151-160 s at 4 GiB against
+// 178-198 s at 2 GiB. An all-or-nothing load that rewrites its file keeps
+// what it defers in memory until its end (2.7 GB live at the end of a
+// 1M-node load); the limit keeps the collector's goal from going far past
+// that, and costs such a load nothing measured (71.6 s with it, 73.3 s
+// without, one run each).
 //
-// Imports allocate heavily and briefly. lore import runs them under the
-// soft memory limit ImportMemoryLimit returns, unless GOMEMLIMIT says
-// otherwise, with the collector's default percent (100) unless GOGC sets
-// another; the benchmarks load Lore and the Cayley baselines the same way.
-// A higher percent paid when it was chosen (200, then 400 past 300,000
-// elements); measured again on today's load, in a new process, the fresh
+// The percent used to be raised for loads (200, then 400 past 300,000
+// elements). Measured again on today's load, in a new process, the fresh
 // memory a larger heap touches costs more than the collections it saves
-// (page faults are dear in a virtual machine): 100 loaded 10k nodes 4-8% faster than that tuning, 100k nodes
-// 12-14% faster (5.0-5.3 s against 5.8-6.0 s, 170k page faults against
-// 300k) and 1M nodes 9% faster (74-81 s against 82-89 s).
+// (page faults are dear in a virtual machine): 100 loaded 10k nodes 4-8%
+// faster than that tuning, 100k nodes 12-14% faster (5.0-5.3 s against
+// 5.8-6.0 s, 170k page faults against 300k) and 1M nodes 9% faster (74-81
+// s against 82-89 s).
 func ImportMemoryLimit() int64 {
 	mem := physicalMemory()
 	if mem == 0 {
