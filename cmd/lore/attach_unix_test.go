@@ -24,7 +24,8 @@ func TestAttachedStateHoldsWhatWasWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer outR.Close()
-	read := make(chan []byte)
+	defer outW.Close() // finish closes it too; this ends the reader if the test stops first
+	read := make(chan []byte, 1)
 	go func() {
 		b, _ := io.ReadAll(outR)
 		read <- b
