@@ -259,12 +259,12 @@ func (ex *executor) pass(src []ID, st *Step, withWalks bool, hint int, found fun
 // sets to it: from the hub of bench-pg's graph at 100k nodes (29,757
 // in-edges), growing them edge by edge made a one-hop count with a where
 // take 21.4 ms rather than 9.3, and the 2-hop closure's count 39.5 ms
-// rather than 28.0 (the same queries, alternated in one run). It asks only a store that lists
-// adjacency without pages (Adjacency) and counts degrees without reading
-// nodes (DegreeCounter), where the question costs a record read per
-// source, not a round trip to a server for every step; and it sizes no
-// set beyond maxReachHint nodes: past that, growing costs little beside
-// the reads.
+// rather than 28.0 (the same queries, alternated in one run). It asks
+// only a store that lists adjacency without pages (Adjacency) and counts
+// degrees without reading nodes (DegreeCounter), where the question costs
+// a record read per source, not a round trip to a server for every step;
+// and it sizes no set beyond maxReachHint nodes: past that, growing costs
+// little beside the reads.
 func (ex *executor) reachHint(sources []ID, st *Step) int {
 	dc, ok := ex.s.(DegreeCounter)
 	if _, inProcess := ex.s.(Adjacency); !ok || !inProcess || st.Hops.Max < 1 {
@@ -453,8 +453,8 @@ func (ex *executor) indexFilter(st *Step, n int) (_ map[ID]bool, exact, _ bool) 
 // them (the count of the dependants of bench-pg's hub at 100k nodes in
 // its second largest section took 18.5 ms reading them and 10.7 ms
 // without; BenchmarkHubReads's count-1hop-in-where, 22.6 and 9.1 ms with
-// reachHint): f is a single equality ("eq", or
-// "in" a list) on a property, of values other than null. An index holds
+// reachHint): f is a single equality ("eq", or "in" a list) on a
+// property, of values other than null. An index holds
 // a property's value, or each scalar element of an array, as
 // EncodeIndexValue encodes it, which is equal for values that
 // equalValues finds equal (numbers as float64, strings by their bytes);

@@ -271,13 +271,9 @@ func foldTally(tx *bbolt.Tx, t *degTally) (nodes []byte, nNodes int, degIdx []by
 		entries += len(add)
 	}
 	slices.SortFunc(byID, func(a, b tallied) int { return strings.Compare(string(a.id), string(b.id)) })
-	ids := make([]graph.ID, len(byID))
-	for i := range byID {
-		ids[i] = byID[i].id
-	}
 	// A degree index key to write: its prefix (type, label, direction) by
 	// number, in prefixes (by rank, once they are ranked), its count, and
-	// its node's place in ids, which are in key order. No pointers: at 1M
+	// its node's place in byID, which is in key order. No pointers: at 1M
 	// nodes, sorting 3 million keys that held their IDs took 2.9 s.
 	type idxKey struct {
 		n      int64
@@ -297,7 +293,8 @@ func foldTally(tx *bbolt.Tx, t *degTally) (nodes []byte, nNodes int, degIdx []by
 	var rec, seek, deg []byte // scratch: a record, after its flag; a key to seek; a summary
 	var sum []degEntry        // scratch: a summary
 	c := tx.Bucket(bNodes).Cursor()
-	for node, id := range ids {
+	for node, tn := range byID {
+		id := tn.id
 		seek = append(seek[:0], id...)
 		k, v := c.Seek(seek)
 		if string(k) != string(id) {
@@ -307,7 +304,7 @@ func foldTally(tx *bbolt.Tx, t *degTally) (nodes []byte, nNodes int, degIdx []by
 		if err != nil {
 			return nil, 0, nil, 0, corrupt(fmt.Sprintf("node %q", id), err)
 		}
-		old, cur, err := foldSummary(id, view.deg, byID[node].add, sum)
+		old, cur, err := foldSummary(id, view.deg, tn.add, sum)
 		if err != nil {
 			return nil, 0, nil, 0, err
 		}
@@ -341,7 +338,7 @@ func foldTally(tx *bbolt.Tx, t *degTally) (nodes []byte, nNodes int, degIdx []by
 			// tenth more: one or two allocations, where doubling made a
 			// chain of them whose fresh memory cost a 1M-node load 3.7 s
 			// of CPU (of a 9.7 s fold), page faults and zeroing mostly.
-			est := (len(nodes) + need) * len(ids) / (node + 1)
+			est := (len(nodes) + need) * len(byID) / (node + 1)
 			nodes = slices.Grow(nodes, max(est+est/10-len(nodes), len(nodes)/4, need))
 		}
 		nodes = appendPair(nodes, k, rec)
@@ -360,7 +357,7 @@ func foldTally(tx *bbolt.Tx, t *degTally) (nodes []byte, nNodes int, degIdx []by
 	size := 0
 	for i := range keys {
 		keys[i].prefix = rank[keys[i].prefix]
-		size += 2 + len(made[keys[i].prefix]) + 8 + len(ids[keys[i].node]) + binary.MaxVarintLen32
+		size += 2 + len(made[keys[i].prefix]) + 8 + len(byID[keys[i].node].id) + binary.MaxVarintLen32
 	}
 	slices.SortFunc(keys, func(a, b idxKey) int {
 		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
@@ -377,7 +374,7 @@ func foldTally(tx *bbolt.Tx, t *degTally) (nodes []byte, nNodes int, degIdx []by
 	for _, k := range keys {
 		key = append(key[:0], made[k.prefix]...)
 		key = binary.BigEndian.AppendUint64(key, uint64(k.n))
-		key = append(key, ids[k.node]...)
+		key = append(key, byID[k.node].id...)
 		if k.del {
 			degIdx = appendPair(degIdx, key, del)
 		} else {
@@ -385,7 +382,7 @@ func foldTally(tx *bbolt.Tx, t *degTally) (nodes []byte, nNodes int, degIdx []by
 		}
 	}
 	t.by = map[graph.ID][]degEntry{}
-	return nodes, len(ids), degIdx, len(keys), nil
+	return nodes, len(byID), degIdx, len(keys), nil
 }
 
 // groupDeg groups deltas keyed by degKey by node, and returns the nodes in
