@@ -68,7 +68,7 @@ func ParseFormat(s string) (Format, error) {
 // 5.8-6.0 s, 170k page faults against 300k) and 1M nodes 9% faster (74-81
 // s against 82-89 s).
 func ImportMemoryLimit() int64 {
-	mem := physicalMemory()
+	mem := PhysicalMemory()
 	if mem == 0 {
 		return math.MaxInt64
 	}

@@ -2,8 +2,8 @@ package graph
 
 import "syscall"
 
-// physicalMemory returns the machine's memory in bytes, or 0 if unknown.
-func physicalMemory() int64 {
+// PhysicalMemory returns the machine's memory in bytes, or 0 if unknown.
+func PhysicalMemory() int64 {
 	var si syscall.Sysinfo_t
 	if syscall.Sysinfo(&si) != nil {
 		return 0

@@ -6,7 +6,7 @@ import "testing"
 // three quarters of it: room for a big load's heap (under a limit near its
 // live heap, a 2M-node load took 263 s against 171 s), short of all of it.
 func TestImportMemoryLimitLinux(t *testing.T) {
-	mem := physicalMemory()
+	mem := PhysicalMemory()
 	if mem == 0 {
 		t.Fatal("sysinfo gave no memory size")
 	}

@@ -2,5 +2,5 @@
 
 package graph
 
-// physicalMemory returns 0 (unknown) where Lore does not read it.
-func physicalMemory() int64 { return 0 }
+// PhysicalMemory returns 0 (unknown) where Lore does not read it.
+func PhysicalMemory() int64 { return 0 }

@@ -121,6 +121,14 @@ type Config struct {
 	// rewriteFile): for a load that the rewrite's extra seconds would
 	// delay more than the file's size matters.
 	KeepLoadFile bool
+	// LoadBuffer bounds, in bytes, what a bulk load holds in memory to
+	// write at its end (see Store.held): its edge records, in-edge and
+	// index entries, and Cayley's index entries and log. Once a batch
+	// finds more held, the load writes it into the file, as a load that
+	// keeps its file does, and holds anew (see Store.spill): the load
+	// goes on in bounded memory, at the cost of those writes. 0 means
+	// DefaultLoadBuffer(); a negative value sets no bound.
+	LoadBuffer int64
 	// UpgradeChunk is how many of Cayley's values an upgrade from store
 	// layout 3 or older moves per transaction; 0 means DefaultUpgradeChunk.
 	UpgradeChunk int
@@ -150,6 +158,25 @@ const (
 	DefaultDeferFlush   = 1 << 18
 	DefaultUpgradeChunk = 1 << 18
 )
+
+// DefaultLoadBuffer returns what a zero Config.LoadBuffer means: a quarter
+// of the machine's memory, at least 256 MiB, or 4 GiB where it is unknown.
+// An all-or-nothing bulk load into an empty store keeps about as much live
+// as the file it writes, most of it what the buffer bounds; the rest
+// (Cayley's values, the load's tally of edge summaries, the planner's
+// duplicate tracker) grows with the input too, and is not bounded. Measured
+// at 1M nodes of the benchmark graph (a 2.1 GB file), one load each: with
+// no spill, 66.8 s and 2.47 GB live at most; with a buffer of 256 MiB, five
+// spills of 261-265 MiB, each 8.4 to 11.6 s (they write into big buckets
+// at scattered places), 126.6 s and 1.57 GB live at most. So the default
+// leaves loads that fit the machine alone, and keeps a bigger one from
+// running out of memory a few million nodes sooner.
+func DefaultLoadBuffer() int64 {
+	if mem := graph.PhysicalMemory(); mem > 0 {
+		return max(mem/4, 256<<20)
+	}
+	return 4 << 30
+}
 
 // Bolt is the embedded store: Cayley's KV quad store on a bbolt file that
 // Lore opens itself, plus Lore's records, indexes and change log in the
@@ -186,6 +213,8 @@ type Store struct {
 
 	deferAfter, deferFlush int // see Config
 	keepLoadFile           bool
+	loadBuffer             int64          // see Config.LoadBuffer
+	spills                 int            // the times bulk loads wrote what they held (see spill)
 	cayleyLoads            bool           // bulk loads write quads through Cayley's ApplyDeltas (see Config.cayleyLoads)
 	beforeRename           func()         // see Config.beforeRename
 	stream                 streamHooks    // see Config.stream
@@ -285,7 +314,8 @@ func Open(ctx context.Context, cfg Config) (_ *Store, err error) {
 	}
 	s := &Store{path: cfg.Path, db: db, kv: &hookKV{DB: db}, changed: graph.NewNotifier(), readOnly: cfg.ReadOnly,
 		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), deferFlush: cmp.Or(cfg.DeferFlush, DefaultDeferFlush),
-		keepLoadFile: cfg.KeepLoadFile, cayleyLoads: cfg.cayleyLoads, beforeRename: cfg.beforeRename, stream: cfg.stream, boltOpts: opts}
+		keepLoadFile: cfg.KeepLoadFile, loadBuffer: cmp.Or(cfg.LoadBuffer, DefaultLoadBuffer()),
+		cayleyLoads: cfg.cayleyLoads, beforeRename: cfg.beforeRename, stream: cfg.stream, boltOpts: opts}
 	if err := s.init(cfg.Model, cmp.Or(cfg.UpgradeChunk, DefaultUpgradeChunk)); err != nil {
 		db.Close()
 		return nil, err
@@ -976,7 +1006,15 @@ func (b *bulk) abort() {
 // The caller holds wmu.
 func (s *Store) flushDeferred() error {
 	if s.deferred.done && s.deferred.n == 0 {
-		return nil // the last batch's commit wrote them and cleared the mark
+		// The last batch's commit wrote them, and cleared the mark unless
+		// edge records or in-edge entries waited (flushPending wrote them
+		// before this).
+		if !s.deferred.markLeft {
+			return nil
+		}
+		s.rw.Lock()
+		defer s.rw.Unlock()
+		return s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaDeferred) })
 	}
 	ops := s.deferred.drain(nil, 0)
 	s.rw.Lock()

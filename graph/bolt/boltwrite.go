@@ -411,6 +411,14 @@ func (s *Store) ApplyStream(ctx context.Context, batches <-chan *graph.StreamBat
 		if cur != nil && !finish() {
 			return
 		}
+		if err == nil && !p.Empty() {
+			// Nothing plans nor commits now: a load that holds more than
+			// its buffer writes it (see spill), before this batch holds more.
+			if serr := s.spill(); serr != nil {
+				handle(sb, nil, fmt.Errorf("writing what the load held in memory into the store: %w", serr))
+				return
+			}
+		}
 		if err != nil || p.Empty() {
 			var res *graph.Result
 			if p != nil {
@@ -692,7 +700,15 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		ops = d.drain(ops, len(counters)+2*len(recs)+4)
 		p.drained = true
 		if p.last {
-			del(bMeta, metaDeferred) // all of them
+			// All of them; but in-edge entries and edge records that wait
+			// for the load's end (see runSet) are written after this
+			// commit, and until then the mark stays: a process that dies
+			// in between leaves a store whose next Open rebuilds them.
+			if d.in.n == 0 && (d.edges == nil || d.edges.runs() == 0) {
+				del(bMeta, metaDeferred)
+			} else {
+				d.markLeft = true
+			}
 			d.done = true
 		}
 	}
@@ -890,15 +906,18 @@ type deferredIndexes struct {
 	// chunk: one growing slice would copy them all at every doubling,
 	// into fresh memory whose first touch costs a page fault.
 	chunks  [][]kvOp
-	n       int       // entries held; the chunks past the last used one are spares
-	written int       // elements the load has committed or is committing
-	after   int       // it defers entries once written passes after (Config.DeferAfter)
-	flush   int       // it writes them every flush entries (Config.DeferFlush)
-	done    bool      // the last batch's commit wrote them all and cleared the mark
-	lost    bool      // a commit that carried some of them failed: the load must rebuild them
-	in      runSet    // in-edge index entries (see runSet)
-	edges   *edgeRuns // edge records, in an all-or-nothing load (see runSet)
-	deg     *degTally // the edge-summary changes it defers (see degTally)
+	n       int  // entries held; the chunks past the last used one are spares
+	written int  // elements the load has committed or is committing
+	after   int  // it defers entries once written passes after (Config.DeferAfter)
+	flush   int  // it writes them every flush entries (Config.DeferFlush)
+	done    bool // the last batch's commit wrote them all, and cleared the mark unless markLeft
+	// markLeft says that the last batch's commit left the mark: the load's
+	// end clears it once what waits is written (flushDeferred).
+	markLeft bool
+	lost     bool      // a commit that carried some of them failed: the load must rebuild them
+	in       runSet    // in-edge index entries (see runSet)
+	edges    *edgeRuns // edge records, in an all-or-nothing load (see runSet)
+	deg      *degTally // the edge-summary changes it defers (see degTally)
 	// idx, in an all-or-nothing load that rewrites its file, holds what
 	// each drain would write of the entries above, and what the last fold
 	// of the edge summaries would (see indexRuns).

@@ -107,6 +107,15 @@ func pair(data []byte) (k, v, rest []byte) {
 	return k, data[w : w+int(n)], data[w+int(n):]
 }
 
+// size returns the bytes its runs take.
+func (r *runSet) size() int64 {
+	var n int64
+	for _, rn := range r.runs {
+		n += int64(cap(rn.data)) + 4*int64(cap(rn.offs))
+	}
+	return n
+}
+
 // truncate drops the runs after the first n.
 func (r *runSet) truncate(n int) {
 	for _, rn := range r.runs[n:] {
@@ -358,7 +367,7 @@ func writeWaiting(db *bbolt.DB, edges *edgeRuns, in *runSet) error {
 		edges.mu.Lock()
 		err := edges.set.write(db, bEdges)
 		if err == nil {
-			clear(edges.has)
+			edges.has = map[uint64]struct{}{} // clear would keep its memory
 		}
 		edges.mu.Unlock()
 		if err != nil {
@@ -368,6 +377,78 @@ func writeWaiting(db *bbolt.DB, edges *edgeRuns, in *runSet) error {
 	if err := in.write(db, bIn); err != nil {
 		return fmt.Errorf("writing the load's in-edge index: %w", err)
 	}
+	return nil
+}
+
+// hashedKey is about what edgeRuns.has spends on a key: 8 bytes and its
+// control byte in a table up to 7/8 full, which doubles as it grows.
+const hashedKey = 16
+
+// held returns the bytes of what a bulk load holds in memory to write at
+// its end, which spill writes: its waiting edge records (with the hashes
+// of their keys) and in-edge entries, its index runs, and what its
+// quadLoad keeps back of Cayley's index and log. Not the rest the load
+// keeps until its end: its tally of edge summaries, its quadLoad's values
+// (which the load looks up until it ends), and its deferred entries not
+// yet drained, which DeferFlush bounds. The caller holds wmu, and no
+// commit is under way.
+func (s *Store) held() int64 {
+	d := s.deferred
+	n := d.in.size()
+	if d.edges != nil {
+		d.edges.mu.Lock()
+		n += d.edges.set.size() + hashedKey*int64(len(d.edges.has))
+		d.edges.mu.Unlock()
+	}
+	if d.idx != nil {
+		for b := range d.idx.sets {
+			n += d.idx.sets[b].size()
+		}
+	}
+	if s.qload != nil {
+		n += s.qload.held()
+	}
+	return n
+}
+
+// spill writes what a bulk load holds for its end (see held) into the
+// file, if it holds more than Config.LoadBuffer, as a load that keeps its
+// file would write it at its end (flushPending, indexRuns.write,
+// quadLoad.materialize), and lets it go: the load goes on from an empty
+// hold. It holds rw's write side while it writes; the caller holds wmu,
+// and no commit nor planning is under way (planning reads waiting edge
+// records from the runs, and would miss those that moved into the file).
+//
+// An all-or-nothing load that spills is still undone whole if it fails
+// (its Undo empties the store); its end merges into the new file only
+// what it held since the last spill, and the file holds the rest. Cayley's
+// part of any bulk load is marked pending again afterwards (materialize
+// clears the mark), as the quadLoad goes on keeping some back.
+func (s *Store) spill() error {
+	if s.deferred == nil || s.loadBuffer < 0 || s.held() <= s.loadBuffer {
+		return nil
+	}
+	d, db := s.deferred, s.db.DB()
+	s.rw.Lock()
+	defer s.rw.Unlock()
+	if err := writeWaiting(db, d.edges, &d.in); err != nil {
+		return err
+	}
+	if d.idx != nil {
+		if err := d.idx.write(db); err != nil {
+			return err
+		}
+	}
+	if s.qload != nil {
+		if err := s.qload.materialize(db); err != nil {
+			return fmt.Errorf("writing Cayley's part of the load: %w", err)
+		}
+		err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Put(metaQuadsPending, []byte{1}) })
+		if err != nil {
+			return err
+		}
+	}
+	s.spills++
 	return nil
 }
 

@@ -290,6 +290,19 @@ func (l *quadLoad) writeMeta(tx *bbolt.Tx) error {
 	return meta.Put(cayleySize, binary.LittleEndian.AppendUint64(nil, uint64(l.size)))
 }
 
+// held returns the bytes of what the load keeps back that materialize
+// writes and lets go: index entries (a link is four IDs) and log entries.
+// Not its values, which it keeps until the load ends.
+func (l *quadLoad) held() int64 {
+	n := 4 * 8 * int64(cap(l.links))
+	if l.keptLog != nil {
+		for _, b := range l.keptLog.blocks {
+			n += int64(cap(b))
+		}
+	}
+	return n
+}
+
 // rollback undoes what the last write changed, whose transaction did not
 // commit.
 func (l *quadLoad) rollback() {
