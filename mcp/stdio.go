@@ -38,10 +38,10 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 // StdioOptions let the process serving a stdio session follow it.
 type StdioOptions struct {
 	// Observe, if set, sees each line of the client's that goes on to the
-	// SDK (a message or a batch), before the SDK does, and each message
-	// written to the client, after it is written. Calls for one direction
-	// come one at a time; msg is valid only during the call.
-	Observe func(msg []byte, fromClient bool)
+	// SDK (a message or a batch), before the SDK does. Calls come one at a
+	// time; msg is valid only during the call. (What is written to the
+	// client goes through the writer the caller gave.)
+	Observe func(msg []byte)
 }
 
 // ServeStdioWith is ServeStdio with options. When reading r fails (other
@@ -51,7 +51,7 @@ type StdioOptions struct {
 func (s *Server) ServeStdioWith(ctx context.Context, r io.Reader, w io.Writer, o StdioOptions) (rest []byte, err error) {
 	p := &pending{ids: map[string]bool{}}
 	p.cond = sync.NewCond(&p.mu)
-	out := &responseTracker{w: w, p: p, observe: o.Observe}
+	out := &responseTracker{w: w, p: p}
 	in := &eofHolder{r: bufio.NewReaderSize(r, 64<<10), p: p, ctx: ctx, out: out, log: s.log,
 		maxDepth: s.maxDepth, maxLine: s.maxMessage, observe: o.Observe}
 	// The reader enforces the line cap itself, so the SDK's would only
@@ -94,7 +94,7 @@ type eofHolder struct {
 	log      *slog.Logger
 	maxDepth int
 	maxLine  int
-	observe  func(msg []byte, fromClient bool)
+	observe  func(msg []byte)
 	buf      []byte // the rest of the current line
 	eof      bool
 
@@ -246,7 +246,7 @@ func RPCError(id []byte, code int, msg string) []byte {
 
 func (h *eofHolder) note(line []byte) {
 	if h.observe != nil {
-		h.observe(line, true)
+		h.observe(line)
 	}
 	id, method := topLevel(line)
 	switch {
@@ -382,18 +382,14 @@ func (h *eofHolder) Close() error { return nil }
 // request. The SDK writes one message per call; the reader writes its
 // refusals through here too, so writes are serialised.
 type responseTracker struct {
-	mu      sync.Mutex
-	w       io.Writer
-	p       *pending
-	observe func(msg []byte, fromClient bool)
+	mu sync.Mutex
+	w  io.Writer
+	p  *pending
 }
 
 func (t *responseTracker) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	n, err := t.w.Write(b)
-	if t.observe != nil && err == nil {
-		t.observe(b, false)
-	}
 	t.mu.Unlock()
 	if id, method := topLevel(b); method == "" && id != nil {
 		t.p.mu.Lock()

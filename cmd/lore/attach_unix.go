@@ -86,10 +86,10 @@ var errReleased = errors.New("the session was handed back to lore mcp")
 // Write writes one message to the client, unless the session was let go:
 // the bridge answers for it from then on. The session's state takes in
 // what it wrote before the lock is let go, so that the state finish hands
-// over holds every message the client was sent: observed after the lock
-// (as mcp.StdioOptions.Observe hears of it), a response could reach the
-// client and miss the state, and the bridge would answer its request a
-// second time, or forget the subscription it made.
+// over holds every message the client was sent: taken in after the lock,
+// a response could reach the client and miss the state, and the bridge
+// would answer its request a second time, or forget the subscription it
+// made.
 func (a *attached) Write(p []byte) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -105,11 +105,7 @@ func (a *attached) Write(p []byte) (int, error) {
 
 // observe keeps the session's state from the client's messages
 // (mcp.StdioOptions.Observe); Write takes in the holder's.
-func (a *attached) observe(msg []byte, fromClient bool) {
-	if fromClient {
-		a.note(msg, true)
-	}
-}
+func (a *attached) observe(msg []byte) { a.note(msg, true) }
 
 // note takes what msg means into the session's state.
 func (a *attached) note(msg []byte, fromClient bool) {

@@ -420,7 +420,7 @@ func (s *Store) held() int64 {
 // records from the runs, and would miss those that moved into the file).
 //
 // An all-or-nothing load that spills is still undone whole if it fails
-// (its Undo empties the store); its end merges into the new file only
+// (undoLoad empties the store); its end merges into the new file only
 // what it held since the last spill, and the file holds the rest. Cayley's
 // part of any bulk load is marked pending again afterwards (materialize
 // clears the mark), as the quadLoad goes on keeping some back.
