@@ -559,24 +559,9 @@ func TestQuadLoadDiesAndOpenRebuilds(t *testing.T) {
 			t.Fatal("an empty store did not start a bulk load")
 		}
 		_ = end // never called: the process "dies"
-		b := &graph.Batch{}
-		inBatch := map[string]bool{} // an element appears once per batch
-		for line := range strings.Lines(data) {
-			var kind struct {
-				Kind, ID, From, Label, To, Key string
-			}
-			if err := json.Unmarshal([]byte(line), &kind); err != nil {
-				t.Fatal(err)
-			}
-			if el := kind.ID + "|" + kind.From + "|" + kind.Label + "|" + kind.To + "|" + kind.Key; inBatch[el] || b.Len() == 40 {
-				apply(t, s, b)
-				b, inBatch = &graph.Batch{}, map[string]bool{el: true}
-			} else {
-				inBatch[el] = true
-			}
-			addLine(t, b, line)
+		for _, b := range lineBatches(t, data, 40) {
+			apply(t, s, b)
 		}
-		apply(t, s, b)
 		if i == 1 && (s.qload == nil || len(s.qload.links) == 0) {
 			t.Fatalf("the load kept nothing back: %+v", s.qload)
 		}

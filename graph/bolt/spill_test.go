@@ -165,23 +165,7 @@ func dieAfterStream(t *testing.T, cfg Config, dying func(*Store)) {
 	if _, ok := s.BeginBulk(); !ok { // its end is never called
 		t.Fatal("an empty store did not start a bulk load")
 	}
-	var split []*graph.Batch
-	b := &graph.Batch{}
-	inBatch := map[string]bool{} // an element appears once per batch
-	for line := range strings.Lines(data) {
-		var el struct{ ID, From, Label, To, Key string }
-		if err := json.Unmarshal([]byte(line), &el); err != nil {
-			t.Fatal(err)
-		}
-		key := el.ID + "|" + el.From + "|" + el.Label + "|" + el.To + "|" + el.Key
-		if inBatch[key] || b.Len() == 30 {
-			split = append(split, b)
-			b, inBatch = &graph.Batch{}, map[string]bool{}
-		}
-		inBatch[key] = true
-		addLine(t, b, line)
-	}
-	split = append(split, b)
+	split := lineBatches(t, data, 30)
 	batches := make(chan *graph.StreamBatch, len(split))
 	for i, b := range split {
 		batches <- &graph.StreamBatch{Batch: b, Last: i == len(split)-1}
@@ -209,4 +193,27 @@ func dieAfterStream(t *testing.T, cfg Config, dying func(*Store)) {
 	if want, got := cayleyDump(t, ref), cayleyDump(t, s); !slices.Equal(want, got) {
 		t.Fatalf("Cayley's part after the reopen:\n%s", lineDiff(want, got))
 	}
+}
+
+// lineBatches splits an import file's lines into batches of up to size
+// elements, each element once per batch (a batch may not write one twice).
+func lineBatches(t *testing.T, data string, size int) []*graph.Batch {
+	t.Helper()
+	var out []*graph.Batch
+	b := &graph.Batch{}
+	inBatch := map[string]bool{}
+	for line := range strings.Lines(data) {
+		var el struct{ ID, From, Label, To, Key string }
+		if err := json.Unmarshal([]byte(line), &el); err != nil {
+			t.Fatal(err)
+		}
+		key := el.ID + "|" + el.From + "|" + el.Label + "|" + el.To + "|" + el.Key
+		if inBatch[key] || b.Len() == size {
+			out = append(out, b)
+			b, inBatch = &graph.Batch{}, map[string]bool{}
+		}
+		inBatch[key] = true
+		addLine(t, b, line)
+	}
+	return append(out, b)
 }
