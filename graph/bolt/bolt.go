@@ -380,7 +380,7 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 	if err := s.newQuadStore(); err != nil {
 		return err
 	}
-	return s.db.DB().Update(func(tx *bbolt.Tx) error {
+	return updateDB(s.db.DB(), func(tx *bbolt.Tx) error {
 		for _, b := range append([][]byte{bValueIDs, bValueRefs}, allBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -763,7 +763,7 @@ func (r *loadRest) write(s *Store) error {
 		}
 	}
 	if r.deg != nil {
-		if err := s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bDeg).Delete(degTallyKey) }); err != nil {
+		if err := updateDB(s.db.DB(), func(tx *bbolt.Tx) error { return tx.Bucket(bDeg).Delete(degTallyKey) }); err != nil {
 			return err
 		}
 	}
@@ -853,8 +853,9 @@ func (s *Store) endQuadLoad() error {
 // (metaQuadsPending). The caller has the store to itself.
 func (s *Store) rebuildQuads(ctx context.Context) error {
 	db := s.db.DB()
-	err := db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range [][]byte{cayleyLogBucket, cayleyMeta, bValueIDs, bValueRefs, cayleyOPS, []byte("sp")} {
+	err := updateDB(db, func(tx *bbolt.Tx) error {
+		// "s" and "o": Cayley's legacy layout (see finishCayleyInit).
+		for _, name := range [][]byte{cayleyLogBucket, cayleyMeta, bValueIDs, bValueRefs, cayleyOPS, []byte("sp"), []byte("s"), []byte("o")} {
 			if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 				return err
 			}
@@ -958,7 +959,7 @@ func (b *bulk) end(mark []byte) error {
 		if mark == nil {
 			return nil
 		}
-		return s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(mark) })
+		return updateDB(s.db.DB(), func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(mark) })
 	}
 	if !b.rewrite {
 		return deleteMark() // finish restored the settings
@@ -1014,12 +1015,12 @@ func (s *Store) flushDeferred() error {
 		}
 		s.rw.Lock()
 		defer s.rw.Unlock()
-		return s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaDeferred) })
+		return updateDB(s.db.DB(), func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaDeferred) })
 	}
 	ops := s.deferred.drain(nil, 0)
 	s.rw.Lock()
 	defer s.rw.Unlock()
-	return s.db.DB().Update(func(tx *bbolt.Tx) error {
+	return updateDB(s.db.DB(), func(tx *bbolt.Tx) error {
 		if s.deferred.idx == nil {
 			// (A load that rewrites its file folds its tally as the
 			// rewrite begins: see loadRest.fold.)
@@ -1076,7 +1077,30 @@ func (s *Store) Close() error {
 func (s *Store) update(f func(tx *bbolt.Tx) error) error {
 	s.rw.Lock()
 	defer s.rw.Unlock()
-	return s.db.DB().Update(f)
+	return updateDB(s.db.DB(), f)
+}
+
+// updateDB runs f in a write transaction of db. Every write into a store's
+// file goes through it or through Cayley's (writeTx.Commit), so that a
+// test can stop at each commit, where a process may die (crashPoints).
+func updateDB(db *bbolt.DB, f func(tx *bbolt.Tx) error) error {
+	if err := db.Update(f); err != nil {
+		return err
+	}
+	committed(db)
+	return nil
+}
+
+// crashPoints, set by a test, is called after every commit into a store's
+// file, with its database. It is a package variable, not a Config field,
+// because the commits are made deep in helpers that are handed a
+// *bbolt.DB; a test that sets it skips the databases of other tests.
+var crashPoints atomic.Pointer[func(db *bbolt.DB)]
+
+func committed(db *bbolt.DB) {
+	if f := crashPoints.Load(); f != nil {
+		(*f)(db)
+	}
 }
 
 // read runs f under the read lock, in one bbolt read transaction.

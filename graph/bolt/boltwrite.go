@@ -183,7 +183,7 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 
 	s.rw.Lock()
 	if len(p.deltas) > 0 && s.qload != nil && addsOnly(p.deltas) {
-		err = s.db.DB().Update(func(tx *bbolt.Tx) error {
+		err = updateDB(s.db.DB(), func(tx *bbolt.Tx) error {
 			if err := s.qload.write(tx, p.deltas); err != nil {
 				return err
 			}
@@ -203,7 +203,7 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 	} else if len(p.deltas) > 0 {
 		err = s.cayleyCommit(p, write)
 	} else {
-		err = s.db.DB().Update(write)
+		err = updateDB(s.db.DB(), write)
 	}
 	wait()
 	if err == nil && !p.Empty() {

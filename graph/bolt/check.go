@@ -363,7 +363,7 @@ func (s *Store) rebuildDerived(ctx context.Context, progress func(RebuildProgres
 	}
 	s.rw.Lock()
 	defer s.rw.Unlock()
-	return s.db.DB().Update(func(tx *bbolt.Tx) error { return writeDerived(tx, d) })
+	return updateDB(s.db.DB(), func(tx *bbolt.Tx) error { return writeDerived(tx, d) })
 }
 
 // derive reads every record and returns the derived data model m implies

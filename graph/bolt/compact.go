@@ -110,7 +110,7 @@ func copyBuckets(ctx context.Context, from, to *Store) error {
 			if len(keys) == 0 {
 				break
 			}
-			err = to.db.DB().Update(func(tx *bbolt.Tx) error {
+			err = updateDB(to.db.DB(), func(tx *bbolt.Tx) error {
 				b := tx.Bucket(name)
 				for i, k := range keys {
 					if err := b.Put(k, vals[i]); err != nil {
@@ -145,7 +145,7 @@ func reloadQuads(ctx context.Context, view func(func(*bbolt.Tx) error) error, db
 		if len(deltas) == 0 {
 			return nil
 		}
-		err := db.Update(func(tx *bbolt.Tx) error { return ql.write(tx, deltas) })
+		err := updateDB(db, func(tx *bbolt.Tx) error { return ql.write(tx, deltas) })
 		n += int64(len(deltas))
 		deltas = deltas[:0]
 		return err

@@ -103,7 +103,7 @@ func physical(key hkv.Key) (hkv.Key, error) {
 func mergeValueBuckets(db *bbolt.DB, chunk int) error {
 	for {
 		left := false
-		err := db.Update(func(tx *bbolt.Tx) error {
+		err := updateDB(db, func(tx *bbolt.Tx) error {
 			var names [][]byte
 			c := tx.Cursor()
 			for name, v := c.Seek([]byte{'n'}); name != nil && name[0] <= 'v'; name, v = c.Next() {
@@ -329,7 +329,12 @@ func (t *writeTx) Commit(ctx context.Context) error {
 		_ = t.tx.Rollback()
 		return err
 	}
-	return t.tx.Commit()
+	db := t.tx.DB()
+	if err := t.tx.Commit(); err != nil {
+		return err
+	}
+	committed(db)
+	return nil
 }
 
 func (t *writeTx) Close() error {

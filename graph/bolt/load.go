@@ -68,7 +68,7 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 		return s.alone(func() error {
 			s.loading = false
 			if b == nil {
-				return s.db.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) })
+				return updateDB(s.db.DB(), func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Delete(metaLoading) })
 			}
 			if err := b.end(metaLoading); err != nil {
 				// What the load left could not be written: undo it.
@@ -98,7 +98,7 @@ func (s *Store) undoLoad() error {
 // itself. The meta keeps the model and the last sequence number given out.
 func (s *Store) empty() error {
 	db := s.db.DB()
-	err := db.Update(func(tx *bbolt.Tx) error {
+	err := updateDB(db, func(tx *bbolt.Tx) error {
 		var names [][]byte
 		err := tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
 			if !bytes.Equal(name, bMeta) {
@@ -162,10 +162,21 @@ func (s *Store) initCayley(one bool) error {
 	if err := ckv.Init(s.kv, cayleyOpts); err != nil && !errors.Is(err, cgraph.ErrDatabaseExists) {
 		return fmt.Errorf("cayley init: %w", err)
 	}
+	var cut bool
+	_ = s.db.DB().View(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(cayleyMeta)
+		cut = meta != nil && meta.Get(cayleyIndexesKey) == nil
+		return nil
+	})
+	if cut {
+		if err := updateDB(s.db.DB(), finishCayleyInit); err != nil {
+			return fmt.Errorf("cayley init: %w", err)
+		}
+	}
 	if !one {
 		return nil
 	}
-	if err := s.db.DB().Update(oneQuadIndex); err != nil {
+	if err := updateDB(s.db.DB(), oneQuadIndex); err != nil {
 		return fmt.Errorf("dropping Cayley's [S,P] index: %w", err)
 	}
 	return nil
@@ -177,7 +188,7 @@ func (s *Store) createBuckets() error {
 	if err := s.initCayley(true); err != nil {
 		return err
 	}
-	return s.db.DB().Update(func(tx *bbolt.Tx) error {
+	return updateDB(s.db.DB(), func(tx *bbolt.Tx) error {
 		for _, b := range append([][]byte{bValueIDs, bValueRefs}, allBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err

@@ -55,7 +55,7 @@ func (s *Store) UseModel(ctx context.Context, m *schema.Model, at uint64) (seq u
 	}
 	s.rw.Lock()
 	last := s.lastSeq
-	err = s.db.DB().Update(func(tx *bbolt.Tx) error {
+	err = updateDB(s.db.DB(), func(tx *bbolt.Tx) error {
 		if d != nil {
 			if err := writeDerived(tx, d); err != nil {
 				return err

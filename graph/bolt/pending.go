@@ -252,7 +252,7 @@ func (r *runSet) put(db *bbolt.DB, bucket []byte, flagged bool) error {
 	m := r.merge()
 	k, v, ok := m.next()
 	for ok {
-		err := db.Update(func(tx *bbolt.Tx) error {
+		err := updateDB(db, func(tx *bbolt.Tx) error {
 			b := tx.Bucket(bucket)
 			b.FillPercent = appendFill
 			for n := 0; n < materializeChunk && ok; n++ {
@@ -443,7 +443,7 @@ func (s *Store) spill() error {
 		if err := s.qload.materialize(db); err != nil {
 			return fmt.Errorf("writing Cayley's part of the load: %w", err)
 		}
-		err := db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Put(metaQuadsPending, []byte{1}) })
+		err := updateDB(db, func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Put(metaQuadsPending, []byte{1}) })
 		if err != nil {
 			return err
 		}

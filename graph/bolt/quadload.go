@@ -340,7 +340,7 @@ func (l *quadLoad) materialize(db *bbolt.DB) error {
 	if l.keptLog != nil {
 		src := l.keptLog.source()
 		for more := true; more; {
-			err := db.Update(func(tx *bbolt.Tx) error {
+			err := updateDB(db, func(tx *bbolt.Tx) error {
 				log := tx.Bucket(cayleyLogBucket)
 				log.FillPercent = appendFill
 				for range materializeChunk {
@@ -364,7 +364,7 @@ func (l *quadLoad) materialize(db *bbolt.DB) error {
 	for len(vals) > 0 {
 		n := min(len(vals), materializeChunk)
 		chunk := vals[:n]
-		err := db.Update(func(tx *bbolt.Tx) error {
+		err := updateDB(db, func(tx *bbolt.Tx) error {
 			ids, counts := tx.Bucket(bValueIDs), tx.Bucket(bValueRefs)
 			ids.FillPercent, counts.FillPercent = appendFill, appendFill
 			for _, v := range chunk {
@@ -398,7 +398,7 @@ func (l *quadLoad) materialize(db *bbolt.DB) error {
 	})
 	for {
 		n := 0
-		err := db.Update(func(tx *bbolt.Tx) error {
+		err := updateDB(db, func(tx *bbolt.Tx) error {
 			b := tx.Bucket(cayleyOPS)
 			b.FillPercent = appendFill
 			for n < len(l.links) && n < materializeChunk {
@@ -591,6 +591,43 @@ func oneQuadIndex(tx *bbolt.Tx) error {
 		return nil
 	}
 	if err := tx.DeleteBucket([]byte("sp")); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+		return err
+	}
+	data, err := json.Marshal([]ckv.QuadIndex{opsIndex})
+	if err != nil {
+		return err
+	}
+	return meta.Put(cayleyIndexesKey, data)
+}
+
+// finishCayleyInit finishes an initialisation of Cayley's part that a
+// process did not live to finish. Cayley's kv.Init writes its version and
+// its list of quad indexes in two transactions; a store left between them
+// has a version, so Init leaves it alone, and no list, so Cayley reads it
+// as its legacy layout, with indexes on [S] and on [O] in buckets Init
+// never made, and a bulk load cannot write Cayley's part itself (see
+// quadLoad). Lore's Cayley part always has the list. Without one, the part
+// holds no quads, and gets Lore's one index; if it holds some (written in
+// that legacy layout by a Lore that did not mend it), Lore's meta marks it
+// for the Open under way to rebuild from the records (metaQuadsPending).
+func finishCayleyInit(tx *bbolt.Tx) error {
+	meta := tx.Bucket(cayleyMeta)
+	if meta == nil || meta.Get(cayleyIndexesKey) != nil {
+		return nil
+	}
+	if log := tx.Bucket(cayleyLogBucket); log != nil {
+		if k, _ := log.Cursor().First(); k != nil {
+			lore, err := tx.CreateBucketIfNotExists(bMeta)
+			if err != nil {
+				return err
+			}
+			return lore.Put(metaQuadsPending, []byte{1})
+		}
+	}
+	if err := tx.DeleteBucket([]byte("sp")); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+		return err
+	}
+	if _, err := tx.CreateBucketIfNotExists(cayleyOPS); err != nil {
 		return err
 	}
 	data, err := json.Marshal([]ckv.QuadIndex{opsIndex})

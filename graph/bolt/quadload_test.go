@@ -116,7 +116,7 @@ func cayleyDump(t *testing.T, s *Store) []string {
 		meta := tx.Bucket([]byte("meta"))
 		var inds []ckv.QuadIndex
 		if err := json.Unmarshal(meta.Get([]byte("indexes")), &inds); err != nil {
-			return err
+			return fmt.Errorf("Cayley's list of quad indexes %q: %w", meta.Get([]byte("indexes")), err)
 		}
 		for _, ind := range inds {
 			var bname []byte
@@ -158,11 +158,18 @@ func cayleyDump(t *testing.T, s *Store) []string {
 				return err
 			}
 		}
-		size := binary.LittleEndian.Uint64(meta.Get([]byte("size")))
+		// A store never written into has neither.
+		u64le := func(v []byte) uint64 {
+			if v == nil {
+				return 0
+			}
+			return binary.LittleEndian.Uint64(v)
+		}
+		size := u64le(meta.Get([]byte("size")))
 		if int(size) != live {
 			out = append(out, fmt.Sprintf("size %d, live quads %d", size, live))
 		}
-		if h := binary.LittleEndian.Uint64(meta.Get([]byte("horizon"))); h < maxID {
+		if h := u64le(meta.Get([]byte("horizon"))); h < maxID {
 			return fmt.Errorf("horizon %d is below ID %d", h, maxID)
 		}
 		return nil

@@ -98,7 +98,7 @@ func (s *Store) rewriteFile(m fileMerge) (err error) {
 	// A process waiting for the old file's lock would get it when the
 	// old file closes, and open a file no longer in the directory: the
 	// mark tells its Open to open the directory's file instead.
-	_ = old.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Put(metaMoved, []byte{1}) })
+	_ = updateDB(old.DB(), func(tx *bbolt.Tx) error { return tx.Bucket(bMeta).Put(metaMoved, []byte{1}) })
 	dst.NoSync, dst.NoGrowSync = s.boltOpts.NoSync, s.boltOpts.NoGrowSync
 	s.db = hbolt.New(dst)
 	s.kv.DB = s.db
