@@ -177,8 +177,11 @@ func checkCrashCopies(t *testing.T, name string, snaps []string, states map[stri
 					t.Fatalf("%s: after commit %d of %d, and commit %d of the next Open, the store holds another state:\n%s",
 						name, i+1, len(snaps), j+1, lineDiff(strings.Split(got, "\n"), strings.Split(got2, "\n")))
 				}
+				_ = os.RemoveAll(re)
 			}
+			_ = os.RemoveAll(again)
 		}
+		_ = os.RemoveAll(snap) // thousands of copies would fill a small disk
 		at, ok := states[got]
 		if !ok {
 			t.Fatalf("%s: after commit %d of %d, the store holds what no prefix of the input leaves:\n%s",
