@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -214,6 +215,8 @@ func (s *Store) startEarly(ctx context.Context, ld *load, p *graph.Plan) {
 		})
 		if eb.err != nil {
 			eb.err = fmt.Errorf("building what the load's nodes derive: %w", eb.err)
+		} else {
+			committed(ld.conn.Config().Database)
 		}
 	}()
 }
@@ -283,10 +286,12 @@ func beginLoad(ctx context.Context, conn *pgx.Conn, fast bool) (bool, error) {
 	if _, err := conn.Exec(ctx, `INSERT INTO lore_meta (key, value) VALUES ('loading', '\x01')`); err != nil {
 		return false, err
 	}
+	committed(conn.Config().Database)
 	if fast {
 		if _, err := conn.Exec(ctx, dropKeys+`; `+dropDegreesKey+`; `+dropIndexes+`; SET synchronous_commit = off`); err != nil {
 			return false, err
 		}
+		committed(conn.Config().Database)
 	}
 	return true, nil
 }
@@ -309,6 +314,9 @@ func (s *Store) endLoad(ld *load, ok bool) (err error) {
 		}
 		if err == nil {
 			_, err = ld.conn.Exec(ctx, `SET synchronous_commit = on; DELETE FROM lore_meta WHERE key = 'loading'`)
+		}
+		if err == nil {
+			committed(ld.conn.Config().Database)
 		}
 		ld.conn.Close(ctx) // which releases the locks
 		if err == nil {
@@ -385,7 +393,7 @@ func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
 		if len(steps) == 0 {
 			return nil
 		}
-		return pgx.BeginFunc(ctx, q, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, q, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, buildSettings); err != nil {
 				return err
 			}
@@ -396,6 +404,10 @@ func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
 			}
 			return nil
 		})
+		if err == nil {
+			committed(ld.conn.Config().Database)
+		}
+		return err
 	}
 	var err1 error
 	var wg sync.WaitGroup
@@ -417,6 +429,18 @@ func (s *Store) buildDeferred(ctx context.Context, ld *load) error {
 // machine, counting the edge summaries took longer than its 60 s, and
 // the load failed at its end.
 const buildSettings = `SET LOCAL maintenance_work_mem = '1GB'; SET LOCAL work_mem = '512MB'; SET LOCAL statement_timeout = 0`
+
+// crashPoints, set by a test, is called after every commit of an
+// all-or-nothing load (and of its begin and end), with the database's
+// name: a point where the loading process may die. A package variable, as
+// in graph/bolt; a test that sets it skips other tests' databases.
+var crashPoints atomic.Pointer[func(database string)]
+
+func committed(database string) {
+	if f := crashPoints.Load(); f != nil {
+		(*f)(database)
+	}
+}
 
 // beginner is what undoLoad runs its transaction on.
 type beginner interface {
@@ -627,6 +651,7 @@ func (s *Store) commitLoad(ctx context.Context, ld *load, p *graph.Plan) error {
 	if err := tx.Commit(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	committed(ld.conn.Config().Database)
 	ld.committed(wr, true)
 	graph.RaiseMinSeq(ctx, seq)
 	if s.rs == nil {

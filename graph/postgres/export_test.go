@@ -1,0 +1,4 @@
+package postgres
+
+// CrashPoints is crashPoints, for the tests of package postgres_test.
+var CrashPoints = &crashPoints
