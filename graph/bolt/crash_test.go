@@ -124,25 +124,40 @@ func TestBulkLoadDiesAtEveryCommit(t *testing.T) {
 		states, lines := prefixStates(t, input)
 		batch := 1 + rng.IntN(40)
 		after, flush := 1+rng.IntN(30), 1+rng.IntN(60)
-		for _, mode := range []string{"rewritten", "kept", "partial"} {
-			for _, buffer := range []int64{0, 1} {
-				name := fmt.Sprintf("seed %d, %s, buffer %d", seed, mode, buffer)
-				dir := t.TempDir()
-				s := openTest(t, dir, Config{KeepLoadFile: mode == "kept", DeferAfter: after, DeferFlush: flush, LoadBuffer: buffer})
-				stop := snapshotCommits(t, dir)
-				opts := graph.ImportOptions{BatchSize: batch, Partial: mode == "partial"}
+		crashEveryCommit(t, fmt.Sprintf("seed %d", seed), Config{DeferAfter: after, DeferFlush: flush}, states, lines,
+			func(name string, s *Store, partial bool) {
+				opts := graph.ImportOptions{BatchSize: batch, Partial: partial}
 				if _, err := graph.Import(t.Context(), s, strings.NewReader(input), opts); err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				snaps := stop()
-				s.Close()
-				if len(snaps) < 3 {
-					t.Fatalf("%s: %d commits seen", name, len(snaps))
-				}
-				checkCrashCopies(t, name, snaps, states, lines, mode != "partial")
-				if got := reopenCrashed(t, dir); states[got] == nil || states[got][len(states[got])-1] != lines {
-					t.Fatalf("%s: the finished load does not hold every line", name)
-				}
+			})
+	}
+}
+
+// crashEveryCommit runs load into new stores opened with cfg, each way a
+// load can go: all or nothing rewriting its file or keeping it, or
+// partial; holding what waits for its end or spilling it before nearly
+// every batch. It copies each store after every commit (snapshotCommits),
+// then checks the copies and the finished store against states, the
+// states of the load's input after 0 to total steps (checkCrashCopies).
+func crashEveryCommit(t *testing.T, prefix string, cfg Config, states map[string][]int, total int, load func(name string, s *Store, partial bool)) {
+	t.Helper()
+	for _, mode := range []string{"rewritten", "kept", "partial"} {
+		for _, buffer := range []int64{0, 1} {
+			name := fmt.Sprintf("%s, %s, buffer %d", prefix, mode, buffer)
+			dir := t.TempDir()
+			cfg.KeepLoadFile, cfg.LoadBuffer = mode == "kept", buffer
+			s := openTest(t, dir, cfg)
+			stop := snapshotCommits(t, dir)
+			load(name, s, mode == "partial")
+			snaps := stop()
+			s.Close()
+			if len(snaps) < 3 {
+				t.Fatalf("%s: %d commits seen", name, len(snaps))
+			}
+			checkCrashCopies(t, name, snaps, states, total, mode != "partial")
+			if got := reopenCrashed(t, dir); states[got] == nil || states[got][len(states[got])-1] != total {
+				t.Fatalf("%s: the finished load does not hold all of its input", name)
 			}
 		}
 	}
@@ -228,35 +243,11 @@ func TestStreamedLoadDiesAtEveryCommit(t *testing.T) {
 			states[k] = append(states[k], i+1)
 		}
 		after, flush := rng.IntN(20), 1+rng.IntN(40)
-		for _, mode := range []string{"rewritten", "kept", "partial"} {
-			for _, buffer := range []int64{0, 1} {
-				name := fmt.Sprintf("seed %d, %s, buffer %d", seed, mode, buffer)
-				dir := t.TempDir()
-				s := openTest(t, dir, Config{KeepLoadFile: mode == "kept", DeferAfter: after, DeferFlush: flush, LoadBuffer: buffer})
-				stop := snapshotCommits(t, dir)
-				ctx := t.Context()
-				var done func() error
-				if mode == "partial" {
-					end, ok := s.BeginBulk()
-					if !ok {
-						t.Fatal("an empty store did not start a bulk load")
-					}
-					done = end
-				} else {
-					end, ok := s.BeginLoad(true)
-					if !ok {
-						t.Fatal("an empty store did not start a load")
-					}
-					done = func() error { return end(true) }
-					ctx = graph.WithinLoad(ctx)
-				}
-				ch := make(chan *graph.StreamBatch, len(stream))
-				for i, b := range stream {
-					ch <- &graph.StreamBatch{Batch: b, Last: i == len(stream)-1}
-				}
-				close(ch)
+		crashEveryCommit(t, fmt.Sprintf("seed %d", seed), Config{DeferAfter: after, DeferFlush: flush}, states, len(stream),
+			func(name string, s *Store, partial bool) {
+				ctx, done := beginStreamLoad(t, s, partial)
 				i := 0
-				s.ApplyStream(ctx, ch, func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
+				s.ApplyStream(ctx, streamOf(stream), func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
 					if (err != nil) != slices.Contains(refused, i) {
 						t.Errorf("%s: batch %d: %v", name, i, err)
 					}
@@ -266,17 +257,7 @@ func TestStreamedLoadDiesAtEveryCommit(t *testing.T) {
 				if err := done(); err != nil {
 					t.Fatalf("%s: ending the load: %v", name, err)
 				}
-				snaps := stop()
-				s.Close()
-				if len(snaps) < 3 {
-					t.Fatalf("%s: %d commits seen", name, len(snaps))
-				}
-				checkCrashCopies(t, name, snaps, states, len(stream), mode != "partial")
-				if got := reopenCrashed(t, dir); states[got] == nil || states[got][len(states[got])-1] != len(stream) {
-					t.Fatalf("%s: the finished load does not hold every batch", name)
-				}
-			}
-		}
+			})
 	}
 }
 

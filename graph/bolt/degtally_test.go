@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -202,33 +203,13 @@ func TestTallyLoadMatchesApplies(t *testing.T) {
 			bulk bool // a partial bulk load (BeginBulk), not an all-or-nothing one
 		}{{"load", false, false}, {"load keeping its file", true, false}, {"partial bulk load", false, true}} {
 			loaded := openTest(t, t.TempDir(), Config{DeferAfter: rng.IntN(20), DeferFlush: 1 + rng.IntN(40), KeepLoadFile: v.keep})
-			ctx := t.Context()
-			var done func() error
-			if v.bulk {
-				end, ok := loaded.BeginBulk()
-				if !ok {
-					t.Fatal("an empty store did not start a bulk load")
-				}
-				done = end
-			} else {
-				end, ok := loaded.BeginLoad(true)
-				if !ok {
-					t.Fatal("an empty store did not start a load")
-				}
-				done = func() error { return end(true) }
-				ctx = graph.WithinLoad(ctx)
-			}
+			ctx, done := beginStreamLoad(t, loaded, v.bulk)
 			if (loaded.deferred.idx != nil) != (!v.keep && !v.bulk) {
 				t.Fatalf("%s: index runs %v", v.name, loaded.deferred.idx != nil)
 			}
-			ch := make(chan *graph.StreamBatch, len(stream))
-			for i, b := range stream {
-				ch <- &graph.StreamBatch{Batch: b, Last: i == len(stream)-1}
-			}
-			close(ch)
 			var refused []int
 			i := 0
-			loaded.ApplyStream(ctx, ch, func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
+			loaded.ApplyStream(ctx, streamOf(stream), func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
 				if err != nil {
 					if testing.Verbose() {
 						t.Logf("seed %d, %s: refused batch %d: %v", seed, v.name, i, err)
@@ -267,6 +248,35 @@ func TestTallyLoadMatchesApplies(t *testing.T) {
 			}
 		}
 	}
+}
+
+// beginStreamLoad starts a bulk load into the empty store s, partial or
+// all or nothing, and returns the context its stream runs under and the
+// function that ends it (successfully, if all or nothing).
+func beginStreamLoad(t *testing.T, s *Store, partial bool) (context.Context, func() error) {
+	t.Helper()
+	if partial {
+		end, ok := s.BeginBulk()
+		if !ok {
+			t.Fatal("an empty store did not start a bulk load")
+		}
+		return t.Context(), end
+	}
+	end, ok := s.BeginLoad(true)
+	if !ok {
+		t.Fatal("an empty store did not start a load")
+	}
+	return graph.WithinLoad(t.Context()), func() error { return end(true) }
+}
+
+// streamOf returns a closed channel of the batches, the last marked last.
+func streamOf(batches []*graph.Batch) <-chan *graph.StreamBatch {
+	ch := make(chan *graph.StreamBatch, len(batches))
+	for i, b := range batches {
+		ch <- &graph.StreamBatch{Batch: b, Last: i == len(batches)-1}
+	}
+	close(ch)
+	return ch
 }
 
 // bucketDump returns a bucket's pairs.

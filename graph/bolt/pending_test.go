@@ -233,14 +233,11 @@ func TestWaitingEdgesRemovedInAStream(t *testing.T) {
 		{Edges: []graph.EdgeInput{dep("service/a", "service/c", "sync"), dep("service/b", "service/c", "")}},
 		{Edges: []graph.EdgeInput{dep("service/c", "service/b", "data")}},
 	}
-	ch := make(chan *graph.StreamBatch, len(batches))
-	for i, b := range batches {
+	for _, b := range batches {
 		b.Op = "import"
-		ch <- &graph.StreamBatch{Batch: b, Last: i == len(batches)-1}
 	}
-	close(ch)
 	var results []*graph.Result
-	s.ApplyStream(graph.WithinLoad(t.Context()), ch, func(_ *graph.StreamBatch, r *graph.Result, err error) bool {
+	s.ApplyStream(graph.WithinLoad(t.Context()), streamOf(batches), func(_ *graph.StreamBatch, r *graph.Result, err error) bool {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -165,14 +165,8 @@ func dieAfterStream(t *testing.T, cfg Config, dying func(*Store)) {
 	if _, ok := s.BeginBulk(); !ok { // its end is never called
 		t.Fatal("an empty store did not start a bulk load")
 	}
-	split := lineBatches(t, data, 30)
-	batches := make(chan *graph.StreamBatch, len(split))
-	for i, b := range split {
-		batches <- &graph.StreamBatch{Batch: b, Last: i == len(split)-1}
-	}
-	close(batches)
 	var failed error
-	s.ApplyStream(t.Context(), batches, func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
+	s.ApplyStream(t.Context(), streamOf(lineBatches(t, data, 30)), func(_ *graph.StreamBatch, _ *graph.Result, err error) bool {
 		failed = err
 		return err == nil
 	})
