@@ -1,14 +1,14 @@
 //go:build unix
 
-package bolt
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the CPU time the process has used, user and system.
-func cpuTime() time.Duration {
+// Process returns the CPU time the process has used, user and system.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package bolt
-
-import "time"
-
-// cpuTime returns 0: the benchmarks report no CPU time here.
-func cpuTime() time.Duration { return 0 }
