@@ -423,7 +423,13 @@ func Import(ctx context.Context, s Store, r io.Reader, opt ImportOptions) (*Impo
 		return withSync(runPass(ctx, s, r, opt, passPartial, start))
 	}
 	if al, ok := s.(AtomicLoader); ok {
-		if done, ok := al.BeginLoad(!opt.Durable); ok {
+		done, ok, err := al.BeginLoad(!opt.Durable)
+		if err != nil {
+			// Not the two passes below: an import into an empty store is
+			// all or nothing, and they are not.
+			return nil, fmt.Errorf("beginning the load: %w", err)
+		}
+		if ok {
 			st, err := runPass(WithinLoad(ctx), s, r, opt, passLoad, start)
 			if err == nil {
 				err = done(true) // which empties the store if it fails

@@ -125,7 +125,11 @@ type AtomicLoader interface {
 	// it committed; done(false) empties the store again, as does the next
 	// open if the process dies first (the change log's sequence numbers
 	// keep growing). fast makes the load a bulk load (see BulkLoader).
-	BeginLoad(fast bool) (done func(ok bool) error, ok bool)
+	// It reports ok false and no error if the store takes no load now
+	// (it holds or held data, or another load is under way), and an error
+	// if it failed to begin one: then the store holds what it held, or a
+	// mark that the next writer or open undoes.
+	BeginLoad(fast bool) (done func(ok bool) error, ok bool, err error)
 }
 
 // loadKey marks the context of the batches a load that BeginLoad started

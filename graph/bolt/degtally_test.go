@@ -262,9 +262,9 @@ func beginStreamLoad(t *testing.T, s *Store, partial bool) (context.Context, fun
 		}
 		return t.Context(), end
 	}
-	end, ok := s.BeginLoad(true)
-	if !ok {
-		t.Fatal("an empty store did not start a load")
+	end, ok, err := s.BeginLoad(true)
+	if err != nil || !ok {
+		t.Fatalf("an empty store did not start a load: %v", err)
 	}
 	return graph.WithinLoad(t.Context()), func() error { return end(true) }
 }

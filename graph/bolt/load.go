@@ -27,13 +27,13 @@ var (
 // it a bulk load as well. Until done, Apply refuses other writes: undoing
 // the load would undo them too. (The load itself commits through
 // ApplyStream, not Apply.)
-func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
+func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool, err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.closed || s.readOnly || s.lastSeq != s.base || s.deferred != nil || s.loading {
-		return nil, false
+		return nil, false, nil
 	}
-	err := s.update(func(tx *bbolt.Tx) error {
+	err = s.update(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bMeta)
 		if fast {
 			if err := meta.Put(metaDeferred, []byte{1}); err != nil {
@@ -46,7 +46,7 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 		return meta.Put(metaLoading, []byte{1})
 	})
 	if err != nil {
-		return nil, false
+		return nil, false, err
 	}
 	s.loading = true
 	var b *bulk
@@ -78,7 +78,7 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 			}
 			return nil
 		})
-	}, true
+	}, true, nil
 }
 
 // undoLoad empties the store of an all-or-nothing load that failed.

@@ -164,8 +164,8 @@ func TestInterruptedLoadIsUndoneAtOpen(t *testing.T) {
 	for _, fast := range []bool{true, false} {
 		dir := t.TempDir()
 		s := openTest(t, dir, Config{})
-		if _, ok := s.BeginLoad(fast); !ok {
-			t.Fatal("an empty store did not start a load")
+		if _, ok, err := s.BeginLoad(fast); err != nil || !ok {
+			t.Fatalf("an empty store did not start a load: %v", err)
 		}
 		// Another writer waits for the load: undoing it would undo the write.
 		if _, err := s.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{{ID: "topic/other", Type: "Topic", Properties: graph.Props{"name": "o"}}}}); !errors.Is(err, graph.ErrConflict) {
@@ -201,9 +201,9 @@ func TestInterruptedLoadIsUndoneAtOpen(t *testing.T) {
 func TestLoadRefusesOtherWriters(t *testing.T) {
 	for _, fast := range []bool{true, false} {
 		s := openTest(t, t.TempDir(), Config{})
-		done, ok := s.BeginLoad(fast)
-		if !ok {
-			t.Fatal("an empty store did not start a load")
+		done, ok, err := s.BeginLoad(fast)
+		if err != nil || !ok {
+			t.Fatalf("an empty store did not start a load: %v", err)
 		}
 		stream := func(ctx context.Context, b *graph.Batch) error {
 			ch := make(chan *graph.StreamBatch, 1)

@@ -217,9 +217,9 @@ func TestWaitingEdgesRemovedInAStream(t *testing.T) {
 		},
 	}
 	s := openTest(t, t.TempDir(), Config{DeferAfter: -1, stream: hooks})
-	done, ok := s.BeginLoad(true)
-	if !ok {
-		t.Fatal("an empty store did not start a load")
+	done, ok, err := s.BeginLoad(true)
+	if err != nil || !ok {
+		t.Fatalf("an empty store did not start a load: %v", err)
 	}
 	if s.deferred.edges == nil {
 		t.Fatal("the load's edge records do not wait")

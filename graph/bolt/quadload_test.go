@@ -362,9 +362,9 @@ func TestQuadLoadSurvivesFailedCommit(t *testing.T) {
 			}
 			end = e
 		} else { // all or nothing, rewriting the file
-			e, ok := s.BeginLoad(true)
-			if !ok {
-				t.Fatal("an empty store did not start a load")
+			e, ok, err := s.BeginLoad(true)
+			if err != nil || !ok {
+				t.Fatalf("an empty store did not start a load: %v", err)
 			}
 			end = func() error { return e(true) }
 			ctx = graph.WithinLoad(ctx)

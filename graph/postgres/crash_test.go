@@ -40,6 +40,14 @@ func crashInput() string {
 // the load made (all of them if at is 0).
 func dieAt(t *testing.T, input string, durable bool, at int) (url string, commits int) {
 	t.Helper()
+	url, commits, _ = endConnsAt(t, input, durable, at, true)
+	return url, commits
+}
+
+// endConnsAt is dieAt, whose refusing of new connections is refuse; it
+// also returns the import's error.
+func endConnsAt(t *testing.T, input string, durable bool, at int, refuse bool) (url string, commits int, importErr error) {
+	t.Helper()
 	url = pgtest.NewDatabase(t)
 	s := open(t, url)
 	cfg, err := pgx.ParseConfig(url)
@@ -66,17 +74,20 @@ func dieAt(t *testing.T, input string, durable bool, at int) (url string, commit
 		// The process is dead: nothing of it may write again, through the
 		// connections it has or through new ones. (Not the test's context:
 		// a failed test must still end them.)
-		_, err := admin.Exec(context.Background(), `ALTER DATABASE `+database+` ALLOW_CONNECTIONS false;
-			SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '`+database+`' AND pid <> pg_backend_pid()`)
+		sql := `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '` + database + `' AND pid <> pg_backend_pid()`
+		if refuse {
+			sql = `ALTER DATABASE ` + database + ` ALLOW_CONNECTIONS false; ` + sql
+		}
+		_, err := admin.Exec(context.Background(), sql)
 		if err != nil {
 			t.Errorf("ending the load's connections: %v", err)
 		}
 	}
 	postgres.CrashPoints.Store(&hook)
 	defer postgres.CrashPoints.Store(nil)
-	_, err = graph.Import(t.Context(), s, strings.NewReader(input), graph.ImportOptions{Format: graph.NDJSON, BatchSize: 25, Durable: durable})
-	if at == 0 && err != nil {
-		t.Fatal(err)
+	_, importErr = graph.Import(t.Context(), s, strings.NewReader(input), graph.ImportOptions{Format: graph.NDJSON, BatchSize: 25, Durable: durable})
+	if at == 0 && importErr != nil {
+		t.Fatal(importErr)
 	}
 	s.Close()
 	if _, err := admin.Exec(t.Context(), `ALTER DATABASE `+database+` ALLOW_CONNECTIONS true`); err != nil {
@@ -84,7 +95,7 @@ func dieAt(t *testing.T, input string, durable bool, at int) (url string, commit
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return url, commits
+	return url, commits, importErr
 }
 
 // An all-or-nothing load whose process dies after any of its commits (its
@@ -128,4 +139,18 @@ func TestLoadDiesAtEveryCommit(t *testing.T) {
 			s.Close()
 		}
 	}
+}
+
+// A load that fails to begin (here its connections end right after it
+// committed its marker, and the process goes on) fails its import: the
+// import does not go on to write batch by batch, which an interruption
+// would leave half written. The store is empty again at the next open.
+func TestImportFailsWhenItsLoadCannotBegin(t *testing.T) {
+	url, _, err := endConnsAt(t, crashInput(), false, 1, false)
+	if err == nil || !strings.Contains(err.Error(), "beginning the load") {
+		t.Fatalf("the import: %v, want its load's failure to begin", err)
+	}
+	s := open(t, url)
+	emptyStore(t, s, 0)
+	graphtest.CheckOK(t, s)
 }

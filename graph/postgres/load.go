@@ -234,26 +234,28 @@ const loadMarkerSQL = `SELECT EXISTS (SELECT 1 FROM lore_meta WHERE key = 'loadi
 // BeginLoad starts an all-or-nothing load if the store holds, and held,
 // nothing (see graph.AtomicLoader); fast defers the flush of its commits
 // to its end. It waits for the commits under way in other processes.
-func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
+func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool, err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.check() != nil || s.readOnly || s.load != nil {
-		return nil, false
+		return nil, false, nil
 	}
 	ctx := context.Background()
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return nil, false
+		return nil, false, err
 	}
+	// Closing the connection ends its locks: a marker it committed is
+	// then a dead load's, which the next writer or open undoes.
 	if ok, err := beginLoad(ctx, conn, fast); err != nil || !ok {
 		conn.Close(ctx)
-		return nil, false
+		return nil, false, err
 	}
 	// The load holds the commit lock: no model is put in use until it
 	// ends, and it writes with the one in use now.
 	if _, err := s.refreshModel(ctx, conn); err != nil {
 		conn.Close(ctx)
-		return nil, false
+		return nil, false, err
 	}
 	ld := &load{conn: conn, fast: fast, loaded: newLoaded()}
 	if fast {
@@ -261,7 +263,7 @@ func (s *Store) BeginLoad(fast bool) (done func(ok bool) error, ok bool) {
 		ld.keys = []string{addNodesKey, addEdgesKey, addPostingsKey, addPropKey}
 	}
 	s.load = ld
-	return func(ok bool) error { return s.endLoad(ld, ok) }, true
+	return func(ok bool) error { return s.endLoad(ld, ok) }, true, nil
 }
 
 // beginLoad takes a load's locks on conn, undoes a dead load, checks that

@@ -151,8 +151,8 @@ func TestInterruptedLoadIsUndone(t *testing.T) {
 		t.Run(fmt.Sprintf("fast=%v/open", fast), func(t *testing.T) {
 			url := pgtest.NewDatabase(t)
 			s := open(t, url)
-			if _, ok := s.BeginLoad(fast); !ok {
-				t.Fatal("an empty store did not start a load")
+			if _, ok, err := s.BeginLoad(fast); err != nil || !ok {
+				t.Fatalf("an empty store did not start a load: %v", err)
 			}
 			if _, err := s.Apply(t.Context(), &graph.Batch{Nodes: []graph.NodeInput{topic("topic/other", "o")}}); !errors.Is(err, graph.ErrConflict) {
 				t.Fatalf("a write during a load: %v", err)
@@ -178,11 +178,11 @@ func TestInterruptedLoadIsUndone(t *testing.T) {
 		t.Run(fmt.Sprintf("fast=%v/replica", fast), func(t *testing.T) {
 			url := pgtest.NewDatabase(t)
 			s, replica := open(t, url), open(t, url)
-			if _, ok := s.BeginLoad(fast); !ok {
-				t.Fatal("an empty store did not start a load")
+			if _, ok, err := s.BeginLoad(fast); err != nil || !ok {
+				t.Fatalf("an empty store did not start a load: %v", err)
 			}
-			if _, ok := replica.BeginLoad(fast); ok {
-				t.Fatal("a second load began during the first")
+			if _, ok, err := replica.BeginLoad(fast); ok || err != nil {
+				t.Fatalf("a second load began during the first (or failed: %v)", err)
 			}
 			wrote := make(chan error, 1)
 			go func() {
@@ -233,9 +233,9 @@ func TestLostLoadIsUndone(t *testing.T) {
 	for _, ok := range []bool{false, true} {
 		t.Run(fmt.Sprintf("done(%v)", ok), func(t *testing.T) {
 			s := open(t, pgtest.NewDatabase(t))
-			done, began := s.BeginLoad(true)
-			if !began {
-				t.Fatal("an empty store did not start a load")
+			done, began, err := s.BeginLoad(true)
+			if err != nil || !began {
+				t.Fatalf("an empty store did not start a load: %v", err)
 			}
 			loadBatches(t, s, 2)
 			// lockLoad is 0x6c6f7265_00000003: pg_locks shows it as classid,
