@@ -401,7 +401,7 @@ func TestQuadLoadSurvivesFailedCommit(t *testing.T) {
 		if _, err := s.Apply(ctx, failing); err == nil || !strings.Contains(err.Error(), "would go negative") {
 			t.Fatalf("a commit over a corrupt count: %v", err)
 		}
-		if i > 0 && (s.qload == nil || len(s.qload.links) != 4 || s.qload.commits != 2) {
+		if i > 0 && (s.qload == nil || s.qload.links.len() != 4 || s.qload.commits != 2) {
 			t.Fatalf("after a failed commit, the quadLoad holds %+v", s.qload)
 		}
 		if i == 2 && s.qload.keptLog.mark() != kept {
@@ -569,7 +569,7 @@ func TestQuadLoadDiesAndOpenRebuilds(t *testing.T) {
 		for _, b := range lineBatches(t, data, 40) {
 			apply(t, s, b)
 		}
-		if i == 1 && (s.qload == nil || len(s.qload.links) == 0) {
+		if i == 1 && (s.qload == nil || s.qload.links.len() == 0) {
 			t.Fatalf("the load kept nothing back: %+v", s.qload)
 		}
 		s.deferred, s.qload = nil, nil // what a dead process leaves
@@ -652,5 +652,46 @@ func copyStore(t *testing.T, dir, to string) {
 	}
 	if err := os.WriteFile(filepath.Join(to, FileName), data, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLinkList checks the blocks of a linkList against one slice: adds
+// that cross blocks, truncations (a failed commit's rollback) to random
+// points, and sorted, after which adds go on.
+func TestLinkList(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var l linkList
+	var want []link
+	for round := range 40 {
+		for range rng.IntN(3 * linkBlock) {
+			x := link{rng.Uint64N(50), rng.Uint64N(5), rng.Uint64N(50), rng.Uint64()}
+			l.add(x)
+			want = append(want, x)
+		}
+		if rng.IntN(2) == 0 {
+			n := rng.IntN(len(want) + 1)
+			l.truncate(n)
+			want = want[:n]
+		}
+		if l.len() != len(want) {
+			t.Fatalf("round %d: len %d, want %d", round, l.len(), len(want))
+		}
+		if l.held() < int64(len(want))*32 {
+			t.Fatalf("round %d: held %d bytes for %d links", round, l.held(), len(want))
+		}
+		if round%5 == 4 {
+			sortLinks(want)
+			if got := l.sorted(); !slices.Equal(got, want) {
+				t.Fatalf("round %d: sorted differs", round)
+			}
+			continue
+		}
+		var got []link
+		for _, b := range l.blocks {
+			got = append(got, b...)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: the blocks differ from the slice", round)
+		}
 	}
 }

@@ -147,8 +147,8 @@ func TestBulkLoadDiesAfterItsLastCommit(t *testing.T) {
 // records, and the store checks.
 func TestPartialLoadDiesAfterSpill(t *testing.T) {
 	dieAfterStream(t, Config{DeferAfter: -1, LoadBuffer: 1}, func(s *Store) {
-		if s.spills == 0 || s.qload == nil || len(s.qload.links) == 0 {
-			t.Fatalf("the load spilled %d times, and keeps back %d index entries", s.spills, len(s.qload.links))
+		if s.spills == 0 || s.qload == nil || s.qload.links.len() == 0 {
+			t.Fatalf("the load spilled %d times, and keeps back %d index entries", s.spills, s.qload.links.len())
 		}
 	})
 }
