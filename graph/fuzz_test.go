@@ -144,3 +144,36 @@ func FuzzImportMemory(f *testing.F) {
 	s := example(f)
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzImport(t, s, graph.Memory, data) })
 }
+
+// FuzzParseMigration: a migration document never panics the parser, and
+// one it accepts, written out again, reads back as the same migration.
+func FuzzParseMigration(f *testing.F) {
+	for _, seed := range []string{
+		`{"steps": [{"renameProperty": {"type": "Person", "from": "mail", "to": "email"}}]}`,
+		`{"steps": [{"setDefault": {"type": "Person", "property": "tier", "value": {"a": [1, 2.5e3, null]}}}]}`,
+		`{"steps": [{"convertProperty": {"type": "Person", "property": "age", "to": "integer"}}]}`,
+		`{"steps": [{"retypeNodes": {"from": "Topic", "to": "Concept", "ids": ["topic/a"], "where": {"name": {"prefix": "a"}}}}]}`,
+		`{"steps": [{"setDefault": {"type": "B", "property": "x", "value": 1}}, {"retypeNodes": {"from": "A", "to": "B"}}]}`,
+		`{"steps": [{"retypeNodes": {"from": "A", "to": "B", "from": "C"}}]}`,
+		`{"steps": []}`, `[]`, `{"steps": [{}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := graph.ParseMigration(data)
+		if err != nil {
+			return
+		}
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("an accepted migration does not marshal: %v", err)
+		}
+		again, err := graph.ParseMigration(out)
+		if err != nil {
+			t.Fatalf("%s, written out as %s, is refused: %v", data, out, err)
+		}
+		if out2, _ := json.Marshal(again); !bytes.Equal(out, out2) {
+			t.Fatalf("%s reads back as %s", out, out2)
+		}
+	})
+}

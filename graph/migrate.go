@@ -121,16 +121,19 @@ func compileWhere(raw json.RawMessage) (*filter, error) {
 
 // ParseMigration decodes a migration document strictly: an unknown field,
 // a step with no change or with two, or a missing name is an error that
-// says where.
+// says where. So is what the decoder would take silently (a key given
+// twice, of which it keeps the last; invalid UTF-8, which it replaces, and
+// which a setDefault value would write into every node) or slowly
+// (nesting deeper than schema.DefaultMaxDepth).
 func ParseMigration(data []byte) (*Migration, error) {
+	if err := schema.CheckJSON(data, schema.DefaultMaxDepth); err != nil {
+		return nil, fmt.Errorf("migration: %w", err)
+	}
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
 	var m Migration
 	if err := d.Decode(&m); err != nil {
 		return nil, fmt.Errorf("migration: %w", err)
-	}
-	if d.More() {
-		return nil, errors.New("migration: more than one JSON value")
 	}
 	if len(m.Steps) == 0 {
 		return nil, errors.New("migration: no steps")

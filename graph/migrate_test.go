@@ -166,7 +166,7 @@ func TestParseMigration(t *testing.T) {
 		`{"steps": [{"convertProperty": {"type": "A", "property": "x", "to": "date"}}]}`:                                     `want string, integer, number or boolean, not "date"`,
 		`{"steps": [{"renameProperty": {"type": "A", "from": "x", "to": "y"}, "setDefault": {}}]}`:                           "want exactly one of",
 		`{"steps": [{"renameProperty": {"type": "A", "from": "x", "to": "y", "where": 1}}]}`:                                 `unknown field "where"`,
-		`{"steps": [{"setDefault": {"type": "A", "property": "x", "value": 1}}]} {}`:                                         "more than one JSON value",
+		`{"steps": [{"setDefault": {"type": "A", "property": "x", "value": 1}}]} {}`:                                         "data after the JSON value",
 		`{"steps": [{"retypeNodes": {"from": "A", "to": "A"}}]}`:                                                             "retypeNodes: from and to are the same",
 		`{"steps": [{"retypeNodes": {"from": "A"}}]}`:                                                                        "retypeNodes/to is required",
 		`{"steps": [{"retypeNodes": {"from": "A", "to": "B", "ids": []}}]}`:                                                  "retypeNodes/ids is empty",
@@ -175,6 +175,11 @@ func TestParseMigration(t *testing.T) {
 		`{"steps": [{"retypeNodes": {"from": "A", "to": "B", "where": []}}]}`:                                                "retypeNodes/where: invalid query",
 		`{"steps": [{"retypeNodes": {"from": "A", "to": "B", "when": 1}}]}`:                                                  `unknown field "when"`,
 		`{"steps": [{"setDefault": {"type": "B", "property": "x", "value": 1}}, {"retypeNodes": {"from": "A", "to": "B"}}]}`: "/steps/1: retypeNodes: /steps/0 changes B nodes before this step makes more of them",
+		// What encoding/json would take silently: the last of two keys, a
+		// replaced byte (written into every node by setDefault).
+		`{"steps": [{"retypeNodes": {"from": "A", "to": "B", "from": "C"}}]}`:                    "at /steps/0/retypeNodes/from",
+		`{"steps": [{"setDefault": {"type": "A", "property": "x", "value": "` + "\xff" + `"}}]}`: "invalid UTF-8",
+		strings.Repeat("[", 200) + strings.Repeat("]", 200):                                      "nested deeper than",
 	} {
 		if _, err := graph.ParseMigration([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", doc, err, want)
