@@ -36,10 +36,12 @@ func Tokens(text string) []string {
 	return out
 }
 
-// SetPathsCacheEdges sets how many edges a Paths call keeps for its spur
-// searches, until the returned function restores it.
-func SetPathsCacheEdges(n int) (restore func()) {
-	old := adjCacheEdges
-	adjCacheEdges = n
-	return func() { adjCacheEdges = old }
+// WithPathsCache returns q with room for n edges (none if n is 0) in the
+// cache its spur searches replay.
+func WithPathsCache(q PathsQuery, n int) PathsQuery {
+	q.cacheEdges = n
+	if n == 0 {
+		q.cacheEdges = -1
+	}
+	return q
 }

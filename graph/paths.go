@@ -25,6 +25,11 @@ type PathsQuery struct {
 	// Cursor, from the result of the same query, continues after the page
 	// it came with.
 	Cursor string
+
+	// cacheEdges is the room of the cache of edges the spur searches
+	// replay: 0 means defaultPathsCache, a negative value none (tests set
+	// it, through export_test.go, to check the reads it saves).
+	cacheEdges int
 }
 
 // A PathsResult lists up to K shortest simple paths (no node twice), in
@@ -98,7 +103,7 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 	}
 	// Each end's node says, besides that it exists, its degree on its
 	// side of the search (as Degrees would), which the search reads first.
-	ps := &pathSearch{s: s, labels: q.Labels, dir: dir, noNode: map[ID]bool{}, noEdge: map[string]bool{}, noNext: map[ID]bool{}, degs: map[sideNode]int64{}, adj: newAdjCache()}
+	ps := &pathSearch{s: s, labels: q.Labels, dir: dir, noNode: map[ID]bool{}, noEdge: map[string]bool{}, noNext: map[ID]bool{}, degs: map[sideNode]int64{}, adj: newAdjCache(max(cmp.Or(q.cacheEdges, defaultPathsCache), 0))}
 	for i, id := range []ID{q.From, q.To} {
 		n, err := s.Node(ctx, id)
 		if err != nil {

@@ -300,12 +300,10 @@ func TestPathsAgainstAllSimplePaths(t *testing.T) {
 				room = rng.IntN(12)
 			}
 			desc := fmt.Sprintf("trial %d, graph %v, query %+v, cache room %d", trial, edges, q, room)
-			restore := func() {}
 			if room >= 0 {
-				restore = graph.SetPathsCacheEdges(room)
+				q = graph.WithPathsCache(q, room)
 			}
 			r, err := graph.Paths(t.Context(), s, q, graph.Limits{})
-			restore()
 			if err != nil {
 				t.Fatalf("%s: %v", desc, err)
 			}

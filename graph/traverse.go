@@ -201,11 +201,12 @@ type adjCache struct {
 	room  int
 }
 
-// adjCacheEdges is the room of Paths' cache (a variable for the tests).
-var adjCacheEdges = 4096
+// defaultPathsCache is the room, in edges, of the cache a Paths call
+// keeps for its spur searches.
+const defaultPathsCache = 4096
 
-func newAdjCache() adjCache {
-	return adjCache{lists: map[sideNode][]EdgeKey{}, room: adjCacheEdges}
+func newAdjCache(room int) adjCache {
+	return adjCache{lists: map[sideNode][]EdgeKey{}, room: room}
 }
 
 // edges returns the edges of id in direction dir, if c holds them.
