@@ -8,8 +8,9 @@ GO ?= go
 all: generate lint test
 
 run:            ; $(GO) run ./cmd/lore serve $(if $(ADDR),--addr '$(ADDR)') $(ARGS)
-# make test and make test-race skip go vet (make lint runs it, with every build tag) and gen/cmd/generate, which has no tests (make generate runs it): from an
-# empty build cache, compiling go/types, x/tools and gqlgen's generator for nothing was a tenth of the work.
+# make test skips go vet (make lint runs it, with every build tag; so does make test-race) and gen/cmd/generate, which has
+# no tests (make generate runs it): from an empty build cache, compiling go/types, x/tools and gqlgen's generator for
+# nothing was a tenth of the work.
 TESTPKGS = $(shell $(GO) list ./... | grep -v '/gen/cmd/generate$$')
 test:           ; $(GO) test -vet=off -timeout 20m $(TESTPKGS)
 test-race:      ; $(GO) test -race -vet=off -tags openapi -timeout 30m ./...
