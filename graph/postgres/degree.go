@@ -26,6 +26,28 @@ func (s *Store) RankByDegree(ctx context.Context, q graph.DegreeQuery) ([]graph.
 	if err := s.check(); err != nil {
 		return nil, err
 	}
+	sql, args := rankSQL(q)
+	return readOn(ctx, s, func(db querier) ([]graph.DegreeEntry, error) {
+		rows, err := db.Query(ctx, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		out := []graph.DegreeEntry{}
+		for rows.Next() {
+			var e graph.DegreeEntry
+			if err := rows.Scan(&e.ID, &e.Degree); err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+		return out, rows.Err()
+	})
+}
+
+// rankSQL returns the statement that reads the page of the degree index
+// q asks for, and its arguments; the caller has checked q.
+func rankSQL(q graph.DegreeQuery) (string, []any) {
 	lo, hi := max(q.Min, 1), q.Max
 	if hi <= 0 {
 		hi = math.MaxInt64
@@ -51,10 +73,15 @@ func (s *Store) RankByDegree(ctx context.Context, q graph.DegreeQuery) ([]graph.
 		if afterN >= lo {
 			lo = afterN
 		}
+		// Each count is the first of an ordered scan (a backward one
+		// of the index), not min(n): without fresh statistics the
+		// planner aggregated the whole range for min(n), 2.4 ms a page
+		// through 10,000 nodes of one count against 0.07 ms highest
+		// first (TestRankByDegreeReadsOnlyThePage).
 		sql = `WITH RECURSIVE g(n) AS (
-			SELECT min(n) FROM lore_degrees WHERE ` + where + ` AND n >= $6
+			(SELECT n FROM lore_degrees WHERE ` + where + ` AND n >= $6 ORDER BY n LIMIT 1)
 			UNION ALL
-			SELECT (SELECT min(n) FROM lore_degrees WHERE ` + where + ` AND n > g.n) FROM g WHERE g.n < $7
+			SELECT (SELECT n FROM lore_degrees WHERE ` + where + ` AND n > g.n ORDER BY n LIMIT 1) FROM g WHERE g.n < $7
 		)
 		SELECT d.node_id, d.n FROM g CROSS JOIN LATERAL (
 			SELECT node_id, n FROM lore_degrees WHERE ` + where + ` AND n = g.n
@@ -62,22 +89,7 @@ func (s *Store) RankByDegree(ctx context.Context, q graph.DegreeQuery) ([]graph.
 			ORDER BY node_id LIMIT $8) d
 		WHERE g.n <= $7 LIMIT $8`
 	}
-	return readOn(ctx, s, func(db querier) ([]graph.DegreeEntry, error) {
-		rows, err := db.Query(ctx, sql, q.Type, q.Label, q.Direction == graph.In, afterN, afterID, lo, hi, limit)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		out := []graph.DegreeEntry{}
-		for rows.Next() {
-			var e graph.DegreeEntry
-			if err := rows.Scan(&e.ID, &e.Degree); err != nil {
-				return nil, err
-			}
-			out = append(out, e)
-		}
-		return out, rows.Err()
-	})
+	return sql, []any{q.Type, q.Label, q.Direction == graph.In, afterN, afterID, lo, hi, limit}
 }
 
 // Degrees returns the degree of each of ids from its edge summary rows
