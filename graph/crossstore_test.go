@@ -155,9 +155,9 @@ type crossCheck struct {
 }
 
 // jsonOf renders an answer for comparison, without the time it took or
-// the work it counted (stats.visited): the embedded store answers some
-// questions from its edge summaries (graph.AdjacentCounter), which the
-// PostgreSQL store does not implement, so the same answer may cost a
+// the work it counted (stats.visited): the stores implement different
+// optional interfaces (the embedded store lists adjacency without pages,
+// graph.Adjacency; PostgreSQL does not), so the same answer may cost a
 // different number of reads.
 func jsonOf(v any, err error) string {
 	if err != nil {

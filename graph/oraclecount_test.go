@@ -9,6 +9,8 @@ import (
 
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/graph/graphtest"
+	"github.com/lore-dev/lore/graph/postgres"
+	"github.com/lore-dev/lore/graph/postgres/pgtest"
 	"github.com/lore-dev/lore/schema"
 )
 
@@ -82,6 +84,7 @@ func TestCountAdjacentOracle(t *testing.T) {
 			ids = append(ids[:min(len(ids), 30)], hub, g.ids[len(g.ids)-1], g.ids[len(g.ids)-50])
 		}
 		s := g.load(t, m)
+		pg := g.loadPostgres(t, m)
 		for _, id := range ids {
 			for _, labels := range labelSets {
 				for _, dir := range []string{"out", "in", "both"} {
@@ -109,8 +112,8 @@ func TestCountAdjacentOracle(t *testing.T) {
 						t.Fatal(err)
 					}
 					// Degrees from the edge summaries and from Store.Node agree.
-					var degs [2][]int64
-					for i, store := range []graph.Store{s, plainStore{s}} {
+					var degs [3][]int64
+					for i, store := range []graph.Store{s, plainStore{s}, pg} {
 						if degs[i], err = graph.Degrees(t.Context(), store, []graph.ID{graph.ID(id)}, labels, graph.Direction(dir)); err != nil {
 							t.Fatal(err)
 						}
@@ -119,10 +122,10 @@ func TestCountAdjacentOracle(t *testing.T) {
 					if _, ok := g.nodes[id]; ok {
 						g.neighbours(st, id, func(string, oEdge) { wantDeg++ })
 					}
-					if degs[0][0] != wantDeg || degs[1][0] != wantDeg {
-						t.Fatalf("seed %d, graph %d: degree of %s by %v %s: %d from the summaries, %d from Store.Node, the oracle says %d", seed, gi, id, labels, dir, degs[0][0], degs[1][0], wantDeg)
+					if degs[0][0] != wantDeg || degs[1][0] != wantDeg || degs[2][0] != wantDeg {
+						t.Fatalf("seed %d, graph %d: degree of %s by %v %s: %d from the summaries, %d from Store.Node, %d from PostgreSQL's summaries, the oracle says %d", seed, gi, id, labels, dir, degs[0][0], degs[1][0], degs[2][0], wantDeg)
 					}
-					for _, store := range []graph.Store{s, plainStore{s}} {
+					for _, store := range []graph.Store{s, plainStore{s}, pg} {
 						res, err := graph.Run(t.Context(), store, q, graph.Limits{})
 						if err != nil {
 							t.Fatalf("%s on %T: %v", doc, store, err)
@@ -131,14 +134,14 @@ func TestCountAdjacentOracle(t *testing.T) {
 							t.Fatalf("seed %d, graph %d, %s on %T: count %v (truncated %v), the oracle says %d", seed, gi, doc, store, res.Count, res.Truncated, want)
 						}
 						if _, plain := store.(plainStore); !plain && res.Stats.Visited <= 2 {
-							fromSummary++
+							fromSummary++ // PostgreSQL's too: both answer from their summaries
 						}
 					}
 				}
 			}
 		}
 	}
-	t.Logf("%d counts, %d of them answered from the edge summary alone", queries, fromSummary)
+	t.Logf("%d counts on each store, %d answers from an edge summary alone (embedded and PostgreSQL)", queries, fromSummary)
 	if fromSummary == 0 {
 		t.Error("no count was answered from the edge summary")
 	}
@@ -164,13 +167,30 @@ func TestCountAdjacentWorkBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := graph.Run(t.Context(), s, q, graph.Limits{})
+	for _, store := range []graph.Store{s, g.loadPostgres(t, m)} {
+		res, err := graph.Run(t.Context(), store, q, graph.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Truncated || res.Reason != graph.ReasonWork || res.Stats.Visited > 100 {
+			t.Errorf("%T: count under maxVisited 100: %d, truncated %v (%s), visited %d", store, *res.Count, res.Truncated, res.Reason, res.Stats.Visited)
+		}
+	}
+}
+
+// loadPostgres loads g into a new PostgreSQL store (a database of its own),
+// closed when the test ends.
+func (g *oGraph) loadPostgres(t *testing.T, m *schema.Model) graph.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), postgres.Config{URL: pgtest.NewDatabase(t), Model: m})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Truncated || res.Reason != graph.ReasonWork || res.Stats.Visited > 100 {
-		t.Errorf("count under maxVisited 100: %d, truncated %v (%s), visited %d", *res.Count, res.Truncated, res.Reason, res.Stats.Visited)
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Apply(t.Context(), g.restoreBatch()); err != nil {
+		t.Fatal(err)
 	}
+	return s
 }
 
 // A level whose edges pass one Adjacent call's share (16,384 edges: the
