@@ -23,47 +23,9 @@ func (s *Store) WalkIndex(ctx context.Context, w graph.IndexWalk) ([]graph.Index
 		return nil, err
 	}
 	limit := w.Size()
-	var args sqlArgs
-	typ, prop := args.add(w.Type), args.add(w.Property)
-	where := `type = ` + typ + ` AND prop = ` + prop
-	n := args.add(int64(limit))
-	var sql string
-	if !w.Desc {
-		sql = `SELECT 1, val, id FROM lore_prop WHERE ` + where
-		if w.From != nil {
-			sql += ` AND val >= ` + args.add(w.From) + `::bytea`
-		}
-		if w.To != nil {
-			sql += ` AND val < ` + args.add(w.To) + `::bytea`
-		}
-		if w.AfterValue != nil {
-			sql += ` AND (val, id) > (` + args.add(w.AfterValue) + `::bytea, ` + args.add(string(w.AfterID)) + `::text COLLATE "C")`
-		}
-		sql += ` ORDER BY val, id LIMIT ` + n
-	} else {
-		below := w.To
-		var rest string
-		if w.AfterValue != nil {
-			if w.From != nil && bytes.Compare(w.AfterValue, w.From) < 0 {
-				return []graph.IndexEntry{}, nil
-			}
-			if w.To == nil || bytes.Compare(w.AfterValue, w.To) < 0 {
-				rest = `(SELECT 0 AS part, val, id FROM lore_prop WHERE ` + where + ` AND val = ` + args.add(w.AfterValue) +
-					`::bytea AND id > ` + args.add(string(w.AfterID)) + `::text COLLATE "C" ORDER BY id LIMIT ` + n + `) UNION ALL `
-				below = w.AfterValue
-			}
-		}
-		back := `SELECT val, id FROM lore_prop WHERE ` + where
-		if below != nil {
-			back += ` AND val < ` + args.add(below) + `::bytea`
-		}
-		if w.From != nil {
-			back += ` AND val >= ` + args.add(w.From) + `::bytea`
-		}
-		back += ` ORDER BY val DESC, id DESC LIMIT ` + n
-		sql = `WITH b AS MATERIALIZED (` + back + `), l AS (SELECT (SELECT val FROM b ORDER BY val LIMIT 1) AS v, (SELECT count(*) FROM b) AS c) ` + rest +
-			`(SELECT 1, b.val, b.id FROM b, l WHERE l.c < ` + n + ` OR b.val > l.v) UNION ALL ` +
-			`(SELECT 2, p.val, p.id FROM lore_prop p, l WHERE l.c = ` + n + ` AND p.type = ` + typ + ` AND p.prop = ` + prop + ` AND p.val = l.v ORDER BY p.id LIMIT ` + n + `)`
+	sql, args, none := walkSQL(w)
+	if none {
+		return []graph.IndexEntry{}, nil
 	}
 	type row struct {
 		part int
@@ -106,4 +68,56 @@ func (s *Store) WalkIndex(ctx context.Context, w graph.IndexWalk) ([]graph.Index
 		out = append(out, r.e)
 	}
 	return out, nil
+}
+
+// walkSQL returns the statement of WalkIndex's stretch w, and its
+// arguments; none says that the stretch is empty without one. The lowest
+// value's entries are read by a probe of the key at that value (the
+// subqueries on l are computed once, before it): as a join with l, the
+// planner, without statistics of lore_prop (as after any large write),
+// read every entry of the type and property to find them, 19,150 at 20k
+// nodes, 8 ms for a page of 10 (TestWalkIndexReadsOnlyTheStretch).
+func walkSQL(w graph.IndexWalk) (sql string, args sqlArgs, none bool) {
+	limit := w.Size()
+	typ, prop := args.add(w.Type), args.add(w.Property)
+	where := `type = ` + typ + ` AND prop = ` + prop
+	n := args.add(int64(limit))
+	if !w.Desc {
+		sql = `SELECT 1, val, id FROM lore_prop WHERE ` + where
+		if w.From != nil {
+			sql += ` AND val >= ` + args.add(w.From) + `::bytea`
+		}
+		if w.To != nil {
+			sql += ` AND val < ` + args.add(w.To) + `::bytea`
+		}
+		if w.AfterValue != nil {
+			sql += ` AND (val, id) > (` + args.add(w.AfterValue) + `::bytea, ` + args.add(string(w.AfterID)) + `::text COLLATE "C")`
+		}
+		sql += ` ORDER BY val, id LIMIT ` + n
+	} else {
+		below := w.To
+		var rest string
+		if w.AfterValue != nil {
+			if w.From != nil && bytes.Compare(w.AfterValue, w.From) < 0 {
+				return "", nil, true
+			}
+			if w.To == nil || bytes.Compare(w.AfterValue, w.To) < 0 {
+				rest = `(SELECT 0 AS part, val, id FROM lore_prop WHERE ` + where + ` AND val = ` + args.add(w.AfterValue) +
+					`::bytea AND id > ` + args.add(string(w.AfterID)) + `::text COLLATE "C" ORDER BY id LIMIT ` + n + `) UNION ALL `
+				below = w.AfterValue
+			}
+		}
+		back := `SELECT val, id FROM lore_prop WHERE ` + where
+		if below != nil {
+			back += ` AND val < ` + args.add(below) + `::bytea`
+		}
+		if w.From != nil {
+			back += ` AND val >= ` + args.add(w.From) + `::bytea`
+		}
+		back += ` ORDER BY val DESC, id DESC LIMIT ` + n
+		sql = `WITH b AS MATERIALIZED (` + back + `), l AS (SELECT (SELECT val FROM b ORDER BY val LIMIT 1) AS v, (SELECT count(*) FROM b) AS c) ` + rest +
+			`(SELECT 1, b.val, b.id FROM b, l WHERE l.c < ` + n + ` OR b.val > l.v) UNION ALL ` +
+			`(SELECT 2, val, id FROM lore_prop WHERE (SELECT c FROM l) = ` + n + ` AND ` + where + ` AND val = (SELECT v FROM l) ORDER BY id LIMIT ` + n + `)`
+	}
+	return sql, args, false
 }

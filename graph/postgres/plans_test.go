@@ -56,21 +56,77 @@ func TestRankByDegreeReadsOnlyThePage(t *testing.T) {
 		if err != nil || len(page) != 2 {
 			t.Fatalf("%s: %v, %v; want a page of 2", c.name, page, err)
 		}
-		sql, args := postgres.RankSQL(q)
-		var plan []struct{ Plan planNode }
-		var out []byte
-		if err := s.Pool().QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if err := json.Unmarshal(out, &plan); err != nil || len(plan) != 1 {
-			t.Fatalf("%s: plan %s: %v", c.name, out, err)
-		}
 		// A page of 2 reads a few rows per count it visits: the page's,
 		// one past it, and each count's first.
-		if read := plan[0].Plan.rowsRead(); read > 10 {
-			t.Errorf("%s: a page of %d read %.0f rows of %d nodes: %s", c.name, q.Limit, read, n, out)
+		sql, args := postgres.RankSQL(q)
+		if read := rowsRead(t, s, sql, args); read > 10 {
+			t.Errorf("%s: a page of %d read %.0f rows of %d nodes", c.name, q.Limit, read, n)
 		}
 	}
+}
+
+// TestWalkIndexReadsOnlyTheStretch is TestRankByDegreeReadsOnlyThePage
+// for the walks of a property index (WalkIndex: a query ordered by an
+// indexed property): highest first, the entries of the stretch's lowest
+// value were found by a join that, without statistics, read every entry
+// of the type and property.
+func TestWalkIndexReadsOnlyTheStretch(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, pgtest.NewDatabase(t))
+	if _, err := s.Pool().Exec(ctx, `ALTER TABLE lore_prop SET (autovacuum_enabled = false)`); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	bt := &graph.Batch{}
+	for i := range n {
+		id := graph.ID(fmt.Sprintf("decision/d%05d", i))
+		bt.Nodes = append(bt.Nodes, graph.NodeInput{ID: id, Type: "Decision", Properties: graph.Props{"title": string(id), "status": "accepted", "date": "2026-12-04", "number": 1 + i/3}})
+	}
+	if _, err := s.Apply(ctx, bt); err != nil {
+		t.Fatal(err)
+	}
+	mid, _ := graph.EncodeIndexValue(float64(500))
+	low, _ := graph.EncodeIndexValue(float64(10))
+	for _, c := range []struct {
+		name string
+		w    graph.IndexWalk
+	}{
+		{"lowest first", graph.IndexWalk{}},
+		{"lowest first, after an entry", graph.IndexWalk{AfterValue: mid, AfterID: "decision/d01501"}},
+		{"highest first", graph.IndexWalk{Desc: true}},
+		{"highest first, from a value", graph.IndexWalk{Desc: true, From: low}},
+		{"highest first, after an entry", graph.IndexWalk{Desc: true, AfterValue: mid, AfterID: "decision/d01501"}},
+	} {
+		w := c.w
+		w.Type, w.Property, w.Limit = "Decision", "number", 10
+		page, err := s.WalkIndex(ctx, w)
+		if err != nil || len(page) != 10 {
+			t.Fatalf("%s: %v, %v; want 10 entries", c.name, page, err)
+		}
+		sql, args := postgres.WalkSQL(w)
+		if read := rowsRead(t, s, sql, args); read > 30 {
+			t.Errorf("%s: a stretch of %d read %.0f entries of %d", c.name, w.Limit, read, n)
+		}
+	}
+}
+
+// rowsRead runs EXPLAIN ANALYZE of sql and returns the rows its scans of
+// tables and indexes returned (see planNode.rowsRead).
+func rowsRead(t *testing.T, s *postgres.Store, sql string, args []any) float64 {
+	t.Helper()
+	var plan []struct{ Plan planNode }
+	var out []byte
+	if err := s.Pool().QueryRow(t.Context(), "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out, &plan); err != nil || len(plan) != 1 {
+		t.Fatalf("plan %s: %v", out, err)
+	}
+	read := plan[0].Plan.rowsRead()
+	if read > 30 {
+		t.Logf("%s", out)
+	}
+	return read
 }
 
 // A planNode is a node of EXPLAIN's plan in JSON.
