@@ -416,3 +416,41 @@ func diffLines(got, want string) string {
 	}
 	return out.String()
 }
+
+// An import into an empty store ends by analyzing what it wrote, with
+// autovacuum off for the tables: the planner knows their rows and has
+// statistics of their columns (pg_stats, which only ANALYZE writes; a
+// fast load's index builds count the rows too).
+func TestImportSettlesTables(t *testing.T) {
+	const n = 2000
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, `{"kind":"node","id":"service/s%d","type":"Service","properties":{"name":"service %d","tier":%d}}`+"\n", i, i, i%4)
+	}
+	for i := range n - 1 {
+		fmt.Fprintf(&in, `{"kind":"edge","from":"service/s%d","label":"dependsOn","to":"service/s%d"}`+"\n", i, i+1)
+	}
+	for _, durable := range []bool{false, true} { // a bulk load, and one of durable commits
+		s := open(t, pgtest.NewDatabase(t))
+		if _, err := s.Pool().Exec(t.Context(), `ALTER TABLE lore_nodes SET (autovacuum_enabled = false);
+			ALTER TABLE lore_edges SET (autovacuum_enabled = false)`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := graph.Import(t.Context(), s, strings.NewReader(in.String()), graph.ImportOptions{Durable: durable}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			table string
+			rows  int
+		}{{"lore_nodes", n}, {"lore_edges", n - 1}} {
+			var tuples float64
+			var stats bool
+			if err := s.Pool().QueryRow(t.Context(), `SELECT reltuples, EXISTS (SELECT 1 FROM pg_stats WHERE tablename = $1) FROM pg_class WHERE relname = $1`, c.table).Scan(&tuples, &stats); err != nil {
+				t.Fatal(err)
+			}
+			if int(tuples) != c.rows || !stats {
+				t.Errorf("durable %v: %s after the import: the planner counts %.0f rows (of %d); column statistics: %v", durable, c.table, tuples, c.rows, stats)
+			}
+		}
+	}
+}
