@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/lore-dev/lore/schema"
 )
@@ -254,6 +255,27 @@ func KnownType(m *schema.Model, typ string) (*schema.NodeType, error) {
 		return nil, fmt.Errorf("unknown node type %q; the model has %s: %w", typ, list(m.NodeTypeNames()), ErrInvalid)
 	}
 	return nt, nil
+}
+
+// KnownLabels returns the edge labels asked for, sorted and without
+// repeats, or every label of m if none is asked for (both without a copy
+// when there is nothing to sort), or an error wrapping ErrInvalid for a
+// label m lacks: the check every backend makes of the labels of a read.
+func KnownLabels(m *schema.Model, asked []string) ([]string, error) {
+	if len(asked) == 0 {
+		return m.EdgeLabels(), nil
+	}
+	for _, l := range asked {
+		if _, ok := m.Edge(l); !ok {
+			return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(m.EdgeLabels()), ErrInvalid)
+		}
+	}
+	if len(asked) == 1 {
+		return asked, nil
+	}
+	labels := slices.Clone(asked)
+	slices.Sort(labels)
+	return slices.Compact(labels), nil
 }
 
 // IndexedType is KnownType for a read of the index of typ's property prop,

@@ -19,28 +19,6 @@ import (
 // summaries in the node records, never Cayley's quads: a node's edges of
 // one label and direction are one seek and a scan of adjacent keys.
 
-// edgeLabels returns the labels asked for, sorted and checked against the
-// model, or every label of the model when none is asked for.
-func (s *Store) edgeLabels(asked []string) ([]string, error) {
-	if len(asked) == 0 {
-		return s.Model().EdgeLabels(), nil
-	}
-	if len(asked) == 1 { // sorted already: no copy
-		if _, ok := s.Model().Edge(asked[0]); ok {
-			return asked, nil
-		}
-	}
-	labels := make([]string, 0, len(asked))
-	for _, l := range asked {
-		if _, ok := s.Model().Edge(l); !ok {
-			return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.Model().EdgeLabels()), graph.ErrInvalid)
-		}
-		labels = append(labels, l)
-	}
-	slices.Sort(labels)
-	return slices.Compact(labels), nil
-}
-
 // Adjacent calls f for the edges of q.Nodes, in the order of Edges,
 // without building an Edge for each: the only allocation per edge is the
 // ID of the node at the other end (and the key, for a keyed edge).
@@ -49,7 +27,7 @@ func (s *Store) Adjacent(ctx context.Context, q graph.EdgeQuery, f func(int, gra
 	if err != nil {
 		return err
 	}
-	labels, err := s.edgeLabels(q.Labels)
+	labels, err := graph.KnownLabels(s.Model(), q.Labels)
 	if err != nil {
 		return err
 	}
@@ -234,7 +212,7 @@ func (s *Store) Degrees(ctx context.Context, ids []graph.ID, labels []string, di
 	if err != nil {
 		return nil, err
 	}
-	if labels, err = s.edgeLabels(labels); err != nil {
+	if labels, err = graph.KnownLabels(s.Model(), labels); err != nil {
 		return nil, err
 	}
 	out := make([]int64, len(ids))
@@ -268,7 +246,7 @@ func (s *Store) CountAdjacent(ctx context.Context, id graph.ID, labels []string,
 	if err != nil {
 		return 0, 0, false, err
 	}
-	if labels, err = s.edgeLabels(labels); err != nil {
+	if labels, err = graph.KnownLabels(s.Model(), labels); err != nil {
 		return 0, 0, false, err
 	}
 	err = s.read(func(tx *bbolt.Tx) error {

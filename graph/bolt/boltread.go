@@ -347,7 +347,7 @@ func (s *Store) Edges(ctx context.Context, q graph.EdgeQuery) (*graph.EdgePage, 
 	if err != nil {
 		return nil, err
 	}
-	labels, err := s.edgeLabels(q.Labels)
+	labels, err := graph.KnownLabels(s.Model(), q.Labels)
 	if err != nil {
 		return nil, err
 	}

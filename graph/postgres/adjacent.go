@@ -2,28 +2,10 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/lore-dev/lore/graph"
 )
-
-// edgeLabels checks the labels asked for and returns them sorted, without
-// repeats; none asked for is every label of the model.
-func (s *Store) edgeLabels(asked []string) ([]string, error) {
-	if len(asked) == 0 {
-		return s.Model().EdgeLabels(), nil
-	}
-	labels := make([]string, 0, len(asked))
-	for _, l := range asked {
-		if _, ok := s.Model().Edge(l); !ok {
-			return nil, fmt.Errorf("unknown edge label %q; the model has %s: %w", l, list(s.Model().EdgeLabels()), graph.ErrInvalid)
-		}
-		labels = append(labels, l)
-	}
-	slices.Sort(labels)
-	return slices.Compact(labels), nil
-}
 
 // A summaryRow is one row of a node's edge summary (lore_degrees), with
 // whether the node has a self-loop of the row's label (an unkeyed one).
@@ -50,7 +32,7 @@ func (s *Store) CountAdjacent(ctx context.Context, id graph.ID, labels []string,
 	if dir, err = graph.ParseDirection(string(dir)); err != nil {
 		return 0, 0, false, err
 	}
-	if labels, err = s.edgeLabels(labels); err != nil {
+	if labels, err = graph.KnownLabels(s.Model(), labels); err != nil {
 		return 0, 0, false, err
 	}
 	if err := s.check(); err != nil {
