@@ -1185,14 +1185,3 @@ func wrap(errp *error, format string, args ...any) {
 
 // now returns the current time as Lore stores it (see graph.NormalizeTime).
 func now() time.Time { return graph.NormalizeTime(time.Now()) }
-
-// list names the names of a model's types or labels for an error message.
-func list(names []string) string {
-	switch len(names) {
-	case 0:
-		return "none"
-	case 1:
-		return names[0]
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
