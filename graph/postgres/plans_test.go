@@ -59,8 +59,8 @@ func TestRankByDegreeReadsOnlyThePage(t *testing.T) {
 		// A page of 2 reads a few rows per count it visits: the page's,
 		// one past it, and each count's first.
 		sql, args := postgres.RankSQL(q)
-		if read := rowsRead(t, s, sql, args); read > 10 {
-			t.Errorf("%s: a page of %d read %.0f rows of %d nodes", c.name, q.Limit, read, n)
+		if read, plan := rowsRead(t, s, sql, args); read > 10 {
+			t.Errorf("%s: a page of %d read %.0f rows of %d nodes: %s", c.name, q.Limit, read, n, plan)
 		}
 	}
 }
@@ -104,15 +104,15 @@ func TestWalkIndexReadsOnlyTheStretch(t *testing.T) {
 			t.Fatalf("%s: %v, %v; want 10 entries", c.name, page, err)
 		}
 		sql, args := postgres.WalkSQL(w)
-		if read := rowsRead(t, s, sql, args); read > 30 {
-			t.Errorf("%s: a stretch of %d read %.0f entries of %d", c.name, w.Limit, read, n)
+		if read, plan := rowsRead(t, s, sql, args); read > 30 {
+			t.Errorf("%s: a stretch of %d read %.0f entries of %d: %s", c.name, w.Limit, read, n, plan)
 		}
 	}
 }
 
 // rowsRead runs EXPLAIN ANALYZE of sql and returns the rows its scans of
-// tables and indexes returned (see planNode.rowsRead).
-func rowsRead(t *testing.T, s *postgres.Store, sql string, args []any) float64 {
+// tables and indexes returned (see planNode.rowsRead), and the plan.
+func rowsRead(t *testing.T, s *postgres.Store, sql string, args []any) (float64, []byte) {
 	t.Helper()
 	var plan []struct{ Plan planNode }
 	var out []byte
@@ -122,11 +122,7 @@ func rowsRead(t *testing.T, s *postgres.Store, sql string, args []any) float64 {
 	if err := json.Unmarshal(out, &plan); err != nil || len(plan) != 1 {
 		t.Fatalf("plan %s: %v", out, err)
 	}
-	read := plan[0].Plan.rowsRead()
-	if read > 30 {
-		t.Logf("%s", out)
-	}
-	return read
+	return plan[0].Plan.rowsRead(), out
 }
 
 // A planNode is a node of EXPLAIN's plan in JSON.
