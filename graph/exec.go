@@ -197,6 +197,12 @@ func Run(ctx context.Context, s Store, q *Query, ceilings Limits) (*QueryResult,
 		}
 		return res.finish(b, start), nil
 	}
+	if done, err := ex.adjacentPage(res, steps, cur, fp); err != nil {
+		return nil, err
+	} else if done {
+		res.More = res.Cursor != ""
+		return res.finish(b, start), nil
+	}
 	if w, err := ex.planOrderWalk(steps); err != nil {
 		return nil, err
 	} else if w != nil {

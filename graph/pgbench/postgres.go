@@ -144,6 +144,9 @@ var statements = map[string]string{
 		SELECT e."to", r.depth + 1 FROM r JOIN edges e ON e."from" = r.id AND e.label = $2 WHERE r.depth < $3)
 	SELECT DISTINCT id FROM r WHERE id <> $1`,
 	"in_count": `SELECT count(*) FROM edges WHERE "to" = $1 AND label = $2`,
+	// The database's collation (the server's template's) orders the page;
+	// the benchmark checks that it is Lore's bytewise order.
+	"in_page": `SELECT "from" FROM edges WHERE "to" = $1 AND label = $2 ORDER BY "from" LIMIT $3`,
 	// Walks out of $1 along label $3, breadth first, without repeating a
 	// node, up to $4 edges long: the first that reaches $2 is a shortest
 	// path. PostgreSQL evaluates a recursive CTE only as far as the outer

@@ -74,6 +74,11 @@ func Questions(g *Graph, s Subjects) []Question {
 			PG:   pgRows("in_count", hub, "dependsOn"),
 		},
 		{
+			Name: "the hub's first 50 reverse dependencies by ID",
+			Lore: loreQuery(fmt.Sprintf(`{"from":{"ids":[%q]},"traverse":[{"edge":"dependsOn","direction":"in"}],"return":{"fields":["id"]},"limit":50}`, hub), true),
+			PG:   pgRows("in_page", hub, "dependsOn", 50),
+		},
+		{
 			Name: fmt.Sprintf("shortest path from a package into the hub (%d hops)", s.PathLen),
 			Lore: lorePath(g, from, hub),
 			PG:   pgPath(g, from, hub),
