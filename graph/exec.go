@@ -601,6 +601,21 @@ func (ex *executor) fetchWith(ids []ID, props []string, keep func(*Node) bool, w
 	return out, nil
 }
 
+// returnProps names the properties the results' fields hold (none, for
+// metadata alone), or nil when the results are returned whole.
+func (q *Query) returnProps() []string {
+	if len(q.Return.Fields) == 0 || slices.Contains(q.Return.Fields, "properties") {
+		return nil
+	}
+	names := []string{}
+	for _, f := range q.Return.Fields {
+		if !metaField(f) && !slices.Contains(names, f) {
+			names = append(names, f)
+		}
+	}
+	return names
+}
+
 // readProps names the properties that the query's where, orderBy and
 // groupBy read from the nodes it collects: those it reads to test and
 // order them, before it reads its page's nodes whole.

@@ -92,6 +92,18 @@ func (r *oracleRun) pageIDs(res *graph.QueryResult, doc string) []string {
 				r.fail("%s: %s has degrees %v, want %v", doc, id, n["degrees"], want)
 			}
 		}
+		if nd := r.g.nodes[id]; nd != nil && len(r.q.fields) > 0 {
+			// Fields hold the node's values, and only those it has.
+			for _, f := range r.q.fields {
+				want, has := nd.props[f]
+				if f == "id" {
+					continue
+				}
+				if got, ok := n[f]; ok != has || ok && fmt.Sprint(got) != fmt.Sprint(want) {
+					r.fail("%s: %s has %s %v (%v), want %v (%v)", doc, id, f, got, ok, want, has)
+				}
+			}
+		}
 		if r.q.paths {
 			if why := r.g.checkPath(r.q, r.start, res.Paths[i], id); why != "" {
 				r.fail("%s: path %v to %s %s", doc, res.Paths[i], id, why)
