@@ -30,7 +30,9 @@ func cursorStore(f *testing.F) graph.Store {
 // cursorQueries are the queries whose cursors are fuzzed: a page of an
 // ordered type scan, a traversal with paths, a ranked search, a type scan
 // cut by the work limit (its cursor resumes the scan), an indexed range,
-// a traversal from IDs cut by the work limit, and a page of groups.
+// a traversal from IDs cut by the work limit, a page of groups, an
+// ordered page of an index walk, and a page of one hop from IDs (read
+// from their edge listings, adjpage.go) cut by the work limit.
 var cursorQueries = []string{
 	`{"from":{"type":"Service"},"orderBy":[{"field":"name"}],"limit":2}`,
 	`{"from":{"type":"Service","where":{"tier":{"lte":1}}},"traverse":[{"edge":"dependsOn","direction":"both","hops":[1,2]}],"return":{"paths":true},"limit":3}`,
@@ -41,6 +43,7 @@ var cursorQueries = []string{
 	`{"from":{"type":"Person"},"groupBy":{"field":"role"},"limit":2}`,
 	`{"from":{"type":"Service","where":{"name":{"contains":"a"}}},"orderBy":[{"field":"tier","desc":true}],"limit":2,"limits":{"maxVisited":4}}`,
 	`{"from":{"type":"Decision","where":{"date":{"gte":"2024"}}},"orderBy":[{"field":"date"}],"limit":2}`,
+	`{"from":{"ids":["service/checkout","service/payments"]},"traverse":[{"edge":"dependsOn","direction":"both"}],"limit":1,"limits":{"maxVisited":2}}`,
 }
 
 var cursorLimits = graph.Limits{MaxResults: 50, MaxHops: 4, MaxVisited: 5000, TimeoutMs: 500, MaxBytes: 64 << 10}
