@@ -135,9 +135,17 @@ func (ex *executor) walkReached(res *QueryResult, c *collection, reached []ID, c
 	if !ex.fewMeetLast(limit, n, r) {
 		return false, nil
 	}
-	in := make(map[ID]bool, len(reached))
-	for _, id := range reached {
-		in[id] = true
+	// What one hop from one node reached comes sorted (oneHop): it is
+	// searched, rather than copied into a set.
+	var member func(ID) bool
+	if slices.IsSorted(reached) {
+		member = func(id ID) bool { _, ok := slices.BinarySearch(reached, id); return ok }
+	} else {
+		in := make(map[ID]bool, len(reached))
+		for _, id := range reached {
+			in[id] = true
+		}
+		member = func(id ID) bool { return in[id] }
 	}
 	var pos *walkPos // the last entry passed: the walk goes on after it
 	if cur.ID != "" {
@@ -199,7 +207,7 @@ walk:
 			var ids []ID
 			var at []int
 			for i, e := range entries {
-				if in[e.ID] {
+				if member(e.ID) {
 					ids = append(ids, e.ID)
 					at = append(at, i)
 				}

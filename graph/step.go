@@ -74,6 +74,16 @@ func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error
 	if st.Hops.Max < st.Hops.Min { // the ceiling cut the range below its minimum
 		return out, nil
 	}
+	if len(sources) == 1 && !withWalks {
+		ids, ok, err := ex.oneHop(sources[0], st)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			out.ids, err = ex.keepStep(st, ids)
+			return out, err
+		}
+	}
 	// A pass from one start node finds each node once: its one bit is new
 	// to a node only the first time the node is reached.
 	var seen map[ID]bool
@@ -128,6 +138,64 @@ func (ex *executor) step(sources []ID, st *Step, withWalks bool) (stepOut, error
 	}
 	out.ids = kept
 	return out, nil
+}
+
+// oneHop is the step from one start node of exactly one hop, over one
+// label in one direction (in or out), with no edge filter and no walks to
+// keep, on a store with an Adjacency: the node's listing comes in the
+// order of the node at the other end, so the nodes it reaches are told
+// apart from the one before, with no set, and come sorted by ID. A pass
+// builds a map of every node reached: for the 29,757 dependents of
+// bench-pg's hub at 100k nodes, that map (and the one the index walk of
+// an ordered page then built from the result, which can now search the
+// sorted result instead) were most of a top 50 by size. Work is counted
+// as a pass counts it: one unit per edge listed, one per node reached.
+// It reports false, having done nothing, for a step of another shape.
+func (ex *executor) oneHop(src ID, st *Step) ([]ID, bool, error) {
+	adj, ok := ex.s.(Adjacency)
+	if !ok || st.edgeWhere != nil || st.Hops.Min != 1 || st.Hops.Max != 1 || st.Direction == Both {
+		return nil, false, nil
+	}
+	labels, err := KnownLabels(ex.s.Model(), st.Edge)
+	if err != nil || len(labels) != 1 {
+		return nil, false, nil // the pass says what is wrong
+	}
+	in := st.Direction == In
+	b := ex.b
+	ids := make([]ID, 0, ex.reachHint([]ID{src}, st))
+	if !b.ok() {
+		return ids, true, nil
+	}
+	listed := 0
+	err = adj.Adjacent(b.ctx, EdgeQuery{Nodes: []ID{src}, Labels: labels, Direction: st.Direction}, func(_ int, k EdgeKey) bool {
+		if listed++; listed%deadlineEvery == 0 && !b.ok() {
+			return false
+		}
+		if b.visited >= b.limits.MaxVisited {
+			b.stop(ReasonWork)
+			return false
+		}
+		b.visited++
+		other := k.To
+		if in {
+			other = k.From
+		}
+		if other == src || len(ids) > 0 && ids[len(ids)-1] == other {
+			return true // a self-loop (at distance 0), or a parallel edge
+		}
+		if !b.spend(1) {
+			return false
+		}
+		ids = append(ids, other)
+		return true
+	})
+	if err != nil {
+		if b.ctx.Err() == nil {
+			return nil, true, err
+		}
+		b.stop(ReasonDeadline)
+	}
+	return ids, true, nil
 }
 
 // keepStep returns the nodes of ids, in order, that exist and pass a
