@@ -724,8 +724,3 @@ func project(n *Node, fields []string) map[string]any {
 	}
 	return obj
 }
-
-func jsonSize(v any) int {
-	data, _ := json.Marshal(v)
-	return len(data) + 1
-}
