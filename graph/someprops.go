@@ -17,6 +17,9 @@ import (
 // DecodeProps refuses may be refused or not, but it never panics.
 func DecodeSomeProps(raw []byte, names []string) (Props, error) {
 	p := make(Props, len(names))
+	if len(names) == 0 {
+		return p, nil // a page of IDs: nothing to look for
+	}
 	i := skipSpace(raw, 0)
 	if i == len(raw) {
 		return p, nil // as DecodeProps: no record is no properties
