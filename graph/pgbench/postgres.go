@@ -170,6 +170,10 @@ var statements = map[string]string{
 	SELECT DISTINCT id FROM r WHERE id <> $1`,
 	// A maintainer's packages in one section, the largest 10 (ties by ID,
 	// in byte order as Lore's).
+	"top_dependents": `SELECT n.id, (n.props->>'size')::bigint AS size
+		FROM edges e JOIN nodes n ON n.id = e."from"
+		WHERE e."to" = $1 AND e.label = 'dependsOn'
+		ORDER BY size DESC, n.id COLLATE "C" LIMIT $2`,
 	"top_maintained": `SELECT n.id, (n.props->>'size')::bigint AS size
 		FROM edges e JOIN nodes n ON n.id = e."to"
 		WHERE e."from" = $1 AND e.label = 'maintains' AND n.props->>'section' = $2

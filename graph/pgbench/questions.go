@@ -79,6 +79,11 @@ func Questions(g *Graph, s Subjects) []Question {
 			PG:   pgRows("in_page", hub, "dependsOn", 50),
 		},
 		{
+			Name: "the hub's 50 largest reverse dependencies",
+			Lore: loreQuery(fmt.Sprintf(`{"from":{"ids":[%q]},"traverse":[{"edge":"dependsOn","direction":"in"}],"orderBy":[{"field":"size","desc":true}],"return":{"fields":["id","size"]},"limit":50}`, hub), true),
+			PG:   pgRows("top_dependents", hub, 50),
+		},
+		{
 			Name: fmt.Sprintf("shortest path from a package into the hub (%d hops)", s.PathLen),
 			Lore: lorePath(g, from, hub),
 			PG:   pgPath(g, from, hub),
