@@ -185,17 +185,23 @@ func (ex *executor) adjacentPage(res *QueryResult, steps []Step, cur queryCursor
 		}
 		return nil
 	}
+	// head is l.head, but a read the deadline stops ends the listings
+	// (past the first node): nil, and the budget says why.
+	head := func(l *adjListing) (*Edge, error) {
+		e, err := l.head(ex, ctx, size)
+		if err != nil && ex.b.ctx.Err() != nil && !first {
+			ex.b.stop(ReasonDeadline)
+			return nil, nil
+		}
+		return e, err
+	}
 	exhausted := false
 	for len(c.ids) < want && !ex.cut && (first || ex.b.ok()) {
 		// The next node at the other end, the least of the listings' heads.
 		var next ID
 		for _, l := range ls {
-			e, err := l.head(ex, ctx, size)
+			e, err := head(l)
 			if err != nil {
-				if ex.b.ctx.Err() != nil && !first {
-					ex.b.stop(ReasonDeadline)
-					break
-				}
 				return true, err
 			}
 			if e != nil && (next == "" || l.other(e) < next) {
@@ -221,12 +227,8 @@ func (ex *executor) adjacentPage(res *QueryResult, steps []Step, cur queryCursor
 		hit := false
 		for _, l := range ls {
 			for {
-				e, err := l.head(ex, ctx, size)
+				e, err := head(l)
 				if err != nil {
-					if ex.b.ctx.Err() != nil && !first {
-						ex.b.stop(ReasonDeadline)
-						break
-					}
 					return true, err
 				}
 				if e == nil || l.other(e) != next {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lore-dev/lore/graph"
 	"github.com/lore-dev/lore/schema"
@@ -19,17 +18,7 @@ import (
 // them; from a hub, when there is one, half of the time.
 func adjacentQuery(rng *rand.Rand, g *oGraph, hub string) *oQuery {
 	q := &oQuery{}
-	st := oStep{dir: []string{"out", "in", "both"}[rng.IntN(3)], min: 1, max: 1}
-	switch rng.IntN(3) {
-	case 0:
-	case 1:
-		st.labels = []string{oLabels[rng.IntN(3)]}
-	default:
-		st.labels = []string{oLabels[rng.IntN(3)], oLabels[rng.IntN(3)]}
-		if st.labels[0] == st.labels[1] {
-			st.labels = st.labels[:1]
-		}
-	}
+	st := oStep{dir: []string{"out", "in", "both"}[rng.IntN(3)], min: 1, max: 1, labels: randomLabels(rng)}
 	labels, dirs := len(oLabels), 1
 	if len(st.labels) > 0 {
 		labels = len(st.labels)
@@ -102,12 +91,7 @@ func (q *oQuery) listed() bool { return !q.count && len(q.order) == 0 && len(q.s
 // tiny work limits (the cursor must continue exactly), byte limits and
 // deadlines. Each query's plan must say it merged the listings.
 func TestAdjacentPageOracle(t *testing.T) {
-	seed := *oracleSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d: rerun with go test -run TestAdjacentPageOracle ./graph -lore.oracle.seed %d", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0x61646a))
+	rng, seed := oracleRand(t, "TestAdjacentPageOracle", 0x61646a)
 	m, err := schema.Load([]byte(oracleModel()))
 	if err != nil {
 		t.Fatal(err)
@@ -240,12 +224,7 @@ func TestAdjacentPageReadsOnlyThePage(t *testing.T) {
 // parallel keyed edges to it, and the hub has a self-loop and the highest
 // value (so counting it would put it first).
 func TestOneHopFromHubOracle(t *testing.T) {
-	seed := *oracleSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d: rerun with go test -run TestOneHopFromHubOracle ./graph -lore.oracle.seed %d", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0x686f70))
+	rng, seed := oracleRand(t, "TestOneHopFromHubOracle", 0x686f70)
 	m, err := schema.Load([]byte(oracleModel()))
 	if err != nil {
 		t.Fatal(err)

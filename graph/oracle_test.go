@@ -270,6 +270,20 @@ func TestQueryOracle(t *testing.T) {
 	}
 }
 
+// oracleRand returns the random source of the oracle test name, seeded by
+// -lore.oracle.seed or the clock and salted by salt (so that each test
+// draws its own stream), and its seed, which it logs with the command
+// that reruns the test with it.
+func oracleRand(t *testing.T, name string, salt uint64) (*rand.Rand, uint64) {
+	t.Helper()
+	seed := *oracleSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d: rerun with go test -run %s ./graph -lore.oracle.seed %d", seed, name, seed)
+	return rand.New(rand.NewPCG(seed, salt)), seed
+}
+
 // runOracle runs the oracle (-lore.oracle.n queries, seeded by
 // -lore.oracle.seed or the clock, the stream salted by salt so that each
 // test draws its own): perGraph queries that query draws on each random
@@ -277,16 +291,11 @@ func TestQueryOracle(t *testing.T) {
 // test named name reruns a failure with the seed it logs.
 func runOracle(t *testing.T, name string, salt uint64, perGraph int, query func(*rand.Rand, *oGraph) *oQuery, check func(r *oracleRun, qi int, rng *rand.Rand)) *oracleStats {
 	t.Helper()
-	seed := *oracleSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d: rerun with go test -run %s ./graph -lore.oracle.seed %d", seed, name, seed)
+	rng, seed := oracleRand(t, name, salt)
 	m, err := schema.Load([]byte(oracleModel()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(seed, salt))
 	stats := &oracleStats{}
 	for gi := 0; stats.queries < *oracleN && !t.Failed(); gi++ {
 		g := randomGraph(rng)

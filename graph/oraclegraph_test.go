@@ -429,6 +429,21 @@ type oQuery struct {
 	group   *graph.GroupBy
 }
 
+// randomLabels draws a step's labels: none (every label), one, or two.
+func randomLabels(rng *rand.Rand) []string {
+	switch rng.IntN(4) {
+	case 0:
+		return nil
+	case 1:
+		return []string{oLabels[rng.IntN(3)]}
+	}
+	l := []string{oLabels[rng.IntN(3)], oLabels[rng.IntN(3)]}
+	if l[0] == l[1] {
+		return l[:1]
+	}
+	return l
+}
+
 func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
 	if rng.IntN(5) == 0 {
 		return randomIndexQuery(rng)
@@ -461,16 +476,7 @@ func randomQuery(rng *rand.Rand, g *oGraph) *oQuery {
 	hops := 6
 	for range rng.IntN(4) {
 		st := oStep{dir: []string{"out", "in", "both"}[rng.IntN(3)]}
-		switch rng.IntN(4) {
-		case 0:
-		case 1:
-			st.labels = []string{oLabels[rng.IntN(3)]}
-		default:
-			st.labels = []string{oLabels[rng.IntN(3)], oLabels[rng.IntN(3)]}
-			if st.labels[0] == st.labels[1] {
-				st.labels = st.labels[:1]
-			}
-		}
+		st.labels = randomLabels(rng)
 		st.max = 1 + rng.IntN(min(3, hops))
 		st.min = rng.IntN(st.max + 1)
 		if rng.IntN(3) == 0 {
