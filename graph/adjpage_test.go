@@ -98,8 +98,8 @@ func TestAdjacentPageOracle(t *testing.T) {
 	}
 	stats := &oracleStats{}
 	graphs := 6
-	if testing.Short() {
-		graphs = 3
+	if testing.Short() || raceDetector {
+		graphs = 2
 	}
 	for gi := 0; gi < graphs && !t.Failed(); gi++ {
 		g := randomGraph(rng)
@@ -256,7 +256,11 @@ func TestOneHopFromHubOracle(t *testing.T) {
 	}
 	stats := &oracleStats{}
 	stores := map[string]graph.Store{"embedded": g.load(t, m), "postgres": g.loadPostgres(t, m)}
-	for qi := 0; qi < 24 && !t.Failed(); qi++ {
+	queries := 24
+	if raceDetector {
+		queries = 8
+	}
+	for qi := 0; qi < queries && !t.Failed(); qi++ {
 		st := oStep{labels: []string{"k"}, dir: map[bool]string{true: "out", false: "in"}[qi%8 == 7], min: 1, max: 1}
 		q := &oQuery{ids: []string{"n/hub"}, limit: 20 + rng.IntN(100)}
 		if rng.IntN(2) == 0 {
