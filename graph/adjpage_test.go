@@ -297,3 +297,78 @@ func TestOneHopFromHubOracle(t *testing.T) {
 		t.Errorf("no page came from an index walk: the test does not check the walk's search of a sorted hop")
 	}
 }
+
+// Between two pages of a hub's neighbours, writes move the listing on as
+// Store.Edges says (the items after the cursor as they are when read):
+// the last result deleted, a new neighbour before the cursor (not
+// listed: it sorts before), one after it (listed), one deleted ahead (not
+// listed); each neighbour comes once, on both stores.
+func TestAdjacentPageAcrossWrites(t *testing.T) {
+	m, err := schema.Load([]byte(oracleModel()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &oGraph{nodes: map[string]*oNode{}, byID: map[string]oEdge{}}
+	for i := range 41 {
+		id := fmt.Sprintf("n/%03d", 2*i) // even IDs: room for new ones between
+		g.nodes[id] = &oNode{id: id, typ: "A", props: map[string]any{}}
+		g.ids = append(g.ids, id)
+		if i > 0 {
+			g.edges = append(g.edges, oEdge{from: id, to: "n/000", label: "e1"})
+		}
+	}
+	for name, s := range map[string]graph.Store{"embedded": g.load(t, m), "postgres": g.loadPostgres(t, m)} {
+		page := func(cursor string) (ids []string, next string) {
+			t.Helper()
+			doc := fmt.Sprintf(`{"from":{"ids":["n/000"]},"traverse":[{"edge":"e1","direction":"in"}],"limit":10,"cursor":%q}`, cursor)
+			pq, err := graph.ParseQuery(m, []byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := graph.Run(t.Context(), s, pq, graph.Limits{})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for _, n := range res.Nodes {
+				ids = append(ids, n["id"].(string))
+			}
+			return ids, res.Cursor
+		}
+		apply := func(b *graph.Batch) {
+			t.Helper()
+			if _, err := s.Apply(t.Context(), b); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		link := func(id string) *graph.Batch {
+			return &graph.Batch{Nodes: []graph.NodeInput{{ID: graph.ID(id), Type: "A", Properties: graph.Props{}}},
+				Edges: []graph.EdgeInput{{EdgeKey: graph.EdgeKey{From: graph.ID(id), Label: "e1", To: "n/000"}}}}
+		}
+		first, cursor := page("")
+		if want := "n/002 n/004 n/006 n/008 n/010 n/012 n/014 n/016 n/018 n/020"; strings.Join(first, " ") != want {
+			t.Fatalf("%s: first page %v, want %s", name, first, want)
+		}
+		apply(&graph.Batch{DeleteNodes: []graph.NodeRef{{ID: "n/020"}, {ID: "n/030"}}}) // the last result, and one ahead
+		apply(link("n/011"))                                                            // before the cursor
+		apply(link("n/021"))                                                            // just after it
+		got := first
+		for calls := 0; cursor != ""; calls++ {
+			if calls == 10 {
+				t.Fatalf("%s: no end after 10 pages of 10 for 40 neighbours: %v", name, got)
+			}
+			var ids []string
+			ids, cursor = page(cursor)
+			got = append(got, ids...)
+		}
+		var want []string
+		for i := 1; i <= 40; i++ {
+			if i != 15 {
+				want = append(want, fmt.Sprintf("n/%03d", 2*i))
+			}
+		}
+		want = slices.Insert(want, 10, "n/021")
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: pages across writes %v, want %v", name, got, want)
+		}
+	}
+}
