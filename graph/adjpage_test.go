@@ -113,11 +113,7 @@ func TestAdjacentPageOracle(t *testing.T) {
 		}
 		for qi := 0; qi < 20 && !t.Failed(); qi++ {
 			q := adjacentQuery(rng, g, hub)
-			start := g.starts(q)
-			_, want := g.evaluate(q, start)
-			if len(q.order) > 0 {
-				g.order(q, want)
-			}
+			start, want := g.answer(q)
 			for name, s := range stores {
 				stats.queries++
 				r := &oracleRun{t: t, s: s, g: g, q: q, start: start, want: want, stats: stats,
@@ -280,11 +276,7 @@ func TestOneHopFromHubOracle(t *testing.T) {
 			q.final = randomFilter(rng, 0, oFields)
 		}
 		q.steps = []oStep{st}
-		start := g.starts(q)
-		_, want := g.evaluate(q, start)
-		if len(q.order) > 0 {
-			g.order(q, want)
-		}
+		start, want := g.answer(q)
 		for name, s := range stores {
 			stats.queries++
 			r := &oracleRun{t: t, s: s, g: g, q: q, start: start, want: want, stats: stats,

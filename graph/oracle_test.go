@@ -270,6 +270,17 @@ func TestQueryOracle(t *testing.T) {
 	}
 }
 
+// answer returns q's start nodes and its results by brute force, in the
+// order the query asks for (by ID, or by q.order).
+func (g *oGraph) answer(q *oQuery) (start, want []string) {
+	start = g.starts(q)
+	_, want = g.evaluate(q, start)
+	if len(q.order) > 0 {
+		g.order(q, want)
+	}
+	return start, want
+}
+
 // oracleRand returns the random source of the oracle test name, seeded by
 // -lore.oracle.seed or the clock and salted by salt (so that each test
 // draws its own stream), and its seed, which it logs with the command
@@ -303,11 +314,7 @@ func runOracle(t *testing.T, name string, salt uint64, perGraph int, query func(
 		for qi := 0; qi < perGraph && stats.queries < *oracleN && !t.Failed(); qi++ {
 			stats.queries++
 			q := query(rng, g)
-			start := g.starts(q)
-			_, want := g.evaluate(q, start)
-			if len(q.order) > 0 {
-				g.order(q, want)
-			}
+			start, want := g.answer(q)
 			r := &oracleRun{t: t, s: s, g: g, q: q, start: start, want: want, stats: stats,
 				ctx: fmt.Sprintf("seed %d, graph %d (%d nodes, %d edges), query %d %s", seed, gi, len(g.ids), len(g.edges), qi, q.json("", nil))}
 			check(r, qi, rng)
