@@ -292,9 +292,10 @@ func TestOneHopFromHubOracle(t *testing.T) {
 
 // Between two pages of a hub's neighbours, writes move the listing on as
 // Store.Edges says (the items after the cursor as they are when read):
-// the last result deleted, a new neighbour before the cursor (not
-// listed: it sorts before), one after it (listed), one deleted ahead (not
-// listed); each neighbour comes once, on both stores.
+// the last result deleted, two new neighbours before the cursor (not
+// listed: they sort before), one after it (listed), one deleted ahead (not
+// listed); each neighbour comes once, on both stores, through query_graph
+// and through neighbors (depth 1).
 func TestAdjacentPageAcrossWrites(t *testing.T) {
 	m, err := schema.Load([]byte(oracleModel()))
 	if err != nil {
@@ -309,58 +310,78 @@ func TestAdjacentPageAcrossWrites(t *testing.T) {
 			g.edges = append(g.edges, oEdge{from: id, to: "n/000", label: "e1"})
 		}
 	}
-	for name, s := range map[string]graph.Store{"embedded": g.load(t, m), "postgres": g.loadPostgres(t, m)} {
-		page := func(cursor string) (ids []string, next string) {
-			t.Helper()
-			doc := fmt.Sprintf(`{"from":{"ids":["n/000"]},"traverse":[{"edge":"e1","direction":"in"}],"limit":10,"cursor":%q}`, cursor)
-			pq, err := graph.ParseQuery(m, []byte(doc))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := graph.Run(t.Context(), s, pq, graph.Limits{})
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			for _, n := range res.Nodes {
-				ids = append(ids, n["id"].(string))
-			}
-			return ids, res.Cursor
+	for _, via := range []string{"query_graph", "neighbors"} {
+		for store, s := range map[string]graph.Store{"embedded": g.load(t, m), "postgres": g.loadPostgres(t, m)} {
+			name := store + " store, " + via
+			acrossWrites(t, s, name, func(cursor string) (ids []string, next string) {
+				t.Helper()
+				if via == "neighbors" {
+					q := graph.NeighborsQuery{ID: "n/000", Labels: []string{"e1"}, Direction: graph.In, Limits: graph.Limits{MaxResults: 10}, Cursor: cursor}
+					res, err := graph.Neighbors(t.Context(), s, q, graph.Limits{})
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					for _, n := range res.Nodes {
+						ids = append(ids, string(n.Node.ID))
+					}
+					return ids, res.Cursor
+				}
+				doc := fmt.Sprintf(`{"from":{"ids":["n/000"]},"traverse":[{"edge":"e1","direction":"in"}],"limit":10,"cursor":%q}`, cursor)
+				pq, err := graph.ParseQuery(m, []byte(doc))
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := graph.Run(t.Context(), s, pq, graph.Limits{})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				for _, n := range res.Nodes {
+					ids = append(ids, n["id"].(string))
+				}
+				return ids, res.Cursor
+			})
 		}
-		apply := func(b *graph.Batch) {
-			t.Helper()
-			if _, err := s.Apply(t.Context(), b); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
+	}
+}
+
+// acrossWrites is TestAdjacentPageAcrossWrites on one store, through page.
+func acrossWrites(t *testing.T, s graph.Store, name string, page func(cursor string) ([]string, string)) {
+	t.Helper()
+	apply := func(b *graph.Batch) {
+		t.Helper()
+		if _, err := s.Apply(t.Context(), b); err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
-		link := func(id string) *graph.Batch {
-			return &graph.Batch{Nodes: []graph.NodeInput{{ID: graph.ID(id), Type: "A", Properties: graph.Props{}}},
-				Edges: []graph.EdgeInput{{EdgeKey: graph.EdgeKey{From: graph.ID(id), Label: "e1", To: "n/000"}}}}
+	}
+	link := func(id string) *graph.Batch {
+		return &graph.Batch{Nodes: []graph.NodeInput{{ID: graph.ID(id), Type: "A", Properties: graph.Props{}}},
+			Edges: []graph.EdgeInput{{EdgeKey: graph.EdgeKey{From: graph.ID(id), Label: "e1", To: "n/000"}}}}
+	}
+	first, cursor := page("")
+	if want := "n/002 n/004 n/006 n/008 n/010 n/012 n/014 n/016 n/018 n/020"; strings.Join(first, " ") != want {
+		t.Fatalf("%s: first page %v, want %s", name, first, want)
+	}
+	apply(&graph.Batch{DeleteNodes: []graph.NodeRef{{ID: "n/020"}, {ID: "n/030"}}}) // the last result, and one ahead
+	apply(link("n/011"))                                                            // before the cursor
+	apply(link("n/013"))                                                            // (and an offset would shift by one)
+	apply(link("n/021"))                                                            // just after it
+	got := first
+	for calls := 0; cursor != ""; calls++ {
+		if calls == 10 {
+			t.Fatalf("%s: no end after 10 pages of 10 for 40 neighbours: %v", name, got)
 		}
-		first, cursor := page("")
-		if want := "n/002 n/004 n/006 n/008 n/010 n/012 n/014 n/016 n/018 n/020"; strings.Join(first, " ") != want {
-			t.Fatalf("%s: first page %v, want %s", name, first, want)
+		var ids []string
+		ids, cursor = page(cursor)
+		got = append(got, ids...)
+	}
+	var want []string
+	for i := 1; i <= 40; i++ {
+		if i != 15 {
+			want = append(want, fmt.Sprintf("n/%03d", 2*i))
 		}
-		apply(&graph.Batch{DeleteNodes: []graph.NodeRef{{ID: "n/020"}, {ID: "n/030"}}}) // the last result, and one ahead
-		apply(link("n/011"))                                                            // before the cursor
-		apply(link("n/021"))                                                            // just after it
-		got := first
-		for calls := 0; cursor != ""; calls++ {
-			if calls == 10 {
-				t.Fatalf("%s: no end after 10 pages of 10 for 40 neighbours: %v", name, got)
-			}
-			var ids []string
-			ids, cursor = page(cursor)
-			got = append(got, ids...)
-		}
-		var want []string
-		for i := 1; i <= 40; i++ {
-			if i != 15 {
-				want = append(want, fmt.Sprintf("n/%03d", 2*i))
-			}
-		}
-		want = slices.Insert(want, 10, "n/021")
-		if !slices.Equal(got, want) {
-			t.Errorf("%s: pages across writes %v, want %v", name, got, want)
-		}
+	}
+	want = slices.Insert(want, 10, "n/021")
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: pages across writes %v, want %v", name, got, want)
 	}
 }

@@ -112,3 +112,61 @@ func TestNeighborsAndPathsPaging(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsPagingEndsAtTheWorkLimit pages through k shortest paths under
+// tiny work limits: each page is the next part of the whole answer, and
+// paging ends, on a truncated page without a cursor where the limit cannot
+// reach the next path (a cursor that retried the same page would never).
+func TestPathsPagingEndsAtTheWorkLimit(t *testing.T) {
+	m, err := schema.Load([]byte(oracleModel()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(23, 7))
+	ended := 0
+	for gi := range 12 {
+		g := randomGraph(rng)
+		s := g.load(t, m)
+		for qi := range 20 {
+			from := graph.ID(g.ids[rng.IntN(len(g.ids))])
+			to := graph.ID(g.ids[rng.IntN(len(g.ids))])
+			dir := []graph.Direction{graph.Out, graph.In, graph.Both}[qi%3]
+			pq := graph.PathsQuery{From: from, To: to, Labels: randomLabels(rng), Direction: dir, MaxHops: 4, K: 8}
+			whole, err := graph.Paths(t.Context(), s, pq, graph.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			work := 1 + rng.IntN(40)
+			what := fmt.Sprintf("graph %d, query %d: %s to %s %s %v, work %d", gi, qi, from, to, dir, pq.Labels, work)
+			pq.K, pq.Limits = 1+rng.IntN(3), graph.Limits{MaxVisited: work}
+			var paths []graph.Path
+			for calls := 0; ; calls++ {
+				if calls > 8 {
+					t.Fatalf("%s: %d calls for at most 8 paths", what, calls)
+				}
+				r, err := graph.Paths(t.Context(), s, pq, graph.Limits{})
+				if err != nil {
+					t.Fatalf("%s: call %d: %v", what, calls, err)
+				}
+				paths = append(paths, r.Paths...)
+				if r.Cursor == "" {
+					if r.Truncated && r.Reason == graph.ReasonWork && len(r.Paths) == 0 {
+						ended++
+					}
+					break
+				}
+				if len(paths) >= 8 {
+					break
+				}
+				pq.Cursor = r.Cursor
+			}
+			paths = paths[:min(len(paths), 8)]
+			if len(paths) > len(whole.Paths) || len(paths) > 0 && !gocmp.Equal(whole.Paths[:len(paths)], paths) {
+				t.Fatalf("%s: paths by page %v, whole %v", what, paths, whole.Paths)
+			}
+		}
+	}
+	if ended == 0 {
+		t.Errorf("no paging ended at the work limit: the test does not check it")
+	}
+}

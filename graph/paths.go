@@ -122,10 +122,11 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 		Dir      Direction
 		MaxHops  int
 	}{"find_paths", q.From, q.To, q.Labels, dir, maxHops})
-	skip, err := openPageCursor(s, q.Cursor, fp)
+	c, err := openPageCursor(s, q.Cursor, fp, false)
 	if err != nil {
 		return nil, err
 	}
+	skip := c.N
 	res.page = pageCursors{s: s, fp: fp, at: skip, cursor: q.Cursor}
 	b := newBudget(ctx, lim)
 	defer b.cancel()
@@ -144,8 +145,10 @@ func Paths(ctx context.Context, s Store, q PathsQuery, ceilings Limits) (*PathsR
 	switch {
 	case more || len(page) == k && b.reason != "":
 		res.Cursor = res.page.after(len(page))
-	case b.reason != "":
-		res.Cursor = res.page.after(len(page)) // a prefix of the page: go on after it, or retry
+	case b.reason != "" && (len(page) > 0 || b.reason != ReasonWork):
+		// A prefix of the page: go on after it, or retry it after a
+		// deadline; the work limit would stop a retry at the same place.
+		res.Cursor = res.page.after(len(page))
 	}
 	switch {
 	case b.reason != "" && !more:

@@ -287,11 +287,16 @@ type Neighbor struct {
 }
 
 // A NeighborsResult lists a page of the neighbours, nearest first, each
-// once, and the edges through which each was first reached. The order is
-// the breadth-first search's, the same on every call over the same graph:
-// More is true exactly when Cursor is set, and the same query with the
-// cursor returns the next page (a page whose work a bound cut is a
-// prefix of the page, and its cursor continues after it).
+// once, and the edges through which each was first reached (Edges[i]
+// reached Nodes[i]). The order is the breadth-first search's, the same on
+// every call over the same graph: the neighbours at depth 1 by ID, then
+// each deeper level in the order the search reaches it from the one
+// before. More is true exactly when Cursor is set, and the same query with
+// the cursor returns the next page (a page whose work a bound cut is a
+// prefix of the page, and its cursor continues after it; when the work
+// limit leaves no room to reach a page at all, it comes empty, truncated,
+// with no cursor). A page of depth 1 reads only its own neighbours' edges;
+// a deeper one searches from the start again, up to its page.
 type NeighborsResult struct {
 	Nodes     []Neighbor `json:"nodes"`
 	Edges     []EdgeKey  `json:"edges"`
@@ -342,19 +347,48 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 		Dir    Direction
 		Depth  int
 	}{"neighbors", q.ID, q.Labels, dir, depth})
-	skip, err := openPageCursor(s, q.Cursor, fp)
+	c, err := openPageCursor(s, q.Cursor, fp, depth == 1)
 	if err != nil {
 		return nil, err
 	}
-	res.page = pageCursors{s: s, fp: fp, at: skip, cursor: q.Cursor}
+	skip := c.N
+	res.page = pageCursors{s: s, fp: fp, at: skip, cursor: q.Cursor, byKey: depth == 1}
 	b := newBudget(ctx, lim)
 	defer b.cancel()
+	if depth == 1 {
+		if err := neighborsPage(ctx, s, q, dir, lim, c.K, res, b); err != nil {
+			return nil, err
+		}
+		res.More = res.Cursor != ""
+		res.Stats = ReadStats{Visited: b.visited, ElapsedMs: float64(time.Since(start).Microseconds()) / 1000}
+		return res, nil
+	}
 	seen := map[ID]bool{q.ID: true}
 	var order []ID
 	depthOf := map[ID]int{}
 	frontier := []ID{q.ID}
 	for d := 1; d <= depth && len(frontier) > 0 && b.ok(); d++ {
 		var next []ID
+		if d == 1 {
+			// In ID order, as a neighbourhood of depth 1 comes.
+			ids, edges, _, err := mergeNeighbors(ctx, s, q.ID, q.Labels, dir, "", skip+lim.MaxResults+1, b, false)
+			if err != nil {
+				return nil, err
+			}
+			for i, id := range ids {
+				if len(order) == skip+lim.MaxResults {
+					b.stop(ReasonResults)
+					break
+				}
+				seen[id] = true
+				depthOf[id] = 1
+				order = append(order, id)
+				next = append(next, id)
+				res.Edges = append(res.Edges, edges[i])
+			}
+			frontier = next
+			continue
+		}
 		err := expandLevel(s, b, frontier, q.Labels, dir, nil, func(_, other ID, k EdgeKey) {
 			if seen[other] || !b.spend(1) {
 				return
@@ -374,29 +408,37 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 		}
 		frontier = next
 	}
-	// The page: the neighbours after those of earlier pages.
-	order, res.Edges = order[min(skip, len(order)):], res.Edges[min(skip, len(res.Edges)):]
+	// The page: the neighbours after those of earlier pages. A node
+	// deleted since its edge was listed is left out, with its edge.
+	order, edges := order[min(skip, len(order)):], res.Edges[min(skip, len(res.Edges)):]
+	res.Edges = []EdgeKey{}
 	for i := 0; i < len(order); i += 256 {
 		chunk := order[i:min(i+256, len(order))]
 		nodes, err := s.Nodes(context.WithoutCancel(ctx), chunk)
 		if err != nil {
 			return nil, err
 		}
-		for _, n := range nodes {
+		for j, n := range nodes {
 			if n != nil {
 				res.Nodes = append(res.Nodes, Neighbor{Node: n, Depth: depthOf[n.ID]})
+				res.Edges = append(res.Edges, edges[i+j])
+				res.page.idx = append(res.page.idx, i+j)
 			}
 		}
 	}
 	switch b.reason {
 	case "":
 	case ReasonResults:
-		res.Cursor = res.page.after(len(order))
+		res.Cursor = res.page.offset(len(order))
 	default:
 		// A bound cut the page: what it holds is a prefix of it, and the
-		// cursor goes on after it (or retries it, when it holds nothing).
+		// cursor goes on after it; when it holds nothing, the cursor
+		// retries it after a deadline, but the work limit would stop the
+		// same call at the same place again: no cursor.
 		res.Truncated, res.Reason = true, b.reason
-		res.Cursor = res.page.after(len(order))
+		if len(order) > 0 || b.reason != ReasonWork {
+			res.Cursor = res.page.offset(len(order))
+		}
 	}
 	res.More = res.Cursor != ""
 	res.Stats = ReadStats{Visited: b.visited, ElapsedMs: float64(time.Since(start).Microseconds()) / 1000}
