@@ -3,6 +3,8 @@ package graph
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 )
 
 // A neighbourhood of depth 1 is paged from the node's edge listings: the
@@ -192,6 +194,61 @@ func mergeNeighbors(ctx context.Context, s Store, id ID, asked []string, dir Dir
 		return ids, edges, true, nil
 	}
 	return ids, edges, false, err
+}
+
+// firstLevel lists the first level of a deeper neighbourhood of n, in ID
+// order, up to want neighbours, each with its first edge. When want is a
+// good part of n's degree and the budget holds the whole level, it
+// expands the level (the store's Adjacency reads an edge for a fraction
+// of what a page of Store.Edges does) and sorts it, since the page lies
+// past or near its end; else it merges the listings up to want. A level
+// that a bound cuts before it is whole is left out: its nodes so far are
+// in the listings' order, not a prefix of the level's.
+func firstLevel(s Store, b *budget, n *Node, labels []string, dir Direction, want int) ([]ID, []EdgeKey, error) {
+	deg := countDegree(n.Edges, labels, dir)
+	if 4*int64(want) < deg || 2*deg+1 > int64(b.remaining()) {
+		ids, edges, _, err := mergeNeighbors(b.ctx, s, n.ID, labels, dir, "", want, b, false)
+		return ids, edges, err
+	}
+	type reached struct {
+		id   ID
+		edge EdgeKey
+	}
+	level := make([]reached, 0, deg)
+	// One listing comes in ID order: a neighbour's edges are together.
+	// Several need a set, and a sort.
+	known, err := KnownLabels(s.Model(), labels)
+	if err != nil {
+		return nil, nil, err
+	}
+	var seen map[ID]bool
+	if len(known) > 1 || dir == Both {
+		seen = make(map[ID]bool, deg)
+	}
+	err = expandLevel(s, b, []ID{n.ID}, labels, dir, nil, func(_, other ID, k EdgeKey) {
+		switch {
+		case other == n.ID:
+		case seen == nil:
+			if (len(level) == 0 || level[len(level)-1].id != other) && b.spend(1) {
+				level = append(level, reached{other, k})
+			}
+		case !seen[other] && b.spend(1):
+			seen[other] = true
+			level = append(level, reached{other, k})
+		}
+	})
+	if err != nil || b.reason != "" {
+		return nil, nil, err
+	}
+	if seen != nil {
+		slices.SortFunc(level, func(a, b reached) int { return strings.Compare(string(a.id), string(b.id)) })
+	}
+	level = level[:min(len(level), want)]
+	ids, edges := make([]ID, len(level)), make([]EdgeKey, len(level))
+	for i, r := range level {
+		ids[i], edges[i] = r.id, r.edge
+	}
+	return ids, edges, nil
 }
 
 // errBound ends mergeNeighbors's listings at a bound.

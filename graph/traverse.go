@@ -337,7 +337,8 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 		res.Truncated, res.Reason = true, ReasonHops
 		res.Capped = appendOnce(res.Capped, "maxHops")
 	}
-	if _, err := s.Node(ctx, q.ID); err != nil {
+	first, err := s.Node(ctx, q.ID)
+	if err != nil {
 		return nil, err
 	}
 	fp := fingerprintOf(struct {
@@ -371,7 +372,7 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 		var next []ID
 		if d == 1 {
 			// In ID order, as a neighbourhood of depth 1 comes.
-			ids, edges, _, err := mergeNeighbors(ctx, s, q.ID, q.Labels, dir, "", skip+lim.MaxResults+1, b, false)
+			ids, edges, err := firstLevel(s, b, first, q.Labels, dir, skip+lim.MaxResults+1)
 			if err != nil {
 				return nil, err
 			}
