@@ -313,6 +313,14 @@ var pagedCalls = []func(t testing.TB, s graph.Store, cursor string) (n, limit in
 		return len(r.Nodes), 2, r.Cursor, nil
 	},
 	func(t testing.TB, s graph.Store, cursor string) (int, int, string, error) {
+		// Depth 1: its cursor holds the last neighbour (K), not an offset.
+		r, err := graph.Neighbors(t.Context(), s, graph.NeighborsQuery{ID: "team/payments", Direction: graph.Both, Cursor: cursor, Limits: graph.Limits{MaxResults: 2}}, cursorLimits)
+		if err != nil {
+			return 0, 2, "", err
+		}
+		return len(r.Nodes), 2, r.Cursor, nil
+	},
+	func(t testing.TB, s graph.Store, cursor string) (int, int, string, error) {
 		r, err := graph.Paths(t.Context(), s, graph.PathsQuery{From: "service/checkout", To: "service/postgres-cluster", K: 2, MaxHops: 4, Cursor: cursor}, cursorLimits)
 		if err != nil {
 			return 0, 2, "", err
@@ -323,8 +331,8 @@ var pagedCalls = []func(t testing.TB, s graph.Store, cursor string) (n, limit in
 
 // FuzzCursorNeighborsPaths hands neighbors and find_paths cursors to
 // their calls: as a client could (cursor), or sealed under the store's key
-// from fuzzed contents (raw JSON, or a position n for the right call or
-// another): a cursor the store did not issue, made for another call or
+// from fuzzed contents (raw JSON, or a position n, or last item k, for the
+// right call or another): a cursor the store did not issue, made for another call or
 // out of range is refused with ErrInvalid; one that is accepted returns a
 // page of at most the page size.
 func FuzzCursorNeighborsPaths(f *testing.F) {
@@ -347,21 +355,23 @@ func FuzzCursorNeighborsPaths(f *testing.F) {
 			if err := json.Unmarshal(payload, &pc); err != nil {
 				f.Fatal(err)
 			}
-			f.Add(uint8(i), next, []byte(nil), pc.F, pc.N)
-			f.Add(uint8(i+1), next, []byte(nil), "", 0) // another call's cursor
-			f.Add(uint8(i), next[:len(next)-1], []byte(nil), "", 0)
-			f.Add(uint8(i), "", payload, "", 0)
-			f.Add(uint8(i), "", []byte(nil), pc.F, -1)
-			f.Add(uint8(i), "", []byte(nil), pc.F, min(1<<40, math.MaxInt))
+			f.Add(uint8(i), next, []byte(nil), pc.F, pc.N, string(pc.K))
+			f.Add(uint8(i+1), next, []byte(nil), "", 0, "") // another call's cursor
+			f.Add(uint8(i), next[:len(next)-1], []byte(nil), "", 0, "")
+			f.Add(uint8(i), "", payload, "", 0, "")
+			f.Add(uint8(i), "", []byte(nil), pc.F, -1, "")
+			f.Add(uint8(i), "", []byte(nil), pc.F, min(1<<40, math.MaxInt), "")
+			f.Add(uint8(i), "", []byte(nil), pc.F, 0, "zzz/\x00")
+			f.Add(uint8(i), "", []byte(nil), pc.F, 3, string(pc.K))
 			cursor = next
 		}
 	}
-	f.Fuzz(func(t *testing.T, ci uint8, cursor string, raw []byte, fp string, n int) {
+	f.Fuzz(func(t *testing.T, ci uint8, cursor string, raw []byte, fp string, n int, k string) {
 		switch {
 		case len(raw) > 0:
 			cursor = graph.SealCursor(s, kindOf[graph.PageCursor](), raw)
 		case fp != "":
-			cursor = graph.EncodeCursor(s, graph.PageCursor{F: fp, N: n})
+			cursor = graph.EncodeCursor(s, graph.PageCursor{F: fp, N: n, K: graph.ID(k)})
 		}
 		got, limit, _, err := pagedCalls[int(ci)%len(pagedCalls)](t, s, cursor)
 		if err != nil {
