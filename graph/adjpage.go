@@ -143,7 +143,7 @@ func (ex *executor) adjacentPage(res *QueryResult, steps []Step, cur queryCursor
 	limit := ex.pageLimit(res)
 	want := limit + 1 // one more tells whether a page follows
 	size := min(want+1, 2000)
-	c := &collection{keys: map[ID][]any{}, paths: map[ID]*Path{}, gkeys: map[ID][]string{}, complete: true}
+	c := &collection{keys: map[ID][]any{}, paths: map[ID]*Path{}, gkeys: map[ID][]string{}, complete: true, listed: true}
 	// Every node up to decided was examined and, if it passed the edges'
 	// test, the step's and the query's filters: the cursor may go on after
 	// it. last is the last node examined; batch holds those examined since

@@ -616,6 +616,20 @@ func (q *Query) returnProps() []string {
 	return names
 }
 
+// returnsIDsOnly reports whether the query returns its results' IDs and
+// nothing else of them.
+func (q *Query) returnsIDsOnly() bool {
+	if len(q.Return.Fields) == 0 || len(q.Return.Degrees) > 0 || q.Return.Paths {
+		return false
+	}
+	for _, f := range q.Return.Fields {
+		if f != "id" {
+			return false
+		}
+	}
+	return true
+}
+
 // readProps names the properties that the query's where, orderBy and
 // groupBy read from the nodes it collects: those it reads to test and
 // order them, before it reads its page's nodes whole.
