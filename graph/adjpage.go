@@ -34,41 +34,86 @@ import (
 // nodes x labels x directions); a query with more goes the general way.
 const maxAdjListings = 16
 
-// adjListing is one start node's edges of one label in one direction,
-// read a page at a time in the order of the node at the other end.
-type adjListing struct {
+// An edgeListing is one node's edges of one label in one direction, read
+// a page at a time in the order of the node at the other end: through the
+// store's Adjacency when only the edges' keys are needed (no Edge, ID or
+// cursor is built for each edge), through Store.Edges otherwise.
+type edgeListing struct {
 	self ID
 	in   bool
-	q    EdgeQuery
-	buf  []*Edge
+	q    EdgeQuery // its After moves on page by page
+	buf  []Edge
 	i    int
 	done bool // buf is the listing's last page
 }
 
-func (l *adjListing) other(e *Edge) ID {
+func newEdgeListing(self ID, label string, in, keysOnly bool) *edgeListing {
+	d := Out
+	if in {
+		d = In
+	}
+	return &edgeListing{self: self, in: in, q: EdgeQuery{Nodes: []ID{self}, Labels: []string{label}, Direction: d, KeysOnly: keysOnly}}
+}
+
+// startAfter starts the listing after the edges to other with the empty
+// key; its other edges to other, if any, are still to come.
+func (l *edgeListing) startAfter(other ID) {
+	l.q.After = EdgePlace{Label: l.q.Labels[0], In: l.in, Other: other}.Cursor()
+}
+
+func (l *edgeListing) other(e *Edge) ID {
 	if l.in {
 		return e.From
 	}
 	return e.To
 }
 
-// head returns the listing's next edge, reading a page when buf is spent,
-// or nil at its end.
-func (l *adjListing) head(ex *executor, ctx context.Context, size int) (*Edge, error) {
+// head returns the listing's next edge (valid until the next call), reading
+// a page of size when buf is spent, or nil at its end.
+func (l *edgeListing) head(ctx context.Context, s Store, size int) (*Edge, error) {
 	for l.i == len(l.buf) {
 		if l.done {
 			return nil, nil
 		}
-		l.q.Limit = size
-		page, err := ex.s.Edges(ctx, l.q)
-		if err != nil {
+		if err := l.read(ctx, s, size); err != nil {
 			return nil, err
 		}
-		l.buf, l.i = page.Edges, 0
-		l.done = page.Next == ""
-		l.q.After = page.Next
 	}
-	return l.buf[l.i], nil
+	return &l.buf[l.i], nil
+}
+
+func (l *edgeListing) read(ctx context.Context, s Store, size int) error {
+	l.buf, l.i = l.buf[:0], 0
+	if adj, ok := s.(Adjacency); ok && l.q.KeysOnly {
+		more := false
+		err := adj.Adjacent(ctx, l.q, func(_ int, k EdgeKey) bool {
+			if len(l.buf) == size {
+				more = true
+				return false
+			}
+			l.buf = append(l.buf, Edge{EdgeKey: k})
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		l.done = !more
+		if more {
+			last := &l.buf[len(l.buf)-1]
+			l.q.After = EdgePlace{Label: last.Label, In: l.in, Other: l.other(last), Key: last.Key}.Cursor()
+		}
+		return nil
+	}
+	l.q.Limit = size
+	page, err := s.Edges(ctx, l.q)
+	if err != nil {
+		return err
+	}
+	for _, e := range page.Edges {
+		l.buf = append(l.buf, *e)
+	}
+	l.done, l.q.After = page.Next == "", page.Next
+	return nil
 }
 
 // adjacentShape reports whether the query is one hop from its start IDs
@@ -126,15 +171,15 @@ func (ex *executor) adjacentPage(res *QueryResult, steps []Step, cur queryCursor
 		return false, nil
 	}
 	st := &steps[0]
-	var ls []*adjListing
+	var ls []*edgeListing
 	for _, s := range starts {
 		for _, label := range labels {
 			for _, d := range dirs {
-				l := &adjListing{self: s, in: d == In, q: EdgeQuery{Nodes: []ID{s}, Labels: []string{label}, Direction: d, KeysOnly: st.edgeWhere == nil}}
+				l := newEdgeListing(s, label, d == In, st.edgeWhere == nil)
 				if cur.ID != "" {
 					// After the last result's edge with the empty key; its
 					// other edges, if any, are passed over below.
-					l.q.After = EdgePlace{Label: label, In: d == In, Other: cur.ID}.Cursor()
+					l.startAfter(cur.ID)
 				}
 				ls = append(ls, l)
 			}
@@ -187,8 +232,8 @@ func (ex *executor) adjacentPage(res *QueryResult, steps []Step, cur queryCursor
 	}
 	// head is l.head, but a read the deadline stops ends the listings
 	// (past the first node): nil, and the budget says why.
-	head := func(l *adjListing) (*Edge, error) {
-		e, err := l.head(ex, ctx, size)
+	head := func(l *edgeListing) (*Edge, error) {
+		e, err := l.head(ctx, ex.s, size)
 		if err != nil && ex.b.ctx.Err() != nil && !first {
 			ex.b.stop(ReasonDeadline)
 			return nil, nil

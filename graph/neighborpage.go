@@ -25,39 +25,6 @@ import (
 // paging always moves on, and a bound leaves a cursor after the last one
 // examined.
 
-// nbListing is the node's edges of one label in one direction, read a
-// page at a time.
-type nbListing struct {
-	in   bool
-	q    EdgeQuery
-	buf  []*Edge
-	i    int
-	done bool
-}
-
-func (l *nbListing) other(e *Edge) ID {
-	if l.in {
-		return e.From
-	}
-	return e.To
-}
-
-// head returns the listing's next edge, or nil at its end.
-func (l *nbListing) head(ctx context.Context, s Store, size int) (*Edge, error) {
-	for l.i == len(l.buf) {
-		if l.done {
-			return nil, nil
-		}
-		l.q.Limit = size
-		page, err := s.Edges(ctx, l.q)
-		if err != nil {
-			return nil, err
-		}
-		l.buf, l.i, l.done, l.q.After = page.Edges, 0, page.Next == "", page.Next
-	}
-	return l.buf[l.i], nil
-}
-
 // neighborsPage fills res with the page of q.ID's neighbours (depth 1)
 // after the ID after ("" for the first page), at most lim.MaxResults.
 func neighborsPage(ctx context.Context, s Store, q NeighborsQuery, dir Direction, lim Limits, after ID, res *NeighborsResult, b *budget) error {
@@ -112,14 +79,14 @@ func mergeNeighbors(ctx context.Context, s Store, id ID, asked []string, dir Dir
 	if dir == Both {
 		dirs = []Direction{Out, In}
 	}
-	var ls []*nbListing
+	var ls []*edgeListing
 	for _, label := range labels {
 		for _, d := range dirs {
-			l := &nbListing{in: d == In, q: EdgeQuery{Nodes: []ID{id}, Labels: []string{label}, Direction: d, KeysOnly: true}}
+			l := newEdgeListing(id, label, d == In, true)
 			if after != "" {
 				// After its edge with the empty key; the others are passed
 				// over below.
-				l.q.After = EdgePlace{Label: label, In: d == In, Other: after}.Cursor()
+				l.startAfter(after)
 			}
 			ls = append(ls, l)
 		}
@@ -132,7 +99,7 @@ func mergeNeighbors(ctx context.Context, s Store, id ID, asked []string, dir Dir
 	}
 	// head is l.head, but past the first neighbour a read the deadline
 	// stops is errBound; the budget says why.
-	head := func(l *nbListing) (*Edge, error) {
+	head := func(l *edgeListing) (*Edge, error) {
 		e, err := l.head(rctx, s, size)
 		if err != nil && !first && b.ctx.Err() != nil {
 			b.stop(ReasonDeadline)

@@ -213,10 +213,12 @@ type BackupInfo struct {
 // Store.Edges with KeysOnly.
 type Adjacency interface {
 	// Adjacent calls f, while f returns true, for every edge of q.Nodes
-	// that Store.Edges would list for q (q.Page and q.KeysOnly are
-	// ignored: there is no page), in the same order, with the index in
-	// q.Nodes of the node it is listed for. It reads one committed state.
-	// A label the model lacks is ErrInvalid.
+	// that Store.Edges would list for q, in the same order, with the index
+	// in q.Nodes of the node it is listed for: after q.After's place when
+	// it is set (an Edges cursor, or an EdgePlace's), as Edges would go on
+	// from it; q.Limit and q.KeysOnly are ignored (there is no page). It
+	// reads one committed state. A label the model lacks, or a cursor
+	// that is not one of this listing's, is ErrInvalid.
 	Adjacent(ctx context.Context, q EdgeQuery, f func(i int, k EdgeKey) bool) error
 }
 

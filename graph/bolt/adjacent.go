@@ -19,9 +19,10 @@ import (
 // summaries in the node records, never Cayley's quads: a node's edges of
 // one label and direction are one seek and a scan of adjacent keys.
 
-// Adjacent calls f for the edges of q.Nodes, in the order of Edges,
-// without building an Edge for each: the only allocation per edge is the
-// ID of the node at the other end (and the key, for a keyed edge).
+// Adjacent calls f for the edges of q.Nodes, in the order of Edges (after
+// q.After's place, if set), without building an Edge for each: the only
+// allocation per edge is the ID of the node at the other end (and the
+// key, for a keyed edge).
 func (s *Store) Adjacent(ctx context.Context, q graph.EdgeQuery, f func(int, graph.EdgeKey) bool) error {
 	dir, err := graph.ParseDirection(string(q.Direction))
 	if err != nil {
@@ -31,10 +32,9 @@ func (s *Store) Adjacent(ctx context.Context, q graph.EdgeQuery, f func(int, gra
 	if err != nil {
 		return err
 	}
-	for _, id := range q.Nodes {
-		if err := id.Check(); err != nil {
-			return err
-		}
+	after, resume, err := graph.EdgeQueryPlace(q)
+	if err != nil {
+		return err
 	}
 	return s.read(func(tx *bbolt.Tx) error {
 		// Only the buckets the query reads are opened.
@@ -52,6 +52,9 @@ func (s *Store) Adjacent(ctx context.Context, q graph.EdgeQuery, f func(int, gra
 		var prefix []byte
 		var present []degEntry
 		for i, node := range q.Nodes {
+			if resume && i < after.Node {
+				continue
+			}
 			if i%64 == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
@@ -77,13 +80,30 @@ func (s *Store) Adjacent(ctx context.Context, q graph.EdgeQuery, f func(int, gra
 					if len(labels) > 2 && !slices.ContainsFunc(present, func(e degEntry) bool { return e.dir == d && e.label == label }) {
 						continue
 					}
+					// At the node of q.After's place, its listings before the
+					// place's are passed over, and its own starts after it.
+					from := resume && i == after.Node
+					if from && (label < after.Label || label == after.Label && d == 'o' && after.In) {
+						continue
+					}
+					from = from && label == after.Label && (d == 'i') == after.In
 					c := out
 					if d == 'i' {
 						c = in
 					}
 					prefix = append(append(append(append(prefix[:0], node...), 0), label...), 0)
-					for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+					seek := prefix
+					if from {
+						seek = append(slices.Clip(prefix), after.Other...)
+						if after.Key != "" {
+							seek = append(append(seek, 0), after.Key...)
+						}
+					}
+					for k, _ := c.Seek(seek); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 						other, key := splitAdjKey(k[len(prefix):])
+						if from && (other < string(after.Other) || other == string(after.Other) && key <= after.Key) {
+							continue // at or before the place
+						}
 						ek := graph.EdgeKey{From: node, Label: label, To: graph.ID(other), Key: key}
 						if d == 'i' {
 							if dir == graph.Both && other == string(node) {

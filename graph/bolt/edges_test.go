@@ -110,6 +110,7 @@ func TestEdgesOrderIsSpecified(t *testing.T) {
 						t.Fatalf("Edges(%s, %s, %v, pages of %d):\n got %v\nwant %v", node, dir, labels, size, got, want)
 					}
 				}
+				adjacentGoesOn(t, s, graph.EdgeQuery{Nodes: []graph.ID{node}, Labels: labels, Direction: dir}, want)
 			}
 		}
 	}
@@ -133,6 +134,36 @@ func TestEdgesOrderIsSpecified(t *testing.T) {
 	want := slices.Concat(wantOrder(all, "entity/e3", graph.Both), wantOrder(all, hub, graph.Both), wantOrder(all, "entity/e3", graph.Both))
 	if !slices.Equal(got, want) {
 		t.Errorf("Edges of three nodes:\n got %v\nwant %v", got, want)
+	}
+	adjacentGoesOn(t, s, graph.EdgeQuery{Nodes: []graph.ID{"entity/e3", hub, "entity/e3"}, Direction: graph.Both}, want)
+}
+
+// adjacentGoesOn checks that Adjacent, from the start and after the place
+// of each edge of q's listing (Edges' cursor after it), lists the rest of
+// want, the whole listing in order.
+func adjacentGoesOn(t *testing.T, s *Store, q graph.EdgeQuery, want []graph.EdgeKey) {
+	t.Helper()
+	q.Limit = 1
+	for j := 0; ; j++ {
+		var rest []graph.EdgeKey
+		err := s.Adjacent(t.Context(), q, func(_ int, k graph.EdgeKey) bool {
+			rest = append(rest, k)
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rest, want[j:]) {
+			t.Fatalf("Adjacent(%v %s %v) after %d edges:\n got %v\nwant %v", q.Nodes, q.Direction, q.Labels, j, rest, want[j:])
+		}
+		page, err := s.Edges(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.Next == "" {
+			return
+		}
+		q.After = page.Next
 	}
 }
 
