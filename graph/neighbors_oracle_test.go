@@ -237,3 +237,92 @@ func TestNeighborsOracle(t *testing.T) {
 		t.Errorf("no page was cut by a bound, or none ended there: the test does not check them")
 	}
 }
+
+// deletesBeforeNodes is a store that deletes a node, through the store
+// itself, just before the first Nodes call: a write landing between a
+// search and the read of what it found.
+type deletesBeforeNodes struct {
+	graph.Store
+	t      *testing.T
+	victim graph.ID
+	done   bool
+}
+
+func (s *deletesBeforeNodes) Nodes(ctx context.Context, ids []graph.ID) ([]*graph.Node, error) {
+	if !s.done {
+		s.done = true
+		if _, err := s.Store.Apply(ctx, &graph.Batch{DeleteNodes: []graph.NodeRef{{ID: s.victim}}}); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	return s.Store.Nodes(ctx, ids)
+}
+
+// A neighbour deleted between the search and the read of the page's nodes
+// is left out with its edge: Edges[i] still reaches Nodes[i] (it did not,
+// at depth 2, when only the node was dropped). And CursorAfter goes on
+// after the first neighbours a page keeps.
+func TestNeighborsNodeDeletedDuringCall(t *testing.T) {
+	m, err := schema.Load([]byte(oracleModel()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &oGraph{nodes: map[string]*oNode{}, byID: map[string]oEdge{}}
+	for i := range 12 {
+		id := fmt.Sprintf("n/%02d", i)
+		g.nodes[id] = &oNode{id: id, typ: "A", props: map[string]any{}}
+		g.ids = append(g.ids, id)
+	}
+	for i := 1; i < 6; i++ {
+		g.edges = append(g.edges, oEdge{from: "n/00", to: fmt.Sprintf("n/%02d", i), label: "e1"})
+		g.edges = append(g.edges, oEdge{from: fmt.Sprintf("n/%02d", i), to: fmt.Sprintf("n/%02d", i+5), label: "e2"})
+	}
+	for _, depth := range []int{1, 2} {
+		s := &deletesBeforeNodes{Store: g.load(t, m), t: t, victim: "n/02"}
+		q := graph.NeighborsQuery{ID: "n/00", Direction: graph.Out, Depth: depth}
+		r, err := graph.Neighbors(t.Context(), s, q, graph.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Nodes) != len(r.Edges) {
+			t.Fatalf("depth %d: %d nodes, %d edges", depth, len(r.Nodes), len(r.Edges))
+		}
+		for i, n := range r.Nodes {
+			if n.Node.ID == s.victim {
+				t.Errorf("depth %d: the deleted node is listed", depth)
+			}
+			if e := r.Edges[i]; e.From != n.Node.ID && e.To != n.Node.ID {
+				t.Errorf("depth %d: Edges[%d] = %s does not reach Nodes[%d] = %s", depth, i, e, i, n.Node.ID)
+			}
+		}
+		// The whole answer after the delete, then the same by pages of 3
+		// cut after 2 by CursorAfter: each neighbour once.
+		r, err = graph.Neighbors(t.Context(), s, q, graph.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := neighborsOf(t, r, "after the delete")
+		var got []oNeighbor
+		q.Limits = graph.Limits{MaxResults: 3}
+		for pages := 0; ; pages++ {
+			if pages > 12 {
+				t.Fatalf("depth %d: no end", depth)
+			}
+			r, err := graph.Neighbors(t.Context(), s, q, graph.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, cursor := neighborsOf(t, r, "pages"), r.Cursor
+			if cursor != "" && len(p) == 3 {
+				p, cursor = p[:2], r.CursorAfter(2)
+			}
+			got = append(got, p...)
+			if q.Cursor = cursor; cursor == "" {
+				break
+			}
+		}
+		if diff := gocmp.Diff(want, got); diff != "" {
+			t.Errorf("depth %d: pages cut by CursorAfter (-whole +pages):\n%s", depth, diff)
+		}
+	}
+}
