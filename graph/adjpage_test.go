@@ -102,15 +102,7 @@ func TestAdjacentPageOracle(t *testing.T) {
 		graphs = 2
 	}
 	for gi := 0; gi < graphs && !t.Failed(); gi++ {
-		g := randomGraph(rng)
-		hub := ""
-		if gi%3 == 0 {
-			hub = withHub(rng, g)
-		}
-		stores := map[string]graph.Store{"embedded": g.load(t, m)}
-		if gi%3 != 1 {
-			stores["postgres"] = g.loadPostgres(t, m)
-		}
+		g, hub, stores := hubGraphStores(t, rng, m, gi)
 		for qi := 0; qi < 20 && !t.Failed(); qi++ {
 			q := adjacentQuery(rng, g, hub)
 			start, want := g.answer(q)
@@ -141,6 +133,23 @@ func TestAdjacentPageOracle(t *testing.T) {
 	if stats.truncated == 0 {
 		t.Errorf("no page was cut by a bound: the test does not check the cursor of a cut listing")
 	}
+}
+
+// hubGraphStores draws the gi-th random graph of a test over hubs: every
+// third (from the first) with a hub of thousands of edges (withHub, which
+// returns it), loaded into the embedded store and, but for every third
+// (from the second), into the PostgreSQL store too.
+func hubGraphStores(t *testing.T, rng *rand.Rand, m *schema.Model, gi int) (g *oGraph, hub string, stores map[string]graph.Store) {
+	t.Helper()
+	g = randomGraph(rng)
+	if gi%3 == 0 {
+		hub = withHub(rng, g)
+	}
+	stores = map[string]graph.Store{"embedded": g.load(t, m)}
+	if gi%3 != 1 {
+		stores["postgres"] = g.loadPostgres(t, m)
+	}
+	return g, hub, stores
 }
 
 // checkAdjacentPlan runs q with explain and checks that its page came from

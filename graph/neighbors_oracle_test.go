@@ -129,15 +129,7 @@ func TestNeighborsOracle(t *testing.T) {
 	}
 	cut, ended := 0, 0
 	for gi := 0; gi < graphs && !t.Failed(); gi++ {
-		g := randomGraph(rng)
-		hub := ""
-		if gi%3 == 0 {
-			hub = withHub(rng, g)
-		}
-		stores := map[string]graph.Store{"embedded": g.load(t, m)}
-		if gi%3 != 1 {
-			stores["postgres"] = g.loadPostgres(t, m)
-		}
+		g, hub, stores := hubGraphStores(t, rng, m, gi)
 		for qi := 0; qi < 20 && !t.Failed(); qi++ {
 			id := g.ids[rng.IntN(len(g.ids))]
 			if hub != "" && rng.IntN(2) == 0 {
