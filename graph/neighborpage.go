@@ -36,20 +36,12 @@ func neighborsPage(ctx context.Context, s Store, q NeighborsQuery, dir Direction
 	}
 	more := len(ids) > lim.MaxResults
 	ids, edges = ids[:min(len(ids), lim.MaxResults)], edges[:min(len(edges), lim.MaxResults)]
-	// A node deleted since its edge was listed is left out, with its edge.
-	for i := 0; i < len(ids); i += 256 {
-		end := min(i+256, len(ids))
-		nodes, err := s.Nodes(context.WithoutCancel(ctx), ids[i:end])
-		if err != nil {
-			return err
-		}
-		for j, n := range nodes {
-			if n != nil {
-				res.Nodes = append(res.Nodes, Neighbor{Node: n, Depth: 1})
-				res.Edges = append(res.Edges, edges[i+j])
-				res.page.keys = append(res.page.keys, n.ID)
-			}
-		}
+	kept, err := res.addNodes(ctx, s, ids, edges, func(ID) int { return 1 })
+	if err != nil {
+		return err
+	}
+	for _, i := range kept {
+		res.page.keys = append(res.page.keys, ids[i])
 	}
 	switch {
 	case more:
@@ -63,6 +55,27 @@ func neighborsPage(ctx context.Context, s Store, q NeighborsQuery, dir Direction
 		}
 	}
 	return nil
+}
+
+// addNodes reads the nodes ids, 256 at a time, and adds each to the page
+// with its edge and its depth; a node deleted since its edge was listed is
+// left out, with its edge. It returns the places in ids of those it added.
+func (res *NeighborsResult) addNodes(ctx context.Context, s Store, ids []ID, edges []EdgeKey, depth func(ID) int) ([]int, error) {
+	var kept []int
+	for i := 0; i < len(ids); i += 256 {
+		nodes, err := s.Nodes(context.WithoutCancel(ctx), ids[i:min(i+256, len(ids))])
+		if err != nil {
+			return nil, err
+		}
+		for j, n := range nodes {
+			if n != nil {
+				res.Nodes = append(res.Nodes, Neighbor{Node: n, Depth: depth(n.ID)})
+				res.Edges = append(res.Edges, edges[i+j])
+				kept = append(kept, i+j)
+			}
+		}
+	}
+	return kept, nil
 }
 
 // mergeNeighbors lists the neighbours of id after the ID after, in ID

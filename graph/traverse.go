@@ -409,23 +409,11 @@ func Neighbors(ctx context.Context, s Store, q NeighborsQuery, ceilings Limits) 
 		}
 		frontier = next
 	}
-	// The page: the neighbours after those of earlier pages. A node
-	// deleted since its edge was listed is left out, with its edge.
+	// The page: the neighbours after those of earlier pages.
 	order, edges := order[min(skip, len(order)):], res.Edges[min(skip, len(res.Edges)):]
 	res.Edges = []EdgeKey{}
-	for i := 0; i < len(order); i += 256 {
-		chunk := order[i:min(i+256, len(order))]
-		nodes, err := s.Nodes(context.WithoutCancel(ctx), chunk)
-		if err != nil {
-			return nil, err
-		}
-		for j, n := range nodes {
-			if n != nil {
-				res.Nodes = append(res.Nodes, Neighbor{Node: n, Depth: depthOf[n.ID]})
-				res.Edges = append(res.Edges, edges[i+j])
-				res.page.idx = append(res.page.idx, i+j)
-			}
-		}
+	if res.page.idx, err = res.addNodes(ctx, s, order, edges, func(id ID) int { return depthOf[id] }); err != nil {
+		return nil, err
 	}
 	switch b.reason {
 	case "":
