@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -42,7 +43,19 @@ type collection struct {
 	// listed: every result is the far end of an edge read during the call
 	// (adjacentPage), so it existed when that edge was read.
 	listed bool
+	// read holds the start nodes the scan read, when they are the results
+	// (a query without steps), up to keptStarts of them: the page takes
+	// them from there rather than reading them again. nil when there are
+	// none, or more.
+	read map[ID]*Node
+	// readAll says that read holds every start node the scan read.
+	readAll bool
 }
+
+// keptStarts is how many start nodes a collection keeps for its page (see
+// collection.read): a query of a few IDs keeps them all, a scan of a type
+// keeps none.
+const keptStarts = 1024
 
 // A segment is a run of start nodes expanded one after the other.
 type segment struct {
@@ -58,7 +71,7 @@ type segment struct {
 // chunk, until it ends or a bound stops the work: first the cursor's
 // unit, if any, then onwards.
 func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collection, error) {
-	c := &collection{keys: map[ID][]any{}, paths: map[ID]*Path{}, gkeys: map[ID][]string{}}
+	c := &collection{keys: map[ID][]any{}, paths: map[ID]*Path{}, gkeys: map[ID][]string{}, readAll: len(steps) == 0 && src.kind != srcSearch}
 	chunk := cmp.Or(cur.Chunk, 1)
 	seg := &segment{at: src.pos(), chunk: chunk}
 	left := cur.N // start nodes left in the unit
@@ -114,6 +127,7 @@ func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collec
 					read[st.id] = st.node
 				}
 			}
+			c.keep(read)
 		}
 		if ex.rw != nil {
 			ex.addReached(c, found)
@@ -146,6 +160,22 @@ func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collec
 	}
 	seg.to = len(c.ids)
 	return c, nil
+}
+
+// keep adds the start nodes a chunk read to c.read, while they fit. (A
+// search's hits are not kept: the page reads its nodes as it does now.)
+func (c *collection) keep(read map[ID]*Node) {
+	if !c.readAll {
+		return
+	}
+	if len(c.read)+len(read) > keptStarts {
+		c.read, c.readAll = nil, false
+		return
+	}
+	if c.read == nil {
+		c.read = make(map[ID]*Node, len(read))
+	}
+	maps.Copy(c.read, read)
 }
 
 // add records the nodes a chunk reached that the call had not found yet,
@@ -283,6 +313,37 @@ func (ex *executor) page(res *QueryResult, c *collection, cur queryCursor, fp st
 	if pr, ok := ex.s.(PropsReader); ok {
 		if props := q.returnProps(); props != nil {
 			read = func(ctx context.Context, ids []ID) ([]*Node, error) { return pr.NodesProps(ctx, ids, props) }
+		}
+	}
+	if c.read != nil {
+		// The start nodes the scan read in this call are the results: the
+		// page takes them as read (a second read, a round trip to a
+		// server store, said no more: a node deleted in between was
+		// dropped then, and a node changed in between is returned as the
+		// call first read it).
+		inner := read
+		read = func(ctx context.Context, ids []ID) ([]*Node, error) {
+			out := make([]*Node, len(ids))
+			var miss []ID
+			var at []int
+			for i, id := range ids {
+				if n := c.read[id]; n != nil {
+					out[i] = n
+				} else {
+					miss, at = append(miss, id), append(at, i)
+				}
+			}
+			if len(miss) == 0 {
+				return out, nil
+			}
+			got, err := inner(ctx, miss)
+			if err != nil {
+				return nil, err
+			}
+			for j, n := range got {
+				out[at[j]] = n
+			}
+			return out, nil
 		}
 	}
 	if c.listed && q.returnsIDsOnly() {

@@ -21,6 +21,7 @@ const (
 	MaxChunk      = maxChunk
 	MaxUnit       = maxUnit
 	CursorKeySize = cursorKeySize
+	KeptStarts    = keptStarts
 )
 
 // Fingerprint returns the fingerprint a query's cursors carry.

@@ -21,14 +21,18 @@ func (s *nodeCounter) Nodes(ctx context.Context, ids []graph.ID) ([]*graph.Node,
 	return s.Store.Nodes(ctx, ids)
 }
 
-// TestPageReadsWhatItReturns: a page of 10 of 300 ordered results reads
-// 11 nodes whole, the one after the page telling that a result follows;
-// and a page as large as the results reads them all, once.
+// TestPageReadsWhatItReturns: a page of 10 of more ordered results than
+// a collection keeps (graph.KeptStarts) reads 11 nodes whole, the one
+// after the page telling that a result follows; and a page of a few
+// hundred takes the nodes its scan read, reading none again.
 func TestPageReadsWhatItReturns(t *testing.T) {
 	s := &nodeCounter{Store: graphtest.New(t)}
 	var b graph.Batch
-	for i := range 300 {
+	for i := range graph.KeptStarts + 1 {
 		b.Nodes = append(b.Nodes, topic(i))
+	}
+	for i := range 300 {
+		b.Nodes = append(b.Nodes, graph.NodeInput{ID: graph.ID(fmt.Sprintf("service/s%d", i)), Type: "Service", Properties: graph.Props{"name": fmt.Sprint(i)}})
 	}
 	mustApply(t, s, &b)
 	for _, tt := range []struct {
@@ -38,7 +42,8 @@ func TestPageReadsWhatItReturns(t *testing.T) {
 	}{
 		{`{"from":{"type":"Topic"},"orderBy":[{"field":"name","desc":true}],"limit":10}`, 10, 11, true},
 		{`{"from":{"type":"Topic"},"orderBy":[{"field":"name"}],"limit":1}`, 1, 2, true},
-		{`{"from":{"type":"Topic"},"orderBy":[{"field":"name"}],"limit":300}`, 300, 300, false},
+		{`{"from":{"type":"Service"},"orderBy":[{"field":"name"}],"limit":10}`, 10, 0, true},
+		{`{"from":{"type":"Service"},"orderBy":[{"field":"name"}],"limit":300}`, 300, 0, false},
 	} {
 		q, err := graph.ParseQuery(s.Model(), []byte(tt.doc))
 		if err != nil {
@@ -51,6 +56,49 @@ func TestPageReadsWhatItReturns(t *testing.T) {
 		}
 		if got := fmt.Sprint(len(res.Nodes), s.read.Load(), res.More); got != fmt.Sprint(tt.page, tt.read, tt.more) {
 			t.Errorf("%s: (results, nodes read, more) = %s, want %d %d %v", tt.doc, got, tt.page, tt.read, tt.more)
+		}
+	}
+}
+
+// TestStartNodesReadOnce: a query whose results are its start IDs reads
+// each node once, and returns what that read found: the page does not
+// read them again (on a server store, a second round trip). A start ID
+// that names no node is left out.
+func TestStartNodesReadOnce(t *testing.T) {
+	s := &nodeCounter{Store: graphtest.New(t)}
+	var b graph.Batch
+	for i := range 5 {
+		b.Nodes = append(b.Nodes, topic(i))
+	}
+	mustApply(t, s, &b)
+	for _, tt := range []struct {
+		doc   string
+		ids   []graph.ID
+		reads int
+	}{
+		{`{"from":{"ids":["topic/t1"]}}`, []graph.ID{"topic/t1"}, 1},
+		{`{"from":{"ids":["topic/t3","topic/t1","topic/none","topic/t3"]},"return":{"fields":["id","name"]}}`, []graph.ID{"topic/t1", "topic/t3"}, 3},
+		{`{"from":{"ids":["topic/t4","topic/t2"]},"where":{"name":"2"}}`, []graph.ID{"topic/t2"}, 2},
+		{`{"from":{"ids":["topic/t4","topic/t2"]},"orderBy":[{"field":"name","desc":true}]}`, []graph.ID{"topic/t4", "topic/t2"}, 2},
+	} {
+		q, err := graph.ParseQuery(s.Model(), []byte(tt.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.read.Store(0)
+		res, err := graph.Run(t.Context(), s, q, graph.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []graph.ID
+		for _, n := range res.Nodes {
+			got = append(got, graph.ID(fmt.Sprint(n["id"])))
+			if _, ok := n["name"]; !ok && len(q.Return.Fields) > 0 {
+				t.Errorf("%s: result %v lacks its name", tt.doc, n)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.ids) || s.read.Load() != int64(tt.reads) {
+			t.Errorf("%s: results %v after reading %d nodes, want %v after %d", tt.doc, got, s.read.Load(), tt.ids, tt.reads)
 		}
 	}
 }
