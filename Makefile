@@ -27,8 +27,9 @@ bench:          ; $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 180m ./g
 bench-mcp:      ; $(GO) test -run '^$$' -bench Transports -benchtime 1x -timeout 60m ./mcp -lore.mcpsizes $(or $(SIZES),10000)
 # Lore against PostgreSQL at 127.0.0.1:5432 (trust auth; its own database, dropped after) on the same generated package
 # index: answers checked to agree, then p50/p90 and Lore ÷ PostgreSQL per question (issue 18). SIZES=10000 is a quick run;
-# RUNS sets the timed runs per question and side (default 30).
-bench-pg:       ; $(GO) test -run '^$$' -bench PG -benchtime 1x -timeout 240m ./graph/pgbench -lore.pgsizes $(or $(SIZES),$(BENCH_PG_SIZES)) -lore.pgruns $(or $(RUNS),30)
+# RUNS sets the timed runs per question and side (default 30). PGSTORE=1 adds Lore on PostgreSQL (graph/postgres, in a
+# database of its own on the same server) as a third side, with a table of its own.
+bench-pg:       ; $(GO) test -run '^$$' -bench PG -benchtime 1x -timeout 240m ./graph/pgbench -lore.pgsizes $(or $(SIZES),$(BENCH_PG_SIZES)) -lore.pgruns $(or $(RUNS),30) -lore.pgstore=$(if $(PGSTORE),true,false)
 bench-go:       ; $(GO) test -run '^$$' -bench . -benchmem ./...
 # Every decoder of outside input has a fuzz target; make fuzz runs each for FUZZTIME (the issue notes quote 10m runs).
 # CI counts executions, not seconds: with a duration, Go 1.26's fuzz coordinator can fail a target at the deadline

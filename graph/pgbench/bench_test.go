@@ -23,6 +23,7 @@ var (
 	pgRuns     = flag.Int("lore.pgruns", 30, "timed runs of each question on each side")
 	pgCheckIDs = flag.Int("lore.pgcheckids", 100000, "largest closure whose IDs BenchmarkPG compares, beside its count (0: every one)")
 	pgWarmup   = flag.Int("lore.pgwarmup", 3, "untimed runs of each question on each side before the timed ones")
+	pgStore    = flag.Bool("lore.pgstore", false, "also load the graph into Lore's own schema on the same PostgreSQL (graph/postgres), and time it as a third side")
 )
 
 // BenchmarkPG loads the same generated graph into Lore and PostgreSQL,
@@ -45,10 +46,10 @@ func BenchmarkPG(b *testing.B) {
 
 // A row of the table.
 type row struct {
-	name, answer   string
-	lore, pg       []time.Duration
-	visited        int
-	withinDefaults string
+	name, answer    string
+	lore, pg, store []time.Duration // store: Lore on PostgreSQL's, with -lore.pgstore
+	visited         int
+	withinDefaults  string
 }
 
 func benchPG(b *testing.B, n int) {
@@ -59,10 +60,20 @@ func benchPG(b *testing.B, n int) {
 	log.Info("generated", "nodes", g.Nodes(), "edges", g.Edges())
 	l, p := open(b, g)
 	log.Info("loaded", "lore", l.Load.Round(time.Millisecond), "postgres", p.Load.Round(time.Millisecond))
+	var lpg *Lore // Lore on PostgreSQL, the third side
+	if *pgStore {
+		lpg = openLorePG(b, g)
+		log.Info("loaded", "lore on postgres", lpg.Load.Round(time.Millisecond))
+	}
 	qs := Questions(g, s)
 	skipped, err := Agree(ctx, qs, l, p, Generous, *pgCheckIDs)
 	if err != nil {
 		b.Fatalf("Lore and PostgreSQL disagree:\n%v", err)
+	}
+	if lpg != nil {
+		if _, err := Agree(ctx, qs, lpg, p, Generous, *pgCheckIDs); err != nil {
+			b.Fatalf("Lore on PostgreSQL and PostgreSQL disagree:\n%v", err)
+		}
 	}
 	log.Info("every answer agrees", "questions", len(qs)-len(skipped), "skipped", skipped)
 	var rows []row
@@ -112,11 +123,19 @@ func benchPG(b *testing.B, n int) {
 					}
 				},
 			}
-			if i%2 == 1 {
-				sides[0], sides[1] = sides[1], sides[0]
+			if lpg != nil {
+				sides = append(sides, func() {
+					a, err := q.Lore(ctx, lpg, Generous)
+					check("Lore on PostgreSQL", a, err)
+					if i >= *pgWarmup {
+						r.store = append(r.store, a.Elapsed)
+					}
+				})
 			}
-			sides[0]()
-			sides[1]()
+			// Each side first in turn.
+			for j := range sides {
+				sides[(i+j)%len(sides)]()
+			}
 		}
 		rows = append(rows, r)
 		log.Info("timed", "question", q.Name, "lore p50", percentile(r.lore, 50), "postgres p50", percentile(r.pg, 50))
@@ -146,6 +165,29 @@ func benchPG(b *testing.B, n int) {
 	fmt.Printf("| size on disk (Lore: store files; PG: both tables with indexes) | | %.0f MiB | | %.0f MiB | | %s | | |\n\n",
 		mib(l.Bytes), mib(p.Bytes), ratio(float64(l.Bytes), float64(p.Bytes)))
 	fmt.Printf("Size by part. Lore: %s. PostgreSQL: %s.\n\n", describeParts(l.Parts), describeParts(p.Parts))
+	if lpg != nil {
+		storeTable(rows, lpg, p)
+	}
+}
+
+// storeTable prints the third side's table: Lore on PostgreSQL (its own
+// schema, in a database of its own on the same server) against the plain
+// tables, question by question.
+func storeTable(rows []row, lpg *Lore, p *Postgres) {
+	fmt.Println("Lore on PostgreSQL (graph/postgres: Lore's own schema, in another database on the same server), timed in the same runs, interleaved with the two sides above:")
+	fmt.Println()
+	fmt.Println("| question | Lore on PG p50 | Lore on PG p90 | PG p50 | Lore on PG ÷ PG (p50) | Lore on PG ÷ Lore (p50) |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		sp50, pp50, lp50 := percentile(r.store, 50), percentile(r.pg, 50), percentile(r.lore, 50)
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", r.name, msec(sp50), msec(percentile(r.store, 90)), msec(pp50),
+			ratio(float64(sp50), float64(pp50)), ratio(float64(sp50), float64(lp50)))
+	}
+	fmt.Printf("| load (import of the NDJSON file, then VACUUM ANALYZE of its tables) | %.1f s | | %.1f s | %s | |\n",
+		lpg.Load.Seconds(), p.Load.Seconds(), ratio(lpg.Load.Seconds(), p.Load.Seconds()))
+	fmt.Printf("| size (its tables with their indexes) | %.0f MiB | | %.0f MiB | %s | |\n\n",
+		mib(lpg.Bytes), mib(p.Bytes), ratio(float64(lpg.Bytes), float64(p.Bytes)))
+	fmt.Printf("Size by table: %s.\n\n", describeParts(lpg.Parts))
 }
 
 // describeParts lists a store's parts and their sizes.

@@ -13,17 +13,20 @@ import (
 	"github.com/lore-dev/lore/graph/bolt"
 )
 
-// A Lore is the Lore side: an embedded store (graph/bolt) holding a
-// generated graph, loaded the way lore import loads a file.
+// A Lore is a Lore side: a store holding a generated graph, loaded the
+// way lore import loads a file: the embedded store (graph/bolt, LoadLore),
+// or Lore's own schema on PostgreSQL (graph/postgres, LoadLorePG).
 type Lore struct {
-	Store *bolt.Store
+	Store graph.Store
 	// Load is how long opening the new store and importing the file took.
 	Load time.Duration
 	// Bytes is the store's size on disk after the load.
 	Bytes int64
-	// Parts is what the file's buckets take of Bytes, by part of the store
-	// (see parts).
+	// Parts is what the store's parts take of Bytes (the embedded store's
+	// buckets grouped by loreParts, or the PostgreSQL store's tables).
 	Parts []Part
+	// close closes the store, and drops what it made.
+	close func() error
 }
 
 // A Part is a share of a store's size on disk.
@@ -71,17 +74,8 @@ func parts(footprint map[string]int64) []Part {
 // then opens a new store in dir/store and imports the file into it with
 // the options lore import uses, timed. The caller closes the store.
 func LoadLore(ctx context.Context, dir string, g *Graph) (_ *Lore, err error) {
-	file := filepath.Join(dir, "graph.ndjson")
-	f, err := os.Create(file)
+	f, err := writeInput(dir, g)
 	if err != nil {
-		return nil, err
-	}
-	if err := g.WriteNDJSON(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if _, err := f.Seek(0, 0); err != nil {
-		f.Close()
 		return nil, err
 	}
 	defer f.Close()
@@ -98,7 +92,7 @@ func LoadLore(ctx context.Context, dir string, g *Graph) (_ *Lore, err error) {
 		s.Close()
 		return nil, fmt.Errorf("import into Lore: %w", err)
 	}
-	l := &Lore{Store: s, Load: time.Since(start)}
+	l := &Lore{Store: s, Load: time.Since(start), close: s.Close}
 	if l.Bytes, err = diskUsage(storeDir); err != nil {
 		s.Close()
 		return nil, err
@@ -112,8 +106,26 @@ func LoadLore(ctx context.Context, dir string, g *Graph) (_ *Lore, err error) {
 	return l, nil
 }
 
+// writeInput writes g as NDJSON into dir, and returns the file open at its
+// start.
+func writeInput(dir string, g *Graph) (*os.File, error) {
+	f, err := os.Create(filepath.Join(dir, "graph.ndjson"))
+	if err != nil {
+		return nil, err
+	}
+	if err := g.WriteNDJSON(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // Close closes the store.
-func (l *Lore) Close() error { return l.Store.Close() }
+func (l *Lore) Close() error { return l.close() }
 
 // Query parses doc as a user's query and runs it under ceilings.
 func (l *Lore) Query(ctx context.Context, doc string, ceilings graph.Limits) (*graph.QueryResult, error) {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lore-dev/lore/graph"
 )
 
@@ -43,6 +45,23 @@ func open(tb testing.TB, g *Graph) (*Lore, *Postgres) {
 		}
 	})
 	return l, p
+}
+
+// openLorePG loads g into Lore's own schema on PostgreSQL, in a database
+// of its own, closed and dropped at the end of the test.
+func openLorePG(tb testing.TB, g *Graph) *Lore {
+	tb.Helper()
+	name := fmt.Sprintf("lore_bench_store_%d_%d", os.Getpid(), dbSeq.Add(1))
+	l, err := LoadLorePG(tb.Context(), *pgDSN, name, tb.TempDir(), g)
+	if err != nil {
+		tb.Fatalf("%v\n(this test needs PostgreSQL at %s: start one, or point -lore.pgdsn at one)", err, *pgDSN)
+	}
+	tb.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			tb.Errorf("close Lore on PostgreSQL: %v", err)
+		}
+	})
+	return l
 }
 
 func TestModel(t *testing.T) {
@@ -81,6 +100,11 @@ func TestAnswersAgree(t *testing.T) {
 	if _, err := Agree(t.Context(), qs, l, p, Generous, 0); err != nil {
 		t.Fatal(err)
 	}
+	// So does Lore on PostgreSQL, the benchmark's third side (-lore.pgstore).
+	lpg := openLorePG(t, g)
+	if _, err := Agree(t.Context(), qs, lpg, p, Generous, 0); err != nil {
+		t.Fatalf("Lore on PostgreSQL: %v", err)
+	}
 	// The answers are not trivially empty.
 	for _, q := range qs {
 		a, err := q.PG(t.Context(), p)
@@ -99,7 +123,7 @@ func TestAnswersAgree(t *testing.T) {
 		total  int64
 		parts  []Part
 		margin int64
-	}{{"Lore", l.Bytes, l.Parts, 64 << 10}, {"PostgreSQL", p.Bytes, p.Parts, 0}} {
+	}{{"Lore", l.Bytes, l.Parts, 64 << 10}, {"PostgreSQL", p.Bytes, p.Parts, 0}, {"Lore on PostgreSQL", lpg.Bytes, lpg.Parts, 0}} {
 		var sum int64
 		for _, part := range side.parts {
 			if part.Bytes <= 0 || part.Name == "other" {
@@ -150,6 +174,26 @@ func TestRank(t *testing.T) {
 		}
 		if _, ok := g.rank("package/p" + strconv.Itoa(len(g.Packages))); ok {
 			t.Errorf("n=%d: an ID past the last package has a rank", n)
+		}
+	}
+}
+
+// TestWithDatabase: the DSN of another database on the same server, from
+// a URL or from keyword/value pairs.
+func TestWithDatabase(t *testing.T) {
+	for _, tt := range []struct{ dsn, want string }{
+		{"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "postgres://postgres@127.0.0.1:5432/other?sslmode=disable"},
+		{"postgresql://u:p@h/db", "postgresql://u:p@h/other"},
+		{"postgres://h", "postgres://h/other"},
+		{"host=127.0.0.1 dbname=postgres user=postgres", "host=127.0.0.1 dbname=postgres user=postgres dbname=other"},
+	} {
+		got, err := withDatabase(tt.dsn, "other")
+		if err != nil || got != tt.want {
+			t.Errorf("withDatabase(%q) = %q, %v; want %q", tt.dsn, got, err, tt.want)
+		}
+		cfg, err := pgx.ParseConfig(got)
+		if err != nil || cfg.Database != "other" {
+			t.Errorf("withDatabase(%q) = %q, which names database %q (%v)", tt.dsn, got, cfg.Database, err)
 		}
 	}
 }
