@@ -102,3 +102,28 @@ func TestStartNodesReadOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestTraversalIDsReadNoNode: a page of the IDs a traversal reached reads
+// no node (each is the far end of an edge read during the call, so it
+// existed then), only its start node; a page that returns more than IDs
+// reads its nodes, once each.
+func TestTraversalIDsReadNoNode(t *testing.T) {
+	s := &nodeCounter{Store: example(t)}
+	const start = `{"from":{"ids":["service/api-gateway"]},"traverse":[{"edge":"dependsOn","hops":[0,2]}]`
+	ids := run(t, s, start+`,"return":{"fields":["id"]}}`, graph.Limits{})
+	s.read.Store(0)
+	again := run(t, s, start+`,"return":{"fields":["id"]}}`, graph.Limits{})
+	if len(again.Nodes) < 3 || s.read.Load() != 1 || fmt.Sprint(ids.Nodes) != fmt.Sprint(again.Nodes) {
+		t.Errorf("a page of %d IDs read %d nodes, want the start's alone: %v", len(again.Nodes), s.read.Load(), again.Nodes)
+	}
+	s.read.Store(0)
+	named := run(t, s, start+`,"return":{"fields":["id","name"]}}`, graph.Limits{})
+	if len(named.Nodes) != len(again.Nodes) || s.read.Load() != int64(1+len(named.Nodes)) {
+		t.Errorf("a page of %d results with their names read %d nodes, want %d", len(named.Nodes), s.read.Load(), 1+len(named.Nodes))
+	}
+	for _, n := range named.Nodes {
+		if n["name"] == nil {
+			t.Errorf("result %v lacks its name", n)
+		}
+	}
+}
