@@ -45,15 +45,8 @@ func TestPageReadsWhatItReturns(t *testing.T) {
 		{`{"from":{"type":"Service"},"orderBy":[{"field":"name"}],"limit":10}`, 10, 0, true},
 		{`{"from":{"type":"Service"},"orderBy":[{"field":"name"}],"limit":300}`, 300, 0, false},
 	} {
-		q, err := graph.ParseQuery(s.Model(), []byte(tt.doc))
-		if err != nil {
-			t.Fatal(err)
-		}
 		s.read.Store(0)
-		res, err := graph.Run(t.Context(), s, q, graph.Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := run(t, s, tt.doc, graph.Limits{})
 		if got := fmt.Sprint(len(res.Nodes), s.read.Load(), res.More); got != fmt.Sprint(tt.page, tt.read, tt.more) {
 			t.Errorf("%s: (results, nodes read, more) = %s, want %d %d %v", tt.doc, got, tt.page, tt.read, tt.more)
 		}
@@ -75,25 +68,19 @@ func TestStartNodesReadOnce(t *testing.T) {
 		doc   string
 		ids   []graph.ID
 		reads int
+		named bool // the results return their names
 	}{
-		{`{"from":{"ids":["topic/t1"]}}`, []graph.ID{"topic/t1"}, 1},
-		{`{"from":{"ids":["topic/t3","topic/t1","topic/none","topic/t3"]},"return":{"fields":["id","name"]}}`, []graph.ID{"topic/t1", "topic/t3"}, 3},
-		{`{"from":{"ids":["topic/t4","topic/t2"]},"where":{"name":"2"}}`, []graph.ID{"topic/t2"}, 2},
-		{`{"from":{"ids":["topic/t4","topic/t2"]},"orderBy":[{"field":"name","desc":true}]}`, []graph.ID{"topic/t4", "topic/t2"}, 2},
+		{`{"from":{"ids":["topic/t1"]}}`, []graph.ID{"topic/t1"}, 1, false},
+		{`{"from":{"ids":["topic/t3","topic/t1","topic/none","topic/t3"]},"return":{"fields":["id","name"]}}`, []graph.ID{"topic/t1", "topic/t3"}, 3, true},
+		{`{"from":{"ids":["topic/t4","topic/t2"]},"where":{"name":"2"}}`, []graph.ID{"topic/t2"}, 2, false},
+		{`{"from":{"ids":["topic/t4","topic/t2"]},"orderBy":[{"field":"name","desc":true}]}`, []graph.ID{"topic/t4", "topic/t2"}, 2, false},
 	} {
-		q, err := graph.ParseQuery(s.Model(), []byte(tt.doc))
-		if err != nil {
-			t.Fatal(err)
-		}
 		s.read.Store(0)
-		res, err := graph.Run(t.Context(), s, q, graph.Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := run(t, s, tt.doc, graph.Limits{})
 		var got []graph.ID
 		for _, n := range res.Nodes {
 			got = append(got, graph.ID(fmt.Sprint(n["id"])))
-			if _, ok := n["name"]; !ok && len(q.Return.Fields) > 0 {
+			if _, ok := n["name"]; !ok && tt.named {
 				t.Errorf("%s: result %v lacks its name", tt.doc, n)
 			}
 		}
