@@ -210,14 +210,7 @@ func TestAdjacentPageReadsOnlyThePage(t *testing.T) {
 					return first, r.Stats.Visited, r.Cursor
 				}
 				doc := fmt.Sprintf(`{"from":{"ids":["n/0000"]},"traverse":[{"edge":"e1","direction":"in"}],"limit":100,"cursor":%q}`, cursor)
-				pq, err := graph.ParseQuery(m, []byte(doc))
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := graph.Run(t.Context(), s, pq, graph.Limits{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				res := run(t, s, doc, graph.Limits{})
 				if len(res.Nodes) > 0 {
 					first, _ = res.Nodes[0]["id"].(string)
 				}
@@ -359,14 +352,7 @@ func TestAdjacentPageAcrossWrites(t *testing.T) {
 					return ids, res.Cursor
 				}
 				doc := fmt.Sprintf(`{"from":{"ids":["n/000"]},"traverse":[{"edge":"e1","direction":"in"}],"limit":10,"cursor":%q}`, cursor)
-				pq, err := graph.ParseQuery(m, []byte(doc))
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := graph.Run(t.Context(), s, pq, graph.Limits{})
-				if err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
+				res := run(t, s, doc, graph.Limits{})
 				for _, n := range res.Nodes {
 					ids = append(ids, n["id"].(string))
 				}

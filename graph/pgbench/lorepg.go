@@ -26,26 +26,21 @@ func LoadLorePG(ctx context.Context, dsn, name, dir string, g *Graph) (_ *Lore, 
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL at %s: %w", dsn, err)
 	}
-	ident := pgx.Identifier{name}.Sanitize()
 	var s *postgres.Store
 	drop := func() error {
 		var err error
 		if s != nil {
 			err = s.Close()
 		}
-		_, derr := admin.Exec(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)")
-		return errors.Join(err, derr, admin.Close(context.WithoutCancel(ctx)))
+		return errors.Join(err, dropDatabase(context.WithoutCancel(ctx), admin, name), admin.Close(context.WithoutCancel(ctx)))
 	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, drop())
 		}
 	}()
-	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
+	if err := newDatabase(ctx, admin, name); err != nil {
 		return nil, err
-	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
-		return nil, fmt.Errorf("create database %s: %w", name, err)
 	}
 	dbURL, err := withDatabase(dsn, name)
 	if err != nil {

@@ -57,12 +57,8 @@ func LoadPostgres(ctx context.Context, dsn, name string, g *Graph) (_ *Postgres,
 	if err := admin.QueryRow(ctx, "SELECT version()").Scan(&p.Version); err != nil {
 		return nil, err
 	}
-	ident := pgx.Identifier{name}.Sanitize()
-	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
+	if err := newDatabase(ctx, admin, name); err != nil {
 		return nil, err
-	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
-		return nil, fmt.Errorf("create database %s: %w", name, err)
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -195,6 +191,24 @@ func (p *Postgres) Close(ctx context.Context) error {
 		p.Conn.Close(ctx)
 	}
 	defer p.admin.Close(ctx)
-	_, err := p.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{p.name}.Sanitize()+" WITH (FORCE)")
+	return dropDatabase(ctx, p.admin, p.name)
+}
+
+// newDatabase creates the database name through admin, dropping a
+// leftover of the same name first.
+func newDatabase(ctx context.Context, admin *pgx.Conn, name string) error {
+	if err := dropDatabase(ctx, admin, name); err != nil {
+		return err
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+// dropDatabase drops the database name through admin, if it exists,
+// closing its connections.
+func dropDatabase(ctx context.Context, admin *pgx.Conn, name string) error {
+	_, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	return err
 }
