@@ -117,8 +117,11 @@ func (ex *executor) collect(src *source, cur queryCursor, steps []Step) (*collec
 		for i, st := range starts {
 			ids[i] = st.id
 		}
-		found, pathOf, err := ex.expand(ids, steps)
-		if err != nil {
+		var found []ID
+		var pathOf func(ID) *Path
+		if ex.rw != nil && ex.rw.probe {
+			ex.rw.starts = append(ex.rw.starts, ids...) // readReached probes, or traverses
+		} else if found, pathOf, err = ex.expand(ids, steps); err != nil {
 			return nil, err
 		}
 		var read map[ID]*Node // the start nodes the scan read, when they are the results

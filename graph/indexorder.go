@@ -418,6 +418,8 @@ func (ex *executor) explain(src *source, walked *orderWalk, stream bool, steps [
 		parts = append(parts, "count")
 	case stream:
 		parts = append(parts, "stream in the scan's order, stopping when the page is full")
+	case ex.rw != nil && ex.rw.probed:
+		parts = append(parts, ex.rw.explain()+", testing each entry's edges back to the start nodes in place of the traversal, stopping when the page is full")
 	case ex.rw != nil && ex.rw.used:
 		parts = append(parts, ex.rw.explain()+" for the nodes the traversal reached, stopping when the page is full")
 	case len(q.OrderBy) > 0:

@@ -657,6 +657,7 @@ func (q *oQuery) json(cursor string, limits map[string]int) string {
 	if cursor != "" {
 		doc["cursor"] = cursor
 	}
+	doc["explain"] = true // the oracle counts the plans it checked
 	if len(limits) > 0 {
 		doc["limits"] = limits
 	}

@@ -1,11 +1,14 @@
 package graph_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/schema"
 )
 
 // Queries for index-ordered scans: a type's nodes ordered by one indexed
@@ -104,6 +107,15 @@ func (q *oQuery) walkable() bool {
 		(slices.Contains(indexed, q.order[0].Field) || q.order[0] == graph.Order{Field: "id"}) // by ID: the type scan's order
 }
 
+// probeable reports whether the engine may read q's page by walking an
+// index and probing each entry's edges in place of the traversal (one
+// hop from a few IDs, ordered by one property: reachorder.go): such a
+// page costs what the walk passes over, which differs from page to page.
+func (q *oQuery) probeable() bool {
+	return len(q.ids) > 0 && len(q.ids) <= 64 && len(q.steps) == 1 && q.steps[0].min == 1 && q.steps[0].max == 1 &&
+		q.steps[0].edgeWhere == nil && len(q.order) == 1 && q.order[0].Field != "" && q.group == nil && !q.count && !q.paths
+}
+
 // degreeOrdered reports whether q may be read in the order of the degree
 // index: a whole type ordered by one degree (degreeorder.go).
 func (q *oQuery) degreeOrdered() bool {
@@ -200,4 +212,90 @@ func stepIndexQuery(rng *rand.Rand, g *oGraph) *oQuery {
 // result here.
 func TestStepIndexOracle(t *testing.T) {
 	runOracle(t, "TestStepIndexOracle", 0x73746570, 100, stepIndexQuery, func(r *oracleRun, _ int, _ *rand.Rand) { r.page(nil, true) })
+}
+
+// TestProbeOracle checks the probe (reachorder.go, probeTest): one hop
+// from a few nodes, a hub among them, ordered by an indexed property of
+// the one type the step keeps, whose page the engine reads by walking the
+// index and reading each entry's edges back towards the start nodes in
+// place of the traversal. Random graphs with a hub of thousands of edges
+// (self-loops and parallel keyed edges among them), its leaves given
+// indexed values; every page against the brute-force oracle, also under
+// work limits, on the embedded store (through its Adjacency) and on
+// PostgreSQL (through Store.Edges). Each store must have probed some
+// pages, and a probe must read less than the hub's edges.
+func TestProbeOracle(t *testing.T) {
+	rng, seed := oracleRand(t, "TestProbeOracle", 0x70726f62)
+	m, err := schema.Load([]byte(oracleModel()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"embedded", "postgres"}
+	stats := []*oracleStats{{}, {}}
+	cheap := 0 // probed pages that read less than a tenth of the hub's edges
+	for gi := range 3 {
+		g := randomGraph(rng)
+		hub := withHub(rng, g)
+		for _, id := range g.ids {
+			if nd := g.nodes[id]; len(nd.props) == 0 { // the hub's leaves
+				if rng.IntN(4) > 0 {
+					nd.props["n"] = rng.IntN(6)
+				}
+				if rng.IntN(2) > 0 {
+					nd.props["s"] = oStr[rng.IntN(len(oStr))]
+				}
+			}
+		}
+		hubEdges := 0
+		for _, es := range g.in {
+			hubEdges += len(es[hub])
+		}
+		stores := []graph.Store{g.load(t, m), g.loadPostgres(t, m)}
+		for qi := range 10 {
+			q := &oQuery{ids: []string{hub}}
+			for range rng.IntN(3) {
+				q.ids = append(q.ids, []string{hub, "n/missing", g.ids[rng.IntN(len(g.ids))]}[rng.IntN(3)])
+			}
+			st := oStep{dir: []string{"in", "in", "out", "both"}[rng.IntN(4)], min: 1, max: 1}
+			if rng.IntN(3) > 0 {
+				st.labels = randomLabels(rng)
+			}
+			q.steps = []oStep{st}
+			reachOrderQuery(rng, g, q)
+			if rng.IntN(3) == 0 {
+				q.fields = []string{"id", "n"}
+			}
+			q.limit = []int{q.limit, 10, 20, 50, 50, 50}[rng.IntN(6)] // tiny limits page through thousands of results slowly
+			start, want := g.answer(q)
+			for si, s := range stores {
+				r := &oracleRun{t: t, s: s, g: g, q: q, start: start, want: want, stats: stats[si],
+					ctx: fmt.Sprintf("seed %d, graph %d (%d nodes, %d edges), %s, query %d %s", seed, gi, len(g.ids), len(g.edges), names[si], qi, q.json("", nil))}
+				stats[si].queries++
+				before := stats[si].probed
+				r.page(nil, true)
+				if stats[si].probed > before && si == 0 {
+					// The first page again, for its work.
+					res, ok := r.call("", nil)
+					if ok && strings.Contains(res.Plan, "in place of the traversal") && res.Stats.Visited < hubEdges/10 {
+						cheap++
+					}
+				}
+				if qi%2 == 0 {
+					r.page(map[string]int{"maxVisited": 1 + rng.IntN(3*hubEdges)}, true)
+				}
+				if t.Failed() {
+					return
+				}
+			}
+		}
+	}
+	for si, st := range stats {
+		t.Logf("%s: %d queries, %d calls, %d truncated pages; %d pages of a traversal through an index, %d of them probed", names[si], st.queries, st.calls, st.truncated, st.reachIndexed, st.probed)
+		if st.probed == 0 {
+			t.Errorf("%s: no page was probed: the test does not check that path", names[si])
+		}
+	}
+	if cheap == 0 {
+		t.Errorf("no probed first page read less than a tenth of the hub's edges")
+	}
 }

@@ -34,6 +34,17 @@ import (
 // answers; so it does when the walk ends before the page is full and
 // results may lie past it (orderWalk.complete), or when the cursor's
 // last result lies past it.
+//
+// A traversal of one hop from a few given nodes need not run first: the
+// walk can test each entry by reading that node's edges back towards the
+// start nodes (a probe), which costs the entry's degree rather than the
+// start nodes'. The hub's 50 largest dependents (bench-pg) are then the
+// first few hundred entries of the size index and their few edges each,
+// not the hub's tens of thousands of edges. The start nodes' degrees
+// (DegreeCounter) say how many nodes the traversal would reach; when the
+// probe does not clearly cost less, or passes over more than the
+// traversal would read, the traversal runs after all, as above, with the
+// budget it needs still left.
 
 // readCost is what reading one node to test it costs, in index entries
 // walked (bolt: a node read from its key is a seek, an entry mostly the
@@ -46,7 +57,18 @@ type reachWalk struct {
 	*orderWalk
 	last Step // the query's last step, which the traversal runs without its type and where
 	used bool // the walk answered the page
+	// probe: the traversal is one hop from the query's IDs (at most
+	// maxProbeStarts, with no where), which collect then does not run:
+	// it records the start nodes it read in starts, and readReached
+	// probes or traverses.
+	probe  bool
+	starts []ID
+	probed bool // a probe answered the page
 }
+
+// maxProbeStarts is how many start nodes a probe tests each entry
+// against at most.
+const maxProbeStarts = passSources
 
 // planReachWalk returns how the query's traversal may read its page from
 // an index, or nil when it may not: it traverses, orders by one property
@@ -66,7 +88,10 @@ func (ex *executor) planReachWalk(steps []Step) *reachWalk {
 	if w == nil {
 		return nil
 	}
-	return &reachWalk{orderWalk: w, last: last}
+	f := q.From
+	probe := len(steps) == 1 && last.Hops == (Hops{1, 1}) && last.edgeWhere == nil &&
+		len(f.IDs) > 0 && len(f.IDs) <= maxProbeStarts && f.Type == "" && f.Search == "" && f.where == nil
+	return &reachWalk{orderWalk: w, last: last, probe: probe}
 }
 
 // steps returns the traversal to run: the query's, its last step keeping
@@ -98,7 +123,27 @@ func (ex *executor) readReached(res *QueryResult, c *collection, cur queryCursor
 	c.ids = nil
 	seg := cmp.Or(c.unit, c.tail)
 	defer func() { seg.from, seg.to = 0, len(c.ids) }()
-	if ok, err := ex.walkReached(res, c, reached, cur); err != nil || ok {
+	if ex.rw.probe {
+		t, ok, err := ex.probeTest()
+		if err != nil {
+			return err
+		}
+		if ok {
+			if ok, err := ex.walkReached(res, c, cur, t); err != nil || ok {
+				ex.rw.probed = ok
+				return err
+			}
+		}
+		// The traversal collect left for the probe.
+		if reached, _, err = ex.expand(ex.rw.starts, ex.rw.steps([]Step{ex.rw.last})); err != nil {
+			return err
+		}
+		if ex.b.reason != "" || ex.cut {
+			c.complete = false // page returns no page
+			return nil
+		}
+	}
+	if ok, err := ex.walkReached(res, c, cur, ex.setTest(reached)); err != nil || ok {
 		return err
 	}
 	kept, err := ex.keepStep(&ex.rw.last, reached)
@@ -114,27 +159,27 @@ func (ex *executor) readReached(res *QueryResult, c *collection, cur queryCursor
 	return nil
 }
 
-// walkReached reads the page by walking the index (see reachWalk), into
-// c. It reports false, having read nothing into c, when the sort path
-// must answer.
-func (ex *executor) walkReached(res *QueryResult, c *collection, reached []ID, cur queryCursor) (bool, error) {
-	rw, q, b := ex.rw, ex.q, ex.b
-	if len(reached) == 0 {
-		return true, nil
-	}
-	limit := ex.pageLimit(res)
-	st, err := ex.s.Stats(b.ctx)
-	if err != nil {
-		return false, nil // the sort path answers, and meets the deadline, if that was it
-	}
-	n, r := float64(max(st.NodeTypes[rw.typ], 1)), float64(len(reached))
-	testAll := r * readCost // testing every node reached, in index entries
-	if float64(limit+1)*(n/r+readCost) > testAll/2 {
-		return false, nil
-	}
-	if !ex.fewMeetLast(limit, n, r) {
-		return false, nil
-	}
+// A reachTest says which entries of a walk are nodes the traversal
+// reaches, and what that costs.
+type reachTest struct {
+	// r is how many nodes the traversal reaches (for a probe, an upper
+	// bound: the start nodes' degrees).
+	r float64
+	// traverse is what the traversal that a probe replaces costs, in
+	// index entries (0: it ran), and edge what testing one entry costs
+	// beyond walking it.
+	traverse, edge float64
+	// reserve is the budget the walk leaves unspent (for a probe, what
+	// the traversal needs if the walk gives up).
+	reserve float64
+	// members returns the positions in ids of the nodes reached, and the
+	// work it spent (charged to the budget); ok is false when that would
+	// pass room, and the walk stops.
+	members func(ids []ID, room float64) (at []int, work float64, ok bool, err error)
+}
+
+// setTest tests entries against what a complete traversal reached.
+func (ex *executor) setTest(reached []ID) reachTest {
 	// What one hop from one node reached comes sorted (oneHop): it is
 	// searched, rather than copied into a set.
 	var member func(ID) bool
@@ -146,6 +191,170 @@ func (ex *executor) walkReached(res *QueryResult, c *collection, reached []ID, c
 			in[id] = true
 		}
 		member = func(id ID) bool { return in[id] }
+	}
+	return reachTest{r: float64(len(reached)), members: func(ids []ID, _ float64) ([]int, float64, bool, error) {
+		var at []int
+		for i, id := range ids {
+			if member(id) {
+				at = append(at, i)
+			}
+		}
+		return at, 0, true, nil
+	}}
+}
+
+// probeTest tests entries by reading their edges back towards the start
+// nodes (see reachWalk). ok is false when the start nodes have so many
+// edges that the traversal it may still need would not fit in the budget
+// beside a probe.
+func (ex *executor) probeTest() (reachTest, bool, error) {
+	rw, b := ex.rw, ex.b
+	labels, dir := []string(rw.last.Edge), rw.last.Direction
+	degs, err := Degrees(b.ctx, ex.s, rw.starts, labels, dir)
+	if err != nil {
+		if ignoreDeadline(err) == nil {
+			return reachTest{}, false, nil // the traversal meets the deadline too
+		}
+		return reachTest{}, false, err
+	}
+	var r float64
+	for _, d := range degs {
+		r += float64(d)
+	}
+	st, err := ex.s.Stats(b.ctx)
+	if err != nil {
+		return reachTest{}, false, nil
+	}
+	// Probing an entry reads its edges back (about the edges with the
+	// labels per node of the type, each way for both) after a seek, which
+	// costs about what reading a node does.
+	var edges int64
+	if len(labels) == 0 {
+		edges = st.Edges
+	}
+	for _, l := range labels {
+		edges += st.EdgeLabels[l]
+	}
+	perNode := float64(edges) / float64(max(st.NodeTypes[rw.typ], 1))
+	if dir == Both {
+		perNode *= 2
+	}
+	if float64(b.remaining()) <= r {
+		return reachTest{}, false, nil // no room beside what the traversal needs
+	}
+	starts := make(map[ID]bool, len(rw.starts))
+	for _, id := range rw.starts {
+		starts[id] = true
+	}
+	back := reverse(dir)
+	return reachTest{r: r, traverse: r, edge: perNode + readCost, reserve: r, members: func(ids []ID, room float64) ([]int, float64, bool, error) {
+		// An index of an array holds a node once per element: probe each
+		// node once.
+		nodes := slices.Clone(ids)
+		slices.Sort(nodes)
+		nodes = slices.Compact(nodes)
+		reached := make(map[ID]bool)
+		seek := float64(len(nodes)) * readCost
+		if seek > room {
+			return nil, 0, false, nil
+		}
+		work := 0 // edges read
+		// see notes that the edge between self and other was read, and
+		// reports false once the work passes room.
+		see := func(self, other ID) bool {
+			if work++; seek+float64(work) > room {
+				return false
+			}
+			if other != self && starts[other] {
+				reached[self] = true
+			}
+			return true
+		}
+		eq := EdgeQuery{Nodes: nodes, Labels: labels, Direction: back, KeysOnly: true}
+		ctx := context.WithoutCancel(b.ctx) // bounded by room, as the walk is
+		if adj, ok := ex.s.(Adjacency); ok {
+			err := adj.Adjacent(ctx, eq, func(i int, k EdgeKey) bool {
+				other := k.From // the end that is not nodes[i], or it for a self-loop
+				if other == nodes[i] {
+					other = k.To
+				}
+				return see(nodes[i], other)
+			})
+			if err != nil {
+				return nil, 0, false, err
+			}
+		} else {
+			in := make(map[ID]bool, len(nodes))
+			for _, id := range nodes {
+				in[id] = true
+			}
+		pages:
+			for {
+				eq.Limit = max(min(2000, int(room-seek)-work+1), 1)
+				page, err := ex.s.Edges(ctx, eq)
+				if err != nil {
+					return nil, 0, false, err
+				}
+				for _, e := range page.Edges {
+					// Listed for From out, for To in; for both, for either
+					// end it joins to the probed nodes.
+					ok := true
+					if back != In && in[e.From] {
+						ok = see(e.From, e.To)
+					}
+					if ok && back != Out && in[e.To] && e.From != e.To {
+						ok = see(e.To, e.From)
+					}
+					if !ok {
+						break pages
+					}
+				}
+				if page.Next == "" {
+					break
+				}
+				eq.After = page.Next
+			}
+		}
+		if seek+float64(work) > room {
+			return nil, 0, false, nil
+		}
+		b.spend(work) // within room: never a stop
+		var at []int
+		for i, id := range ids {
+			if reached[id] {
+				at = append(at, i)
+			}
+		}
+		return at, seek + float64(work), true, nil
+	}}, true, nil
+}
+
+// walkReached reads the page by walking the index (see reachWalk), into
+// c, testing its entries with t. It reports false, having read nothing
+// into c, when the sort path must answer.
+func (ex *executor) walkReached(res *QueryResult, c *collection, cur queryCursor, t reachTest) (bool, error) {
+	rw, q, b := ex.rw, ex.q, ex.b
+	if t.r == 0 {
+		return true, nil
+	}
+	limit := ex.pageLimit(res)
+	st, err := ex.s.Stats(b.ctx)
+	if err != nil {
+		return false, nil // the sort path answers, and meets the deadline, if that was it
+	}
+	n, r := float64(max(st.NodeTypes[rw.typ], 1)), t.r
+	// Without the walk: testing every node reached; for a probe, the
+	// traversal, then the cheaper of that and a walk testing what it
+	// reached.
+	rest := r * readCost
+	if t.traverse > 0 {
+		rest = t.traverse + min(rest, float64(limit+1)*(n/r+readCost))
+	}
+	if float64(limit+1)*(n/r*(1+t.edge)+readCost) > rest/2 {
+		return false, nil
+	}
+	if !ex.fewMeetLast(limit, n, r) {
+		return false, nil
 	}
 	var pos *walkPos // the last entry passed: the walk goes on after it
 	if cur.ID != "" {
@@ -162,7 +371,7 @@ func (ex *executor) walkReached(res *QueryResult, c *collection, reached []ID, c
 		read = func(ctx context.Context, ids []ID) ([]*Node, error) { return pr.NodesProps(ctx, ids, props) }
 	}
 	filterDegrees := append(rw.last.where.degrees(), q.where.degrees()...)
-	bound := min(testAll, float64(b.remaining())) // the walk stops past it
+	bound := min(rest, float64(b.remaining())-t.reserve) // the walk stops past it
 	spent := 0.0
 	type found struct {
 		id  ID
@@ -186,7 +395,7 @@ walk:
 				ex.cut, c.complete = true, false
 				return true, nil
 			}
-			size := min(int(float64(limit+1-len(page))*perResult*1.25)+16, MaxPageSize, int(bound-spent))
+			size := min(int(float64(limit+1-len(page))*perResult*1.25)+16, MaxPageSize, int((bound-spent)/(1+t.edge)))
 			if size <= 0 {
 				return false, nil // the walk costs more than testing every node reached
 			}
@@ -204,15 +413,19 @@ walk:
 			b.spend(len(entries)) // within b.remaining(): never a stop
 			spent += float64(len(entries))
 			walked += len(entries)
-			var ids []ID
-			var at []int
+			all := make([]ID, len(entries))
 			for i, e := range entries {
-				if member(e.ID) {
-					ids = append(ids, e.ID)
-					at = append(at, i)
-				}
+				all[i] = e.ID
 			}
-			spent += float64(len(ids)) * readCost
+			at, work, ok, err := t.members(all, bound-spent)
+			if err != nil || !ok {
+				return false, err // !ok: the walk costs more than the other way
+			}
+			ids := make([]ID, len(at))
+			for j, i := range at {
+				ids[j] = all[i]
+			}
+			spent += work + float64(len(ids))*readCost
 			nodes, err := read(context.WithoutCancel(b.ctx), ids)
 			if err != nil {
 				return false, err
