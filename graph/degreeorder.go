@@ -446,7 +446,7 @@ func (ex *executor) groupByDegreeIndex(steps []Step) (counts map[string]int64, d
 		len(steps) > 0 || q.where != nil || q.From.Type == "" || q.From.Search != "" || q.From.where != nil {
 		return nil, false, false, nil
 	}
-	st, err := ex.s.Stats(b.ctx)
+	st, err := ex.storeStats()
 	if err != nil {
 		return nil, false, false, ignoreDeadline(err)
 	}

@@ -145,6 +145,8 @@ type executor struct {
 	degs     map[degreeKey]int64
 	err      error      // a store error reading a degree for a filter
 	rw       *reachWalk // the traversal's page may come from an index walk
+	stats    *Stats     // the store's Stats, read once (storeStats)
+	statsErr error
 }
 
 // Run executes a parsed query under the ceilings. Every bound is enforced
@@ -737,4 +739,15 @@ func project(n *Node, fields []string) map[string]any {
 		}
 	}
 	return obj
+}
+
+// storeStats returns the store's Stats, read once per call: the plans that
+// weigh their costs by them share one read, which is a round trip to a
+// server store (a top 50 by size read them twice, a maintainer's top 10
+// three times).
+func (ex *executor) storeStats() (*Stats, error) {
+	if ex.stats == nil && ex.statsErr == nil {
+		ex.stats, ex.statsErr = ex.s.Stats(ex.b.ctx)
+	}
+	return ex.stats, ex.statsErr
 }

@@ -378,7 +378,7 @@ func (ex *executor) groupByTypeStats(steps []Step) (map[string]int64, bool, erro
 	if q.GroupBy.Field != "type" || len(steps) > 0 || q.where != nil || q.From.Type == "" || q.From.Search != "" || q.From.where != nil {
 		return nil, false, nil
 	}
-	st, err := ex.s.Stats(ex.b.ctx)
+	st, err := ex.storeStats()
 	if err != nil {
 		return nil, false, err
 	}
@@ -402,7 +402,7 @@ func (ex *executor) countIndexed(steps []Step) (n int, ok, complete bool, err er
 	}
 	f := q.From.where
 	if f == nil {
-		st, err := ex.s.Stats(b.ctx)
+		st, err := ex.storeStats()
 		if err != nil {
 			return 0, false, false, ignoreDeadline(err)
 		}
@@ -479,7 +479,7 @@ func (ex *executor) groupByIndex(steps []Step) (counts map[string]int64, done, o
 	if !scalar {
 		return nil, false, false, nil
 	}
-	st, err := ex.s.Stats(b.ctx)
+	st, err := ex.storeStats()
 	if err != nil {
 		return nil, false, false, ignoreDeadline(err)
 	}

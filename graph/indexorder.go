@@ -345,7 +345,7 @@ func (ex *executor) typeScanReadsLess(p *indexPlan) bool {
 	if len(q.Traverse) > 0 || q.Return.Count || q.GroupBy != nil || len(q.OrderBy) > 0 && !idOrder(q.OrderBy) || p.count <= estimateCap/4 {
 		return false
 	}
-	st, err := ex.s.Stats(ex.b.ctx)
+	st, err := ex.storeStats()
 	if err != nil {
 		return false
 	}

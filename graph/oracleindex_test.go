@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lore-dev/lore/graph"
+	"github.com/lore-dev/lore/graph/bolt"
 	"github.com/lore-dev/lore/schema"
 )
 
@@ -297,5 +299,52 @@ func TestProbeOracle(t *testing.T) {
 	}
 	if cheap == 0 {
 		t.Errorf("no probed first page read less than a tenth of the hub's edges")
+	}
+}
+
+// statsCounter counts a store's Stats reads.
+type statsCounter struct {
+	*bolt.Store
+	n int
+}
+
+func (s *statsCounter) Stats(ctx context.Context) (*graph.Stats, error) {
+	s.n++
+	return s.Store.Stats(ctx)
+}
+
+// A query reads the store's Stats once at most, however many of its plans
+// weigh their costs by them (a round trip each to a server store): a
+// probe reads them to estimate its cost and again for the walk, a grouping
+// by type for its answer.
+func TestStatsReadOncePerCall(t *testing.T) {
+	m, err := schema.Load([]byte(oracleModel()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	g := randomGraph(rng)
+	hub := withHub(rng, g)
+	for _, nd := range g.nodes {
+		nd.props["n"] = rng.IntN(6)
+	}
+	s := &statsCounter{Store: g.load(t, m).(*bolt.Store)}
+	for _, doc := range []string{
+		`{"from":{"ids":["` + hub + `"]},"traverse":[{"direction":"in","type":"A"}],"orderBy":[{"field":"n","desc":true}],"limit":5,"explain":true}`,
+		`{"from":{"ids":["` + hub + `"]},"traverse":[{"direction":"in","type":"A","where":{"n":{"gte":2}}}],"orderBy":[{"field":"n"}],"limit":5,"explain":true}`,
+		`{"from":{"type":"A"},"groupBy":{"field":"type"}}`,
+	} {
+		q, err := graph.ParseQuery(m, []byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.n = 0
+		res, err := graph.Run(t.Context(), s, q, graph.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.n > 1 {
+			t.Errorf("%s (plan %q): %d reads of the store's Stats, want 1 at most", doc, res.Plan, s.n)
+		}
 	}
 }

@@ -221,7 +221,7 @@ func (ex *executor) probeTest() (reachTest, bool, error) {
 	for _, d := range degs {
 		r += float64(d)
 	}
-	st, err := ex.s.Stats(b.ctx)
+	st, err := ex.storeStats()
 	if err != nil {
 		return reachTest{}, false, nil
 	}
@@ -338,7 +338,7 @@ func (ex *executor) walkReached(res *QueryResult, c *collection, cur queryCursor
 		return true, nil
 	}
 	limit := ex.pageLimit(res)
-	st, err := ex.s.Stats(b.ctx)
+	st, err := ex.storeStats()
 	if err != nil {
 		return false, nil // the sort path answers, and meets the deadline, if that was it
 	}

@@ -411,7 +411,7 @@ func (ex *executor) choosePlan(plans []indexPlan) (int, error) {
 		return 1, nil
 	}
 	if plans[best].count > estimateCap {
-		if st, err := ex.s.Stats(b.ctx); err == nil && int64(plans[best].count) >= st.NodeTypes[ex.q.From.Type] {
+		if st, err := ex.storeStats(); err == nil && int64(plans[best].count) >= st.NodeTypes[ex.q.From.Type] {
 			return 1, nil // the type index is no worse
 		}
 	}
