@@ -113,4 +113,17 @@ func TestTraversalIDsReadNoNode(t *testing.T) {
 			t.Errorf("result %v lacks its name", n)
 		}
 	}
+	// From one hop on, the start nodes are not read at all: one that does
+	// not exist reaches nothing either way.
+	const hop = `{"from":{"ids":["service/api-gateway","service/missing"]},"traverse":[{"edge":"dependsOn","hops":2}]`
+	s.read.Store(0)
+	ids = run(t, s, hop+`,"return":{"fields":["id"]}}`, graph.Limits{})
+	if len(ids.Nodes) < 3 || s.read.Load() != 0 {
+		t.Errorf("a page of %d IDs two hops from given IDs read %d nodes, want none", len(ids.Nodes), s.read.Load())
+	}
+	s.read.Store(0)
+	named = run(t, s, hop+`,"return":{"fields":["id","name"]}}`, graph.Limits{})
+	if len(named.Nodes) != len(ids.Nodes) || s.read.Load() != int64(len(named.Nodes)) {
+		t.Errorf("a page of %d results with their names read %d nodes, want %d", len(named.Nodes), s.read.Load(), len(named.Nodes))
+	}
 }

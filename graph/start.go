@@ -64,8 +64,11 @@ type source struct {
 	loaded   bool
 	pageNext string // the store's cursor after the page; "" at the end
 
-	// idsOnly: the start nodes are a whole type, listed by ID alone
-	// (TypeIDLister), as the query needs no more of them.
+	// idsOnly: the start nodes are listed by ID alone, as the query needs
+	// no more of them: a whole type (TypeIDLister), or the IDs given, when
+	// the first step starts one hop away and nothing tests the start nodes
+	// (a node that does not exist has no edges: it reaches nothing, as it
+	// did when it was read and dropped).
 	idsOnly bool
 
 	end bool // the start set is exhausted
@@ -109,6 +112,7 @@ func (ex *executor) newSource(at startPos) (*source, error) {
 				src.ids = append(src.ids, id)
 			}
 		}
+		src.idsOnly = q.From.where == nil && len(q.Traverse) > 0 && q.Traverse[0].Hops.Min >= 1
 		if at.Plan != 0 || at.Q != 0 || at.A != "" || at.K > len(src.ids) {
 			return nil, errBadCursor("start position out of range")
 		}
@@ -189,6 +193,13 @@ func (src *source) next(n int) ([]start, error) {
 				b.stop(ReasonWork)
 				src.cut = true
 				break
+			}
+			if src.idsOnly {
+				for i, id := range src.ids[src.at.K : src.at.K+k] {
+					out = append(out, start{id: id, at: startPos{K: src.at.K + i}})
+				}
+				src.at.K += k
+				continue
 			}
 			nodes, err := src.ex.s.Nodes(b.ctx, src.ids[src.at.K:src.at.K+k])
 			if err != nil {
