@@ -3,6 +3,7 @@ package graph
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -369,27 +370,58 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 	bwd.start(to, reverse(ps.dir))
 	var meet []ID
 	for fwd.level+bwd.level < maxLen && len(fwd.frontier) > 0 && len(bwd.frontier) > 0 && b.ok() {
-		fc, err := ps.nextCost(fwd)
-		if err != nil {
-			return ps.cutOr(err)
-		}
-		bc, err := ps.nextCost(bwd)
-		if err != nil {
-			return ps.cutOr(err)
-		}
-		sd, other := fwd, bwd
-		if bc < fc {
-			sd, other = bwd, fwd
-		}
-		sd.level++
-		if min(fc, bc) == 0 {
+		if sd := ps.stuck(); sd != nil {
 			// The side has no edges to follow: the level reaches nothing,
-			// and the search ends.
+			// and the search ends (whatever the other side's cost).
+			sd.level++
 			sd.frontier, sd.cost = nil, -1
 			break
 		}
-		next := make([]ID, 0, min(sd.cost, 1024)) // it reaches at most one node per edge
-		err = ps.expand(sd, func(self, nb ID, k EdgeKey) {
+		var sd, other *pathSide
+		var listed []pathEdge // the level, when a guess listed it whole
+		if g, o, most, ok := ps.guess(); ok {
+			edges, whole, err := ps.list(g, most)
+			if err != nil {
+				return Path{}, pathCut, err
+			}
+			if b.reason != "" {
+				return Path{}, pathCut, nil
+			}
+			if sd, other = o, g; whole {
+				sd, other, listed = g, o, edges
+				if len(listed) == 0 {
+					// The side has no edges to follow: the level reaches
+					// nothing, and the search ends.
+					sd.level++
+					sd.frontier, sd.cost = nil, -1
+					break
+				}
+			}
+		}
+		if sd == nil {
+			fc, err := ps.nextCost(fwd)
+			if err != nil {
+				return ps.cutOr(err)
+			}
+			bc, err := ps.nextCost(bwd)
+			if err != nil {
+				return ps.cutOr(err)
+			}
+			sd, other = fwd, bwd
+			if bc < fc {
+				sd, other = bwd, fwd
+			}
+			if min(fc, bc) == 0 {
+				// The side has no edges to follow: the level reaches
+				// nothing, and the search ends.
+				sd.level++
+				sd.frontier, sd.cost = nil, -1
+				break
+			}
+		}
+		sd.level++
+		next := make([]ID, 0, min(max(sd.cost, int64(len(listed))), 1024)) // it reaches at most one node per edge
+		reach := func(self, nb ID, k EdgeKey) {
 			// An excluded edge joins the start and a node of noNext: only
 			// such an edge needs its ID made.
 			if ps.noNode[nb] || len(ps.noEdge) > 0 && (self == from && ps.noNext[nb] || nb == from && ps.noNext[self]) && ps.noEdge[k.String()] {
@@ -407,8 +439,12 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 				return // reached earlier by a shorter way
 			}
 			sd.parents[nb] = append(sd.parents[nb], pathHop{prev: self, edge: k})
-		})
-		if err != nil {
+		}
+		if listed != nil {
+			for _, h := range listed {
+				reach(h.self, h.other, h.k)
+			}
+		} else if err := ps.expand(sd, reach); err != nil {
 			return Path{}, pathCut, err
 		}
 		if b.reason != "" {
@@ -470,6 +506,87 @@ func (ps *pathSearch) shortest(from, to ID, maxLen int) (Path, pathOutcome, erro
 		p.Nodes, p.Edges, cur = append(p.Nodes, h.prev), append(p.Edges, h.edge.String()), h.prev
 	}
 	return p, pathFound, nil
+}
+
+// A pathEdge is an edge a level lists: from self, to other.
+type pathEdge struct {
+	self, other ID
+	k           EdgeKey
+}
+
+// guess returns, on a store whose degrees are a read of their own (no
+// Adjacency: a round trip to a server store), the side whose next level
+// costs what the search does not know yet, when the other's cost is known,
+// and how many edges that side's level may have and still be the one to
+// grow (see shortest): its edges can then be listed, at most that many and
+// one more, instead of reading its degrees first.
+func (ps *pathSearch) guess() (sd, other *pathSide, most int64, ok bool) {
+	if _, adj := ps.s.(Adjacency); adj {
+		return nil, nil, 0, false
+	}
+	fwd, bwd := &ps.fwd, &ps.bwd
+	fc, fok := ps.knownCost(fwd)
+	bc, bok := ps.knownCost(bwd)
+	switch {
+	case !fok && bok && bc > 0:
+		return fwd, bwd, bc, true // the forward side grows on a tie
+	case fok && !bok && fc > 0:
+		return bwd, fwd, fc - 1, true
+	}
+	return nil, nil, 0, false
+}
+
+// stuck returns a side whose next level is known to have no edges, the
+// forward one first, or nil.
+func (ps *pathSearch) stuck() *pathSide {
+	for _, sd := range []*pathSide{&ps.fwd, &ps.bwd} {
+		if c, ok := ps.knownCost(sd); ok && c == 0 {
+			return sd
+		}
+	}
+	return nil
+}
+
+// knownCost returns what growing sd by a level reads, as nextCost does,
+// when the degrees of its frontier are known.
+func (ps *pathSearch) knownCost(sd *pathSide) (int64, bool) {
+	if sd.cost >= 0 {
+		return sd.cost, true
+	}
+	var n int64
+	for _, id := range sd.frontier {
+		d, ok := ps.degs[sideNode{id, sd.dir}]
+		if !ok {
+			return 0, false
+		}
+		n += d
+	}
+	return n, true
+}
+
+// list lists the edges of sd's next level, as expand would reach them,
+// unless there are more than most: whole is false then, and the list is
+// not the level.
+func (ps *pathSearch) list(sd *pathSide, most int64) (edges []pathEdge, whole bool, err error) {
+	edges = []pathEdge{}
+	whole, err = pageLevel(ps.s, ps.b, sd.frontier, ps.labels, sd.dir, nil, int(min(most, math.MaxInt32)), func(self, other ID, k EdgeKey) bool {
+		if int64(len(edges)) == most {
+			return false
+		}
+		edges = append(edges, pathEdge{self, other, k})
+		return true
+	})
+	if whole && sd.dir != Both {
+		// The listing counted each node's edges, as Degrees would: later
+		// searches (the spurs of k-shortest) need not read them.
+		for _, id := range sd.frontier {
+			ps.degs[sideNode{id, sd.dir}] = 0
+		}
+		for _, e := range edges {
+			ps.degs[sideNode{e.self, sd.dir}]++
+		}
+	}
+	return edges, whole, err
 }
 
 // expand calls reach for the edges of sd's frontier, as expandLevel does:

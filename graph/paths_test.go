@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"cmp"
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -364,7 +365,7 @@ func TestPathsIntoHubs(t *testing.T) {
 	t.Logf("seed %d (rerun with -lore.pathseed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 18))
 	s := pathStore(t)
-	checked, found := 0, 0
+	checked, found, degreeReads := 0, 0, 0
 	for trial := range 6 {
 		n := 3 + rng.IntN(8)
 		nodes := make([]string, n)
@@ -439,7 +440,34 @@ func TestPathsIntoHubs(t *testing.T) {
 			if diff := gocmp.Diff(r.Paths, plain.Paths, cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("%s: paths on the plain store differ (-own +plain):\n%s", desc, diff)
 			}
+			// As a server store answers (degrees, but no Adjacency): each
+			// level's listing says what Degrees would, which the search
+			// then need not read, a round trip each.
+			srv := &serverLike{Store: s}
+			far, err := graph.Paths(t.Context(), srv, q, graph.Limits{})
+			if err != nil {
+				t.Fatalf("%s, server-like store: %v", desc, err)
+			}
+			if diff := gocmp.Diff(r.Paths, far.Paths, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("%s: paths on the server-like store differ (-own +server):\n%s", desc, diff)
+			}
+			degreeReads += srv.degrees
 		}
 	}
 	t.Logf("%d queries into hubs, %d with a path", checked, found)
+	if degreeReads > 0 {
+		t.Errorf("searches on a store without Adjacency read degrees %d times: the levels they listed said them", degreeReads)
+	}
+}
+
+// serverLike has the embedded store's degrees but not its Adjacency, as
+// the PostgreSQL store, and counts the Degrees calls.
+type serverLike struct {
+	graph.Store
+	degrees int
+}
+
+func (s *serverLike) Degrees(ctx context.Context, ids []graph.ID, labels []string, dir graph.Direction) ([]int64, error) {
+	s.degrees++
+	return s.Store.(graph.DegreeCounter).Degrees(ctx, ids, labels, dir)
 }

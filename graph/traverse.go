@@ -24,6 +24,18 @@ func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Directi
 	if adj, ok := s.(Adjacency); ok && keep == nil {
 		return expandAdjacent(adj, b, frontier, labels, dir, nil, reach)
 	}
+	_, err := pageLevel(s, b, frontier, labels, dir, keep, -1, func(self, other ID, k EdgeKey) bool {
+		reach(self, other, k)
+		return true
+	})
+	return err
+}
+
+// pageLevel is expandLevel through Store.Edges, which stops once reach
+// returns false, and reads no more than most edges past the first (all
+// of them when most < 0). It reports whether it listed every edge.
+func pageLevel(s Store, b *budget, frontier []ID, labels []string, dir Direction, keep *filter, most int, reach func(self, other ID, k EdgeKey) bool) (bool, error) {
+	listed := 0
 	for i := 0; i < len(frontier) && b.ok(); i += frontierChunk {
 		part := frontier[i:min(i+frontierChunk, len(frontier))]
 		inPart := make(map[ID]bool, len(part))
@@ -33,6 +45,9 @@ func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Directi
 		eq := EdgeQuery{Nodes: part, Labels: labels, Direction: dir, KeysOnly: keep == nil}
 		for b.ok() {
 			eq.Limit = min(2000, b.remaining())
+			if most >= 0 {
+				eq.Limit = min(eq.Limit, most+1-listed) // listed <= most here
+			}
 			if eq.Limit <= 0 {
 				b.stop(ReasonWork)
 				break
@@ -41,21 +56,25 @@ func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Directi
 			if err != nil {
 				if b.ctx.Err() != nil {
 					b.stop(ReasonDeadline)
-					return nil
+					return false, nil
 				}
-				return err
+				return false, err
 			}
 			b.spend(len(page.Edges))
+			listed += len(page.Edges)
 			for _, e := range page.Edges {
 				if keep != nil && !keep.match(edgeRecord{e}) {
 					continue
 				}
-				if dir != In && inPart[e.From] {
-					reach(e.From, e.To, e.EdgeKey)
+				if dir != In && inPart[e.From] && !reach(e.From, e.To, e.EdgeKey) {
+					return false, nil
 				}
-				if dir != Out && inPart[e.To] {
-					reach(e.To, e.From, e.EdgeKey)
+				if dir != Out && inPart[e.To] && !reach(e.To, e.From, e.EdgeKey) {
+					return false, nil
 				}
+			}
+			if most >= 0 && listed > most {
+				return false, nil
 			}
 			if page.Next == "" {
 				break
@@ -63,7 +82,7 @@ func expandLevel(s Store, b *budget, frontier []ID, labels []string, dir Directi
 			eq.After = page.Next
 		}
 	}
-	return nil
+	return b.ok(), nil
 }
 
 // adjacentChunk is how many frontier nodes one Adjacent call expands at
