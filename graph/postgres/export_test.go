@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/lore-dev/lore/graph"
+import (
+	"slices"
+
+	"github.com/lore-dev/lore/graph"
+)
 
 // CrashPoints is crashPoints, for the tests of package postgres_test.
 var CrashPoints = &crashPoints
@@ -12,4 +16,12 @@ var RankSQL = rankSQL
 func WalkSQL(w graph.IndexWalk) (string, []any) {
 	sql, args, _ := walkSQL(w)
 	return sql, args
+}
+
+// EdgesSQL is the statement Store.Edges runs for the first page of q.
+func EdgesSQL(q graph.EdgeQuery) (string, []any) {
+	dir, _ := graph.ParseDirection(string(q.Direction))
+	labels := slices.Clone(q.Labels)
+	slices.Sort(labels)
+	return edgesSQL(q, dir, slices.Compact(labels), edgeCursor{}, q.Size()+1)
 }
