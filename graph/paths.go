@@ -346,10 +346,7 @@ func (ps *pathSearch) nextCost(sd *pathSide) (int64, error) {
 			ps.degs[sideNode{id, sd.dir}] = degs[i]
 		}
 	}
-	sd.cost = 0
-	for _, id := range sd.frontier {
-		sd.cost += ps.degs[sideNode{id, sd.dir}]
-	}
+	sd.cost, _ = ps.knownCost(sd)
 	return sd.cost, nil
 }
 

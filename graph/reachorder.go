@@ -270,10 +270,10 @@ func (ex *executor) probeTest() (reachTest, bool, error) {
 			}
 			return true
 		}
-		eq := EdgeQuery{Nodes: nodes, Labels: labels, Direction: back, KeysOnly: true}
-		ctx := context.WithoutCancel(b.ctx) // bounded by room, as the walk is
 		if adj, ok := ex.s.(Adjacency); ok {
-			err := adj.Adjacent(ctx, eq, func(i int, k EdgeKey) bool {
+			eq := EdgeQuery{Nodes: nodes, Labels: labels, Direction: back}
+			// Bounded by room, as the walk is, it reads on past the deadline.
+			err := adj.Adjacent(context.WithoutCancel(b.ctx), eq, func(i int, k EdgeKey) bool {
 				other := k.From // the end that is not nodes[i], or it for a self-loop
 				if other == nodes[i] {
 					other = k.To
@@ -283,42 +283,22 @@ func (ex *executor) probeTest() (reachTest, bool, error) {
 			if err != nil {
 				return nil, 0, false, err
 			}
+			if seek+float64(work) > room {
+				return nil, 0, false, nil
+			}
+			b.spend(work) // within room: never a stop
 		} else {
-			in := make(map[ID]bool, len(nodes))
-			for _, id := range nodes {
-				in[id] = true
+			// Through Store.Edges, paged as a traversal's level is; pageLevel
+			// charges what it reads, which stays within room (it stops at
+			// the deadline, unlike the walk: the traversal then meets it).
+			whole, err := pageLevel(ex.s, b, nodes, labels, back, nil, int(room-seek), func(self, other ID, _ EdgeKey) bool { return see(self, other) })
+			if err != nil {
+				return nil, 0, false, err
 			}
-		pages:
-			for {
-				eq.Limit = max(min(2000, int(room-seek)-work+1), 1)
-				page, err := ex.s.Edges(ctx, eq)
-				if err != nil {
-					return nil, 0, false, err
-				}
-				for _, e := range page.Edges {
-					// Listed for From out, for To in; for both, for either
-					// end it joins to the probed nodes.
-					ok := true
-					if back != In && in[e.From] {
-						ok = see(e.From, e.To)
-					}
-					if ok && back != Out && in[e.To] && e.From != e.To {
-						ok = see(e.To, e.From)
-					}
-					if !ok {
-						break pages
-					}
-				}
-				if page.Next == "" {
-					break
-				}
-				eq.After = page.Next
+			if !whole || seek+float64(work) > room {
+				return nil, 0, false, nil // the walk costs more than the other way, or the deadline passed
 			}
 		}
-		if seek+float64(work) > room {
-			return nil, 0, false, nil
-		}
-		b.spend(work) // within room: never a stop
 		var at []int
 		for i, id := range ids {
 			if reached[id] {
