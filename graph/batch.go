@@ -81,6 +81,11 @@ type NodeInput struct {
 	Revision  int64     `json:"revision,omitempty"`
 
 	prep *prepared
+	// absent says that the store holds no record of the node, so that
+	// planning does not look for one: an import into a store that held
+	// nothing when it began, and that nothing else writes, knows it of a
+	// key it reads for the first time (see readBatches).
+	absent bool
 }
 
 // An EdgeInput creates or replaces an edge.
@@ -95,7 +100,8 @@ type EdgeInput struct {
 	UpdatedAt        time.Time `json:"updatedAt,omitzero"`
 	Revision         int64     `json:"revision,omitempty"`
 
-	prep *prepared
+	prep   *prepared
+	absent bool // the store holds no record of the edge (see NodeInput.absent)
 }
 
 // A NodeRef names a node to delete.

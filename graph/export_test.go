@@ -46,3 +46,15 @@ func WithPathsCache(q PathsQuery, n int) PathsQuery {
 	}
 	return q
 }
+
+// Absent returns, for each node and edge of b, whether the import that
+// made it knew the store to hold no record of it (NodeInput.absent).
+func Absent(b *Batch) (nodes, edges []bool) {
+	for _, n := range b.Nodes {
+		nodes = append(nodes, n.absent)
+	}
+	for _, e := range b.Edges {
+		edges = append(edges, e.absent)
+	}
+	return nodes, edges
+}

@@ -536,7 +536,7 @@ func runPass(ctx context.Context, s Store, r io.Reader, opt ImportOptions, pass 
 		first = min(max(cmp.Or(opt.FirstBatch, DefaultFirstBatch), 1), size)
 	}
 	rc := &readConfig{s: s, mode: cmp.Or(opt.Mode, ModeUpsert), dangling: cmp.Or(opt.Dangling, DanglingError), stubType: opt.StubType,
-		tr: newTracker(opt.Mode == ModeSync)}
+		tr: newTracker(opt.Mode == ModeSync), empty: pass == passLoad}
 	go readBatches(ctx, rc, dec, first, size, pass.dry(), batches)
 
 	st := &ImportStats{Checking: pass == passCheck, tr: rc.tr}
@@ -687,8 +687,8 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 		ib.b.rank = func(ptr string) int64 { return lineOf(ptr, ib.nodeLines, ib.edgeLines) }
 		return ib
 	}
-	// The batch's elements, to end it before one it holds already.
-	cur, nodesIn, edgesIn := newBatch(), map[ID]struct{}{}, map[EdgeKey]struct{}{}
+	cur := newBatch()
+	since := int64(-1) // the line of cur's first element, once it has one
 	send := func() bool {
 		if rc.dangling != DanglingError && !cur.fatal && len(cur.b.Edges) > 0 {
 			if err := resolveDangling(ctx, rc, cur); err != nil {
@@ -708,9 +708,7 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 			return false
 		}
 		limit = min(2*limit, size)
-		cur = newBatch()
-		clear(nodesIn)
-		clear(edgesIn)
+		cur, since = newBatch(), -1
 		return true
 	}
 	for ctx.Err() == nil {
@@ -734,21 +732,25 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 			}
 			continue
 		}
-		var held bool
-		if el.node != nil {
-			_, held = nodesIn[el.node.ID]
-		} else {
-			_, held = edgesIn[el.edge.EdgeKey]
+		if since < 0 {
+			since = el.line
 		}
-		if held && !send() {
-			return
+		// A batch ends before an element it holds already; the tracker
+		// knows, from the lines it saw the element's key at.
+		again, held := rc.tr.see(el, since)
+		if held {
+			if !send() {
+				return
+			}
+			since = el.line
 		}
-		if el.node != nil {
-			nodesIn[el.node.ID] = struct{}{}
-		} else {
-			edgesIn[el.edge.EdgeKey] = struct{}{}
+		if rc.empty && !again {
+			if el.node != nil {
+				el.node.absent = true
+			} else {
+				el.edge.absent = true
+			}
 		}
-		rc.tr.see(el)
 		if rc.mode == ModeMerge {
 			if el.node != nil {
 				el.node.Merge = true

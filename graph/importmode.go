@@ -101,6 +101,7 @@ type tracker struct {
 	mu    sync.Mutex // the reader writes; the import reads the counts at its end
 	seed  maphash.Seed
 	seen  map[uint64]int64 // hash of an element's key -> its first line
+	last  map[uint64]int64 // hash of a key read more than once -> its last line
 	exact bool             // keep nodes and edges (sync)
 	nodes map[ID]string    // ID -> type, with exact
 	edges map[EdgeKey]bool // with exact
@@ -114,7 +115,7 @@ type tracker struct {
 }
 
 func newTracker(exact bool) *tracker {
-	t := &tracker{seed: maphash.MakeSeed(), seen: map[uint64]int64{}, exact: exact}
+	t := &tracker{seed: maphash.MakeSeed(), seen: map[uint64]int64{}, last: map[uint64]int64{}, exact: exact}
 	if exact {
 		t.nodes, t.edges = map[ID]string{}, map[EdgeKey]bool{}
 	}
@@ -144,16 +145,28 @@ func (t *tracker) elemHash(el element) uint64 {
 	return h.Sum64()
 }
 
-// see records an element read at its line. A 64-bit hash stands for its
-// key: two distinct keys collide with a probability near n²/2⁶⁵ (below one
-// in a million for three million elements), and a collision only reports
-// a duplicate that is not one, or (with --dangling skip|stub) takes an
-// endpoint for present, which the batch's check then rejects.
-func (t *tracker) see(el element) {
+// see records an element read at its line, and reports whether the input
+// held its key before (again), and whether it did at line since or after
+// (held: the reader passes the first line of the batch it fills). A 64-bit
+// hash stands for its key: two distinct keys collide with a probability
+// near n²/2⁶⁵ (below one in a million for three million elements), and a
+// collision only reports a duplicate that is not one, ends a batch early,
+// makes the import read a record that the store cannot hold, or (with
+// --dangling skip|stub) takes an endpoint for present, which the batch's
+// check then rejects. A key that see has not met is never taken for one
+// it has.
+func (t *tracker) see(el element, since int64) (again, held bool) {
 	h := t.elemHash(el)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if first, ok := t.seen[h]; ok {
+	first, again := t.seen[h]
+	if again {
+		prev, ok := t.last[h]
+		if !ok {
+			prev = first
+		}
+		t.last[h] = el.line
+		held = prev >= since
 		t.dups++
 		if len(t.dupList) < maxListed {
 			name := ""
@@ -167,14 +180,14 @@ func (t *tracker) see(el element) {
 	} else {
 		t.seen[h] = el.line
 	}
-	if !t.exact {
-		return
+	if t.exact {
+		if el.node != nil {
+			t.nodes[el.node.ID] = el.node.Type
+		} else {
+			t.edges[el.edge.EdgeKey] = true
+		}
 	}
-	if el.node != nil {
-		t.nodes[el.node.ID] = el.node.Type
-	} else {
-		t.edges[el.edge.EdgeKey] = true
-	}
+	return again, held
 }
 
 // hasNode reports whether the input held node id before.
@@ -236,6 +249,11 @@ type readConfig struct {
 	dangling Dangling
 	stubType string
 	tr       *tracker
+	// empty says that the store held nothing when the import began and
+	// that nothing else writes it until the import ends (an
+	// all-or-nothing load): an element whose key the input did not hold
+	// before has no record in it.
+	empty bool
 }
 
 // resolveDangling handles the edges of ib whose endpoints neither the

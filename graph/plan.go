@@ -379,7 +379,9 @@ func (pl *planner) checkNodes() {
 			continue
 		}
 		pl.seenNode[n.ID] = here
-		pl.nodeIDs = append(pl.nodeIDs, n.ID)
+		if !n.absent {
+			pl.nodeIDs = append(pl.nodeIDs, n.ID)
+		}
 		name := func() string { return nodeElem(n.ID) } // for the problems only
 		ok := revisionInRange(&pl.ps, here, name, n.Revision) && expectedInRange(&pl.ps, here, name, n.ExpectedRevision)
 		if _, known := pl.m.Node(n.Type); !known {
@@ -410,8 +412,9 @@ func (pl *planner) checkNodeDeletes() {
 }
 
 // checkEdgeKey checks an edge key against the model (its label, and a key
-// where the label takes one) and for uniqueness in the batch.
-func (pl *planner) checkEdgeKey(here elemRef, k EdgeKey) bool {
+// where the label takes one) and for uniqueness in the batch; read says
+// to read its record (see EdgeInput.absent).
+func (pl *planner) checkEdgeKey(here elemRef, k EdgeKey, read bool) bool {
 	if err := k.Check(); err != nil {
 		pl.ps.add(ErrInvalid, here.String(), edgeElem(k), "id", "%v", unwrapMsg(err))
 		return false
@@ -434,7 +437,9 @@ func (pl *planner) checkEdgeKey(here elemRef, k EdgeKey) bool {
 		return false
 	}
 	pl.seenEdge[k] = here
-	pl.edgeKeys = append(pl.edgeKeys, k)
+	if read {
+		pl.edgeKeys = append(pl.edgeKeys, k)
+	}
 	return true
 }
 
@@ -445,7 +450,7 @@ func (pl *planner) checkEdges() {
 	for i, e := range pl.b.Edges {
 		here := elemRef{"edges", i}
 		name := func() string { return edgeElem(e.EdgeKey) } // for the problems only
-		pl.edgeOK[i] = pl.checkEdgeKey(here, e.EdgeKey) &&
+		pl.edgeOK[i] = pl.checkEdgeKey(here, e.EdgeKey, !e.absent) &&
 			revisionInRange(&pl.ps, here, name, e.Revision) && expectedInRange(&pl.ps, here, name, e.ExpectedRevision)
 		if pl.edgeOK[i] {
 			for _, id := range []ID{e.From, e.To} {
@@ -462,12 +467,13 @@ func (pl *planner) checkEdgeDeletes() {
 	pl.delEdgeOK = make([]bool, len(pl.b.DeleteEdges))
 	for i, e := range pl.b.DeleteEdges {
 		here := elemRef{"deleteEdges", i}
-		pl.delEdgeOK[i] = pl.checkEdgeKey(here, e.EdgeKey) && expectedInRange(&pl.ps, here, func() string { return edgeElem(e.EdgeKey) }, e.ExpectedRevision)
+		pl.delEdgeOK[i] = pl.checkEdgeKey(here, e.EdgeKey, true) && expectedInRange(&pl.ps, here, func() string { return edgeElem(e.EdgeKey) }, e.ExpectedRevision)
 	}
 }
 
 // readRecords reads what the stateful checks need from the snapshot: the
-// types of the endpoints, and the records of the batch's nodes and edges.
+// types of the endpoints, and the records of the batch's nodes and edges
+// but those known to be absent.
 func (pl *planner) readRecords(ctx context.Context) error {
 	endpoints := uniq(pl.endpoints)
 	slices.Sort(endpoints) // sorted lookups walk the index in order

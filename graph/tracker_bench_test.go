@@ -22,7 +22,7 @@ func BenchmarkTracker(b *testing.B) {
 	for b.Loop() {
 		tr := newTracker(false)
 		for _, el := range els {
-			tr.see(el)
+			tr.see(el, 0)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(els)), "ns/element")
