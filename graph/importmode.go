@@ -153,8 +153,7 @@ func (t *tracker) elemHash(el element) uint64 {
 // collision only reports a duplicate that is not one, ends a batch early,
 // makes the import read a record that the store cannot hold, or (with
 // --dangling skip|stub) takes an endpoint for present, which the batch's
-// check then rejects. A key that see has not met is never taken for one
-// it has.
+// check then rejects. A key it has met is never taken for a new one.
 func (t *tracker) see(el element, since int64) (again, held bool) {
 	h := t.elemHash(el)
 	t.mu.Lock()
