@@ -38,12 +38,12 @@ func (s *Store) Adjacent(ctx context.Context, q graph.EdgeQuery, f func(int, gra
 	}
 	return s.read(func(tx *bbolt.Tx) error {
 		// Only the buckets the query reads are opened.
-		var out, in *bbolt.Cursor
+		var out, in keyCursor
 		if dir != graph.In {
-			out = tx.Bucket(bEdges).Cursor()
+			out = boltKeys{tx.Bucket(bEdges).Cursor()}
 		}
 		if dir != graph.Out {
-			in = tx.Bucket(bIn).Cursor()
+			in = newInCursor(tx.Bucket(bIn))
 		}
 		var nodes *bbolt.Bucket
 		if len(labels) > 2 {
@@ -99,7 +99,7 @@ func (s *Store) Adjacent(ctx context.Context, q graph.EdgeQuery, f func(int, gra
 							seek = append(append(seek, 0), after.Key...)
 						}
 					}
-					for k, _ := c.Seek(seek); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+					for k := c.Seek(seek); k != nil && bytes.HasPrefix(k, prefix); k = c.Next() {
 						other, key := splitAdjKey(k[len(prefix):])
 						if from && (other < string(after.Other) || other == string(after.Other) && key <= after.Key) {
 							continue // at or before the place
@@ -114,6 +114,9 @@ func (s *Store) Adjacent(ctx context.Context, q graph.EdgeQuery, f func(int, gra
 						if !f(i, ek) {
 							return nil
 						}
+					}
+					if err := cursorErr(c); err != nil {
+						return err
 					}
 				}
 			}
@@ -315,13 +318,13 @@ func (s *Store) CountAdjacent(ctx context.Context, id graph.ID, labels []string,
 		}
 		var prefix []byte
 		for _, e := range streams {
-			c := tx.Bucket(bEdges).Cursor()
+			var c keyCursor = boltKeys{tx.Bucket(bEdges).Cursor()}
 			if e.dir == 'i' {
-				c = tx.Bucket(bIn).Cursor()
+				c = newInCursor(tx.Bucket(bIn))
 			}
 			prefix = append(append(append(append(prefix[:0], id...), 0), e.label...), 0)
 			var last []byte
-			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			for k := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k = c.Next() {
 				if work >= maxWork {
 					return nil
 				}
@@ -343,7 +346,10 @@ func (s *Store) CountAdjacent(ctx context.Context, id graph.ID, labels []string,
 				case !bytes.Equal(other, last):
 					n++
 				}
-				last = other
+				last = append(last[:0], other...) // k's memory may be the cursor's
+			}
+			if err := cursorErr(c); err != nil {
+				return err
 			}
 		}
 		if set != nil {

@@ -44,17 +44,20 @@ const ownerFile = "owner"
 // adds the degree index (bDegIdx); version 8 writes edge records of
 // version 2 (see record.go) and keeps one of Cayley's quad indexes (see
 // oneQuadIndex), so that a Lore that reads only version 7 refuses it
-// rather than finding its edges corrupt. Open upgrades older stores: it
-// moves the values (mergeValueBuckets) and rebuilds the derived data, the
-// in-edge index with it (up to version 6), and drops Cayley's [S,P] index.
-const storeVersion = 8
+// rather than finding its edges corrupt; version 9 packs the in-edge index
+// into blocks (see inBlockKeys), which a Lore that reads only version 8
+// would take for one key each: a version-8 index is a valid version-9
+// one, and needs no upgrade. Open upgrades older stores: it moves the
+// values (mergeValueBuckets) and rebuilds the derived data, the in-edge
+// index with it (up to version 6), and drops Cayley's [S,P] index.
+const storeVersion = 9
 
 // Lore's buckets, beside Cayley's ("meta", "log", "ops", and "v" and
 // "n" as the adapter keeps them, see hookKV).
 var (
 	bNodes     = []byte("lore.node") // ID -> nodeRec
 	bEdges     = []byte("lore.edge") // edge key bytes -> edgeRec
-	bIn        = []byte("lore.in")   // to NUL label NUL from NUL key -> "": the in-edge index (see inKey)
+	bIn        = []byte("lore.in")   // the in-edge index: keys to NUL label NUL from NUL key (inKey), in blocks (see inBlockKeys)
 	bType      = []byte("lore.type") // type NUL ID -> ""
 	bProp      = []byte("lore.prop") // type NUL prop NUL value ID -> ""
 	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight, and impKey
@@ -389,7 +392,7 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 		meta := tx.Bucket(bMeta)
 		if v := meta.Get([]byte("version")); v != nil {
 			switch binary.BigEndian.Uint64(v) {
-			case storeVersion, 7: // 7: edge records of version 1 still read
+			case storeVersion, 8, 7: // 7: edge records of version 1 still read; 8: see storeVersion
 			case 1, 2, 3, 4, 5, 6:
 				// Mark the derived buckets stale in the same transaction
 				// that bumps the version: Open rebuilds them, and a crash

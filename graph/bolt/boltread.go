@@ -425,7 +425,7 @@ func (s *Store) nodeEdges(ctx context.Context, tx *bbolt.Tx, node graph.ID, dir 
 		i, _ := slices.BinarySearch(labels, after.label)
 		labels = labels[i:]
 	}
-	out, in := tx.Bucket(bEdges).Cursor(), tx.Bucket(bIn).Cursor()
+	out, in := boltKeys{tx.Bucket(bEdges).Cursor()}, newInCursor(tx.Bucket(bIn))
 	for _, label := range labels {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -437,7 +437,7 @@ func (s *Store) nodeEdges(ctx context.Context, tx *bbolt.Tx, node graph.ID, dir 
 			if after != nil && after.label == label && after.in && !isIn {
 				continue // past every out-edge of the label
 			}
-			c := out
+			var c keyCursor = out
 			if isIn {
 				c = in
 			}
@@ -446,7 +446,7 @@ func (s *Store) nodeEdges(ctx context.Context, tx *bbolt.Tx, node graph.ID, dir 
 			if after != nil && after.label == label && after.in == isIn {
 				seek = graph.EdgeKey{From: node, Label: label, To: after.other, Key: after.key}.Bytes()
 			}
-			for k, _ := c.Seek(seek); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			for k := c.Seek(seek); k != nil && bytes.HasPrefix(k, prefix); k = c.Next() {
 				other, key := splitAdjKey(k[len(prefix):])
 				if isIn && dir == graph.Both && other == string(node) {
 					continue // a self-loop, listed among the out-edges
@@ -462,6 +462,9 @@ func (s *Store) nodeEdges(ctx context.Context, tx *bbolt.Tx, node graph.ID, dir 
 				if !f(pos, ek) {
 					return nil
 				}
+			}
+			if err := cursorErr(c); err != nil {
+				return err
 			}
 		}
 	}

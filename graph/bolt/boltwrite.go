@@ -852,8 +852,15 @@ func writeOps(tx *bbolt.Tx, ops []kvOp) error {
 	return nil
 }
 
-// writeOp writes one put or delete of a key.
+// writeOp writes one put or delete of a key; in the in-edge index, of a
+// logical key, into its block (see inInsert).
 func writeOp(b *bbolt.Bucket, op kvOp) error {
+	if bytes.Equal(op.bucket, bIn) {
+		if op.del {
+			return inDelete(b, op.key)
+		}
+		return inInsert(b, op.key)
+	}
 	if op.del {
 		return b.Delete(op.key)
 	}

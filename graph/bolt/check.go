@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lore-dev/lore/graph"
@@ -227,22 +228,37 @@ func (s *Store) checkDerived(tx *bbolt.Tx, d *derived, r *graph.CheckReport) {
 // edge record: each entry names an edge that has a record, and there are
 // as many entries as records (r.Edges). Entries are distinct keys and
 // inKey is one-to-one, so the two together mean they match one for one.
+// It checks the blocks too (see inBlockKeys): each decodes, and each
+// block's keys follow the block's before it.
 func checkInIndex(ctx context.Context, tx *bbolt.Tx, r *graph.CheckReport) {
 	edges := tx.Bucket(bEdges)
 	var n int64
+	var last []byte // the last key of the block before
+	var keys [][]byte
 	c := tx.Bucket(bIn).Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if n%4096 == 0 && ctx.Err() != nil {
-			return
-		}
-		n++
-		rev := graph.EdgeKeyFromBytes(k)
-		if rev.From == "" || len(v) != 0 {
-			r.Addf("in-edge index: malformed entry %q", k)
+	for bk, v := c.First(); bk != nil; bk, v = c.Next() {
+		var err error
+		if keys, err = decodeInBlock(keys[:0], bk, v); err != nil {
+			r.Addf("in-edge index: malformed block %q", bk)
 			continue
 		}
-		if edges.Get(inKey(rev)) == nil {
-			r.Addf("in-edge index: stray entry for edge %s, which has no record", graph.EdgeKey{From: rev.To, Label: rev.Label, To: rev.From, Key: rev.Key})
+		if last != nil && bytes.Compare(keys[0], last) <= 0 {
+			r.Addf("in-edge index: block %q starts at or before the end of the block before it", bk)
+		}
+		last = keys[len(keys)-1]
+		for _, k := range keys {
+			if n%4096 == 0 && ctx.Err() != nil {
+				return
+			}
+			n++
+			rev := graph.EdgeKeyFromBytes(k)
+			if rev.From == "" {
+				r.Addf("in-edge index: malformed entry %q", k)
+				continue
+			}
+			if edges.Get(inKey(rev)) == nil {
+				r.Addf("in-edge index: stray entry for edge %s, which has no record", graph.EdgeKey{From: rev.To, Label: rev.Label, To: rev.From, Key: rev.Key})
+			}
 		}
 	}
 	if n != r.Edges {
@@ -441,12 +457,27 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 	for k := range d.degIdxKeys() {
 		ops = append(ops, kvOp{bucket: bDegIdx, key: []byte(k)})
 	}
+	var in [][]byte
 	err := tx.Bucket(bEdges).ForEach(func(k, _ []byte) error {
-		ops = append(ops, kvOp{bucket: bIn, key: inKey(graph.EdgeKeyFromBytes(k))})
+		in = append(in, inKey(graph.EdgeKeyFromBytes(k)))
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	// The in-edge index, a group at a time, in full blocks.
+	slices.SortFunc(in, bytes.Compare)
+	bin := tx.Bucket(bIn)
+	bin.FillPercent = randomFill
+	for len(in) > 0 {
+		n := 1
+		for n < len(in) && sameInGroup(in[0], in[n]) {
+			n++
+		}
+		if err := inMerge(bin, in[:n]); err != nil {
+			return err
+		}
+		in = in[n:]
 	}
 	// Every node record gets the summary its edges imply, and the
 	// current record layout.

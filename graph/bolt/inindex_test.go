@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,11 +17,12 @@ func inIndex(t *testing.T, s *Store) []graph.EdgeKey {
 	t.Helper()
 	var out []graph.EdgeKey
 	err := s.db.DB().View(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bIn).ForEach(func(k, _ []byte) error {
+		c := newInCursor(tx.Bucket(bIn))
+		for k := c.First(); k != nil; k = c.Next() {
 			r := graph.EdgeKeyFromBytes(k)
 			out = append(out, graph.EdgeKey{From: r.To, Label: r.Label, To: r.From, Key: r.Key})
-			return nil
-		})
+		}
+		return c.err
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -153,5 +155,70 @@ func TestUpgradeBuildsInIndex(t *testing.T) {
 	}
 	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
 		t.Errorf("check after the upgrade: %v %v", err, r.Problems)
+	}
+}
+
+// A store of layout 8 held one in-edge index key per bbolt key, which is
+// a layout-9 index of blocks of one key: Open takes it as it is, and
+// writes after it pack keys into those blocks.
+func TestLayout8InIndexNeedsNoUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Config{})
+	svc := func(id graph.ID) graph.NodeInput {
+		return graph.NodeInput{ID: id, Type: "Service", Properties: graph.Props{"name": string(id)}}
+	}
+	dep := func(from, to graph.ID) graph.EdgeInput {
+		return graph.EdgeInput{EdgeKey: graph.EdgeKey{From: from, Label: "dependsOn", To: to}}
+	}
+	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{svc("service/a"), svc("service/b"), svc("service/c")}})
+	// Layout 8's index: one bbolt key per edge, with an empty value.
+	err := s.db.DB().Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bMeta).Put([]byte("version"), u64(8))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, &graph.Batch{Edges: []graph.EdgeInput{dep("service/a", "service/c")}})
+	apply(t, s, &graph.Batch{Edges: []graph.EdgeInput{dep("service/b", "service/c")}})
+	err = s.db.DB().Update(func(tx *bbolt.Tx) error {
+		// Written as layout 8 wrote them: unpack the block into single keys.
+		b := tx.Bucket(bIn)
+		keys := [][]byte{inKey(dep("service/a", "service/c").EdgeKey), inKey(dep("service/b", "service/c").EdgeKey)}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		for _, k := range keys {
+			if err := b.Put(k, []byte{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openTest(t, dir, Config{})
+	err = s.db.DB().View(func(tx *bbolt.Tx) error {
+		if v := binary.BigEndian.Uint64(tx.Bucket(bMeta).Get([]byte("version"))); v != storeVersion {
+			t.Errorf("layout %d after Open, want %d", v, storeVersion)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, &graph.Batch{Edges: []graph.EdgeInput{dep("service/c", "service/c"), dep("service/a", "service/b")}})
+	if got, want := inIndex(t, s), allEdges(t, s); !slices.Equal(got, want) {
+		t.Errorf("the in-edge index holds %v, the records %v", got, want)
+	}
+	page, err := s.Edges(t.Context(), graph.EdgeQuery{Nodes: []graph.ID{"service/c"}, Direction: graph.In})
+	if err != nil || len(page.Edges) != 3 {
+		t.Errorf("in-edges of service/c: %v %v", page, err)
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Errorf("check: %v %v", err, r.Problems)
 	}
 }

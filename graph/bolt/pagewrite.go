@@ -59,12 +59,20 @@ func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode, m file
 	// pages are: the late ones are written after the rest.
 	type named struct{ name, hdr []byte }
 	var buckets []named
+	var in *inKeys // the in-edge index's keys as they were
 	for _, late := range []bool{false, true} {
 		err = tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
 			if m.late[string(name)] != late {
 				return nil
 			}
-			hdr, err := w.bucket(b, m.into[string(name)], m.flagged[string(name)], m.drop[string(name)])
+			src, only := m.into[string(name)], false
+			if bytes.Equal(name, bIn) {
+				// The in-edge index is packed anew, its keys and those to
+				// merge into it in full blocks (see inBlockKeys).
+				in = newInKeys(b)
+				src, only = packIn(&unionKeys{a: in, b: src}), true
+			}
+			hdr, err := w.bucket(b, src, m.flagged[string(name)], m.drop[string(name)], only)
 			if err != nil {
 				return err
 			}
@@ -74,6 +82,9 @@ func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode, m file
 		if err != nil {
 			return err
 		}
+	}
+	if in != nil && in.err != nil {
+		return in.err
 	}
 	if m.err != nil {
 		if err := m.err(); err != nil {
@@ -205,10 +216,13 @@ func (w *pageWriter) write(flags uint16, count int, body []byte) (uint64, error)
 // flagged, if flagged: see fileMerge) and the keys drop names left out,
 // and returns its header, as the value of the leaf that names it. src and
 // drop apply to b's own keys only, not to its nested buckets'.
-func (w *pageWriter) bucket(b *bbolt.Bucket, src pairSource, flagged bool, drop map[string]bool) ([]byte, error) {
+func (w *pageWriter) bucket(b *bbolt.Bucket, src pairSource, flagged bool, drop map[string]bool, only bool) ([]byte, error) {
 	t := w.tree()
 	cur := b.Cursor()
 	k, v := cur.First()
+	if only {
+		k = nil // src holds all of it
+	}
 	var sk, sv []byte
 	more := src != nil
 	if more {
@@ -266,7 +280,7 @@ func (w *pageWriter) add(t *treeBuilder, b *bbolt.Bucket, k, v []byte, drop map[
 	if v != nil {
 		return t.add(0, k, v)
 	}
-	hdr, err := w.bucket(b.Bucket(k), nil, false, nil)
+	hdr, err := w.bucket(b.Bucket(k), nil, false, nil, false)
 	if err != nil {
 		return err
 	}

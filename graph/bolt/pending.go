@@ -249,6 +249,9 @@ func (r *runSet) write(db *bbolt.DB, bucket []byte) error { return r.put(db, buc
 func (r *runSet) writeFlagged(db *bbolt.DB, bucket []byte) error { return r.put(db, bucket, true) }
 
 func (r *runSet) put(db *bbolt.DB, bucket []byte, flagged bool) error {
+	if bytes.Equal(bucket, bIn) {
+		return r.putIn(db)
+	}
 	m := r.merge()
 	k, v, ok := m.next()
 	for ok {
@@ -272,6 +275,41 @@ func (r *runSet) put(db *bbolt.DB, bucket []byte, flagged bool) error {
 				k, v, ok = m.next()
 			}
 			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	*r = runSet{}
+	return nil
+}
+
+// putIn is put for the in-edge index: its keys (not flagged) go into their
+// groups' blocks a group at a time (inMerge), in transactions of about
+// materializeChunk keys.
+func (r *runSet) putIn(db *bbolt.DB) error {
+	m := r.merge()
+	k, _, ok := m.next()
+	for ok {
+		err := updateDB(db, func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bIn)
+			b.FillPercent = randomFill
+			var group [][]byte
+			for n := 0; ok && (n < materializeChunk || len(group) > 0); n++ {
+				// The runs' memory outlives the transaction.
+				if len(group) > 0 && !sameInGroup(group[0], k) {
+					if err := inMerge(b, group); err != nil {
+						return err
+					}
+					group = group[:0]
+					if n >= materializeChunk {
+						break
+					}
+				}
+				group = append(group, k)
+				k, _, ok = m.next()
+			}
+			return inMerge(b, group)
 		})
 		if err != nil {
 			return err

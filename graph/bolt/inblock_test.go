@@ -1,0 +1,280 @@
+package bolt
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+var inBlockSeed = flag.Uint64("lore.inblock.seed", 0, "seed of TestInBlocksAgainstASortedSet (0: from the clock)")
+
+// inBlockKey makes an in-edge index key: to NUL label NUL from NUL key.
+func inBlockKey(to, label, from, key string) []byte {
+	return []byte(to + "\x00" + label + "\x00" + from + "\x00" + key)
+}
+
+// checkInBlocks checks the layout of the blocks in b: each decodes, holds
+// keys of one group, within the limits, after the keys of the block before
+// it; and returns every key, in order.
+func checkInBlocks(t *testing.T, b *bbolt.Bucket) [][]byte {
+	t.Helper()
+	var all [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		keys, err := decodeInBlock(nil, k, v)
+		if err != nil {
+			t.Fatalf("block %q: %v", k, err)
+		}
+		if len(keys) > inBlockKeys || len(keys) > 1 && len(v) > inBlockBytes {
+			t.Fatalf("block %q holds %d keys in %d bytes", k, len(keys), len(v))
+		}
+		g := inGroupLen(k)
+		for _, key := range keys {
+			if !bytes.HasPrefix(key, k[:g]) {
+				t.Fatalf("block %q holds %q, of another group", k, key)
+			}
+		}
+		if len(all) > 0 && bytes.Compare(keys[0], all[len(all)-1]) <= 0 {
+			t.Fatalf("block %q starts at or before %q, the end of the block before it", k, all[len(all)-1])
+		}
+		all = append(all, keys...)
+	}
+	return all
+}
+
+// The in-edge index's blocks hold what a sorted set of its keys would,
+// through random inserts and deletes (splitting blocks, emptying them,
+// moving a group's first key), sorted batches merged into a group, a
+// repacking of them all, and seeks to
+// random places: in a group, between groups, inside a block, past the end.
+func TestInBlocksAgainstASortedSet(t *testing.T) {
+	seed := *inBlockSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("seed %d: rerun with go test -run TestInBlocksAgainstASortedSet ./graph/bolt -lore.inblock.seed %d", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 99))
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "in.bolt"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	randKey := func() []byte {
+		// Few groups, so that blocks fill and split; IDs of unequal
+		// length, so that shared prefixes vary; some keyed edges.
+		key := ""
+		if rng.IntN(4) == 0 {
+			key = fmt.Sprint("k", rng.IntN(3))
+		}
+		from := fmt.Sprint("node/", rng.IntN(400)*rng.IntN(400))
+		if rng.IntN(4) == 0 {
+			from += fmt.Sprintf("-%x", rng.Uint64()) // long: blocks fill by bytes
+		}
+		return inBlockKey(fmt.Sprint("n", rng.IntN(3)), []string{"a", "ab", "b"}[rng.IntN(3)], from, key)
+	}
+	var want [][]byte // the sorted set
+	has := func(k []byte) (int, bool) { return slices.BinarySearchFunc(want, k, bytes.Compare) }
+	for round := range 30 {
+		err := db.Update(func(tx *bbolt.Tx) error {
+			b, err := tx.CreateBucketIfNotExists(bIn)
+			if err != nil {
+				return err
+			}
+			for range 1 + rng.IntN(300) {
+				var k []byte
+				if len(want) > 0 && rng.IntN(3) == 0 {
+					k = bytes.Clone(want[rng.IntN(len(want))])
+				} else {
+					k = randKey()
+				}
+				if rng.IntN(20) == 0 {
+					// A sorted batch of keys of k's group, as a flush of a
+					// load's waiting entries adds them.
+					g := k[:inGroupLen(k)]
+					var batch [][]byte
+					for range rng.IntN(150) {
+						r := randKey()
+						batch = append(batch, append(bytes.Clone(g), r[inGroupLen(r):]...))
+					}
+					slices.SortFunc(batch, bytes.Compare)
+					batch = slices.CompactFunc(batch, bytes.Equal)
+					if err := inMerge(b, batch); err != nil {
+						return err
+					}
+					for _, k := range batch {
+						if i, found := has(k); !found {
+							want = slices.Insert(want, i, k)
+						}
+					}
+					continue
+				}
+				i, found := has(k)
+				if rng.IntN(3) == 0 {
+					if err := inDelete(b, k); err != nil {
+						return err
+					}
+					if found {
+						want = slices.Delete(want, i, i+1)
+					}
+					continue
+				}
+				if err := inInsert(b, k); err != nil {
+					return err
+				}
+				if !found {
+					want = slices.Insert(want, i, k)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round%10 == 9 {
+			// Pack every key anew, as a rewrite of the file does.
+			err = db.Update(func(tx *bbolt.Tx) error {
+				src := newInKeys(tx.Bucket(bIn))
+				var blocks [][2][]byte
+				p := packIn(&unionKeys{a: src})
+				for k, v, ok := p.next(); ok; k, v, ok = p.next() {
+					blocks = append(blocks, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+				}
+				if src.err != nil {
+					return src.err
+				}
+				if err := tx.DeleteBucket(bIn); err != nil {
+					return err
+				}
+				b, err := tx.CreateBucket(bIn)
+				if err != nil {
+					return err
+				}
+				for _, kv := range blocks {
+					if err := b.Put(kv[0], kv[1]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = db.View(func(tx *bbolt.Tx) error {
+			b := tx.Bucket(bIn)
+			if got := checkInBlocks(t, b); !slices.EqualFunc(got, want, bytes.Equal) {
+				t.Fatalf("round %d: the blocks hold %q, want %q", round, got, want)
+			}
+			ic := newInCursor(b)
+			var got [][]byte
+			for k := ic.First(); k != nil; k = ic.Next() {
+				got = append(got, bytes.Clone(k)) // the cursor's buffer
+			}
+			if ic.err != nil || !slices.EqualFunc(got, want, bytes.Equal) {
+				t.Fatalf("round %d: a scan reads %q (%v), want %q", round, got, ic.err, want)
+			}
+			for range 200 {
+				var target []byte
+				switch rng.IntN(4) {
+				case 0:
+					target = randKey()
+				case 1:
+					g := randKey()
+					target = g[:inGroupLen(g)] // a node's in-edges of a label
+				case 2:
+					target = []byte(fmt.Sprint("n", rng.IntN(4))) // a node's prefix, no label
+				default:
+					if len(want) == 0 {
+						continue
+					}
+					target = want[rng.IntN(len(want))]
+				}
+				i, _ := has(target)
+				ic := newInCursor(b)
+				k := ic.Seek(target)
+				for j := i; j < min(i+70, len(want)); j++ {
+					if !bytes.Equal(k, want[j]) {
+						t.Fatalf("round %d: seek %q, then %d steps: %q, want %q", round, target, j-i, k, want[j])
+					}
+					k = ic.Next()
+				}
+				if i+70 >= len(want) && k != nil {
+					t.Fatalf("round %d: seek %q: %q after the last key", round, target, k)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A block that does not decode is refused, and reads nothing: it comes
+// from a damaged file, and must not crash a reader.
+func FuzzInBlock(f *testing.F) {
+	first := inBlockKey("n1", "a", "node/1", "")
+	var v []byte
+	prev := first
+	for _, k := range [][]byte{inBlockKey("n1", "a", "node/12", ""), inBlockKey("n1", "a", "node/2", "k"), inBlockKey("n1", "a", "other", "")} {
+		v = appendInKey(v, prev, k)
+		prev = k
+	}
+	f.Add(first, v)
+	f.Add(first, []byte{})
+	f.Add([]byte("no group"), []byte{1, 2, 3})
+	f.Add(first, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Fuzz(func(t *testing.T, first, v []byte) {
+		keys, err := decodeInBlock(nil, first, v)
+		// A cursor decodes the block a key at a time: it reads the same
+		// keys, and fails where decodeInBlock does.
+		ic := &inCursor{}
+		var stepped [][]byte
+		ok := true
+		if k := ic.load(first, v); k == nil {
+			ok = false
+		} else {
+			stepped = append(stepped, bytes.Clone(k))
+			for len(ic.rest) > 0 {
+				if ok = ic.step(); !ok {
+					break
+				}
+				stepped = append(stepped, bytes.Clone(ic.key))
+			}
+		}
+		if ok && len(stepped) > inBlockKeys {
+			ok = false // decodeInBlock counts keys; a cursor does not need to
+		}
+		if ok != (err == nil) || ok && !slices.EqualFunc(stepped, keys, bytes.Equal) {
+			t.Fatalf("%q, %x: decoded %q (%v), stepped through %q (%v)", first, v, keys, err, stepped, ok)
+		}
+		if err != nil {
+			return
+		}
+		g := inGroupLen(first)
+		for i, k := range keys {
+			if !bytes.HasPrefix(k, first[:g]) || i > 0 && bytes.Compare(keys[i-1], k) >= 0 {
+				t.Fatalf("decoded %q from %q, %x", keys, first, v)
+			}
+		}
+		// What decodes encodes into blocks that decode to the same keys.
+		var again [][]byte
+		err = encodeInBlocks(keys, func(k, v []byte) error {
+			ks, err := decodeInBlock(nil, k, v)
+			if len(v) > inBlockBytes && len(ks) > 1 {
+				t.Fatalf("a block of %d keys in %d bytes", len(ks), len(v))
+			}
+			again = append(again, ks...)
+			return err
+		})
+		if err != nil || !slices.EqualFunc(again, keys, bytes.Equal) {
+			t.Fatalf("%q, %x: %q encodes to blocks of %q (%v)", first, v, keys, again, err)
+		}
+	})
+}
