@@ -37,7 +37,7 @@ bench-go:       ; $(GO) test -run '^$$' -bench . -benchmem ./...
 FUZZTIME ?= 5000x
 FUZZ = schema:FuzzCheckJSON schema:FuzzModel graph:FuzzQuery graph:FuzzQueryCursor graph:FuzzEdgeKey graph:FuzzImportNDJSON \
 	graph:FuzzImportNQuads graph:FuzzImportMemory graph:FuzzCursorQuery graph:FuzzCursorQueryPayload graph:FuzzCursorSearch \
-	graph:FuzzCursorStorePage graph:FuzzDecodeSomeProps graph:FuzzCursorNeighborsPaths graph:FuzzSearchQuery graph:FuzzParseMigration graph:FuzzAppendCanonical graph/bolt:FuzzStoreRecords graph/bolt:FuzzInBlock gen/rest:FuzzRESTBody gen/rest:FuzzRESTQuery gen/gql:FuzzGraphQL cmd/lore:FuzzTokensFile \
+	graph:FuzzCursorStorePage graph:FuzzDecodeSomeProps graph:FuzzCursorNeighborsPaths graph:FuzzSearchQuery graph:FuzzParseMigration graph:FuzzAppendCanonical graph/bolt:FuzzStoreRecords graph/bolt:FuzzPackedBlock gen/rest:FuzzRESTBody gen/rest:FuzzRESTQuery gen/gql:FuzzGraphQL cmd/lore:FuzzTokensFile \
 	mcp:FuzzTopLevel mcp:FuzzAdmit
 fuzz:           ; set -e; for t in $(FUZZ); do echo "fuzz $$t ($(FUZZTIME))"; $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*}; done
 # Every finding of issue 16 replayed against real lore serve processes; prints each attack's server CPU and RSS.

@@ -43,7 +43,7 @@ func (s *Store) Adjacent(ctx context.Context, q graph.EdgeQuery, f func(int, gra
 			out = boltKeys{tx.Bucket(bEdges).Cursor()}
 		}
 		if dir != graph.Out {
-			in = newInCursor(tx.Bucket(bIn))
+			in = newPackedCursor(tx.Bucket(bIn))
 		}
 		var nodes *bbolt.Bucket
 		if len(labels) > 2 {
@@ -320,7 +320,7 @@ func (s *Store) CountAdjacent(ctx context.Context, id graph.ID, labels []string,
 		for _, e := range streams {
 			var c keyCursor = boltKeys{tx.Bucket(bEdges).Cursor()}
 			if e.dir == 'i' {
-				c = newInCursor(tx.Bucket(bIn))
+				c = newPackedCursor(tx.Bucket(bIn))
 			}
 			prefix = append(append(append(append(prefix[:0], id...), 0), e.label...), 0)
 			var last []byte

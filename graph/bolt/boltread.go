@@ -425,7 +425,7 @@ func (s *Store) nodeEdges(ctx context.Context, tx *bbolt.Tx, node graph.ID, dir 
 		i, _ := slices.BinarySearch(labels, after.label)
 		labels = labels[i:]
 	}
-	out, in := boltKeys{tx.Bucket(bEdges).Cursor()}, newInCursor(tx.Bucket(bIn))
+	out, in := boltKeys{tx.Bucket(bEdges).Cursor()}, newPackedCursor(tx.Bucket(bIn))
 	for _, label := range labels {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -852,14 +852,14 @@ func writeOps(tx *bbolt.Tx, ops []kvOp) error {
 	return nil
 }
 
-// writeOp writes one put or delete of a key; in the in-edge index, of a
-// logical key, into its block (see inInsert).
+// writeOp writes one put or delete of a key; in a packed index, of a
+// logical key, into its block (see packedInsert).
 func writeOp(b *bbolt.Bucket, op kvOp) error {
-	if bytes.Equal(op.bucket, bIn) {
+	if packedBucket(op.bucket) {
 		if op.del {
-			return inDelete(b, op.key)
+			return packedDelete(b, op.key)
 		}
-		return inInsert(b, op.key)
+		return packedInsert(b, op.key)
 	}
 	if op.del {
 		return b.Delete(op.key)

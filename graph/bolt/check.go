@@ -162,7 +162,13 @@ func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, m *schema.Model,
 func (s *Store) checkDerived(tx *bbolt.Tx, d *derived, r *graph.CheckReport) {
 	set := func(name string, bucket []byte, want map[string]bool) {
 		n := 0
-		_ = tx.Bucket(bucket).ForEach(func(k, _ []byte) error {
+		each := func(f func(k, v []byte) error) { _ = tx.Bucket(bucket).ForEach(f) }
+		if packedBucket(bucket) {
+			each = func(f func(k, v []byte) error) {
+				eachPacked(tx.Bucket(bucket), name+" index", r, func(k []byte) bool { return f(k, nil) == nil })
+			}
+		}
+		each(func(k, _ []byte) error {
 			n++
 			if !want[string(k)] {
 				r.Addf("%s index: stray entry %q", name, k)
@@ -228,41 +234,57 @@ func (s *Store) checkDerived(tx *bbolt.Tx, d *derived, r *graph.CheckReport) {
 // edge record: each entry names an edge that has a record, and there are
 // as many entries as records (r.Edges). Entries are distinct keys and
 // inKey is one-to-one, so the two together mean they match one for one.
-// It checks the blocks too (see inBlockKeys): each decodes, and each
+// It checks the blocks too (see packKeys): each decodes, and each
 // block's keys follow the block's before it.
 func checkInIndex(ctx context.Context, tx *bbolt.Tx, r *graph.CheckReport) {
 	edges := tx.Bucket(bEdges)
 	var n int64
-	var last []byte // the last key of the block before
-	var keys [][]byte
-	c := tx.Bucket(bIn).Cursor()
-	for bk, v := c.First(); bk != nil; bk, v = c.Next() {
-		var err error
-		if keys, err = decodeInBlock(keys[:0], bk, v); err != nil {
-			r.Addf("in-edge index: malformed block %q", bk)
-			continue
+	eachPacked(tx.Bucket(bIn), "in-edge index", r, func(k []byte) bool {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return false
 		}
-		if last != nil && bytes.Compare(keys[0], last) <= 0 {
-			r.Addf("in-edge index: block %q starts at or before the end of the block before it", bk)
+		n++
+		rev := graph.EdgeKeyFromBytes(k)
+		if rev.From == "" {
+			r.Addf("in-edge index: malformed entry %q", k)
+			return true
 		}
-		last = keys[len(keys)-1]
-		for _, k := range keys {
-			if n%4096 == 0 && ctx.Err() != nil {
-				return
-			}
-			n++
-			rev := graph.EdgeKeyFromBytes(k)
-			if rev.From == "" {
-				r.Addf("in-edge index: malformed entry %q", k)
-				continue
-			}
-			if edges.Get(inKey(rev)) == nil {
-				r.Addf("in-edge index: stray entry for edge %s, which has no record", graph.EdgeKey{From: rev.To, Label: rev.Label, To: rev.From, Key: rev.Key})
-			}
+		if edges.Get(inKey(rev)) == nil {
+			r.Addf("in-edge index: stray entry for edge %s, which has no record", graph.EdgeKey{From: rev.To, Label: rev.Label, To: rev.From, Key: rev.Key})
 		}
+		return true
+	})
+	if ctx.Err() != nil {
+		return
 	}
 	if n != r.Edges {
 		r.Addf("in-edge index: %d entries, the records imply %d", n, r.Edges)
+	}
+}
+
+// eachPacked calls f with each key of the packed index in b, in order,
+// while f returns true, and reports in r (naming the index name) each
+// block that does not decode, or that does not come after the block
+// before it.
+func eachPacked(b *bbolt.Bucket, name string, r *graph.CheckReport, f func(k []byte) bool) {
+	var last []byte // the last key of the block before
+	var keys [][]byte
+	c := b.Cursor()
+	for bk, v := c.First(); bk != nil; bk, v = c.Next() {
+		var err error
+		if keys, err = decodePacked(keys[:0], bk, v); err != nil {
+			r.Addf("%s: malformed block %q", name, bk)
+			continue
+		}
+		if last != nil && bytes.Compare(keys[0], last) <= 0 {
+			r.Addf("%s: block %q starts at or before the end of the block before it", name, bk)
+		}
+		last = keys[len(keys)-1]
+		for _, k := range keys {
+			if !f(k) {
+				return
+			}
+		}
 	}
 }
 
@@ -454,30 +476,35 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 	for k, n := range d.terms {
 		ops = append(ops, kvOp{bucket: bMeta, key: []byte(k), val: u64(uint64(n))})
 	}
+	var degIdx, in []packedWrite
 	for k := range d.degIdxKeys() {
-		ops = append(ops, kvOp{bucket: bDegIdx, key: []byte(k)})
+		degIdx = append(degIdx, packedWrite{key: []byte(k)})
 	}
-	var in [][]byte
 	err := tx.Bucket(bEdges).ForEach(func(k, _ []byte) error {
-		in = append(in, inKey(graph.EdgeKeyFromBytes(k)))
+		in = append(in, packedWrite{key: inKey(graph.EdgeKeyFromBytes(k))})
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	// The in-edge index, a group at a time, in full blocks.
-	slices.SortFunc(in, bytes.Compare)
-	bin := tx.Bucket(bIn)
-	bin.FillPercent = randomFill
-	for len(in) > 0 {
-		n := 1
-		for n < len(in) && sameInGroup(in[0], in[n]) {
-			n++
+	// The packed indexes, a group at a time, in full blocks.
+	for _, p := range []struct {
+		bucket []byte
+		ws     []packedWrite
+	}{{bDegIdx, degIdx}, {bIn, in}} {
+		slices.SortFunc(p.ws, func(a, b packedWrite) int { return bytes.Compare(a.key, b.key) })
+		b := tx.Bucket(p.bucket)
+		b.FillPercent = randomFill
+		for ws := p.ws; len(ws) > 0; {
+			n := 1
+			for n < len(ws) && samePackGroup(ws[0].key, ws[n].key) {
+				n++
+			}
+			if err := packedMerge(b, ws[:n]); err != nil {
+				return err
+			}
+			ws = ws[n:]
 		}
-		if err := inMerge(bin, in[:n]); err != nil {
-			return err
-		}
-		in = in[n:]
 	}
 	// Every node record gets the summary its edges imply, and the
 	// current record layout.

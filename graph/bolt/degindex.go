@@ -17,7 +17,9 @@ import (
 //
 //	type NUL label NUL dir count(8 bytes, big-endian) ID -> ""
 //
-// so a type's nodes are ordered by that count, then by ID. The commit that
+// so a type's nodes are ordered by that count, then by ID; the keys are
+// packed in blocks (see packKeys), those of one type, label and
+// direction apart from the others. The commit that
 // changes a summary changes its keys (foldDeg); a node's delete or re-type
 // removes or moves them (degIdxOps). A bulk load writes them when it folds
 // its tallied summaries into the records; rebuildDerived writes them all.
@@ -115,16 +117,16 @@ func (s *Store) RankByDegree(ctx context.Context, q graph.DegreeQuery) ([]graph.
 	prefix := degIdxPrefix(q.Type, q.Label, dir)
 	out := []graph.DegreeEntry{}
 	err := s.read(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bDegIdx).Cursor()
+		c := newPackedCursor(tx.Bucket(bDegIdx))
 		// group reads the keys of count n after ID after (from the first
 		// with after ""), until the page is full.
 		group := func(n int64, after graph.ID) {
 			start := degIdxKey(q.Type, q.Label, dir, n, after)
-			k, _ := c.Seek(start)
+			k := c.Seek(start)
 			if after != "" && bytes.Equal(k, start) {
-				k, _ = c.Next()
+				k = c.Next()
 			}
-			for ; k != nil && len(out) < limit && bytes.HasPrefix(k, prefix) && len(k) >= len(prefix)+8; k, _ = c.Next() {
+			for ; k != nil && len(out) < limit && bytes.HasPrefix(k, prefix) && len(k) >= len(prefix)+8; k = c.Next() {
 				if int64(binary.BigEndian.Uint64(k[len(prefix):])) != n {
 					return
 				}
@@ -145,13 +147,13 @@ func (s *Store) RankByDegree(ctx context.Context, q graph.DegreeQuery) ([]graph.
 				if n == math.MaxInt64 {
 					break
 				}
-				k, _ := c.Seek(binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(n+1)))
+				k := c.Seek(binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(n+1)))
 				if k == nil || !bytes.HasPrefix(k, prefix) {
 					break
 				}
 				n, after = int64(binary.BigEndian.Uint64(k[len(prefix):])), ""
 			}
-			return nil
+			return c.err
 		}
 		top := hi
 		if a := q.After; a != nil {
@@ -171,14 +173,14 @@ func (s *Store) RankByDegree(ctx context.Context, q graph.DegreeQuery) ([]graph.
 			// past it.
 			var k []byte
 			if top == math.MaxInt64 {
-				k, _ = c.Seek(append(bytes.Clone(prefix), 0x80))
+				k = c.Seek(append(bytes.Clone(prefix), 0x80))
 			} else {
-				k, _ = c.Seek(binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(top+1)))
+				k = c.Seek(binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(top+1)))
 			}
 			if k == nil {
-				k, _ = c.Last()
+				k = c.Last()
 			} else {
-				k, _ = c.Prev()
+				k = c.Prev()
 			}
 			if k == nil || !bytes.HasPrefix(k, prefix) || len(k) < len(prefix)+8 {
 				break
@@ -190,7 +192,7 @@ func (s *Store) RankByDegree(ctx context.Context, q graph.DegreeQuery) ([]graph.
 			group(n, "")
 			top = n - 1
 		}
-		return nil
+		return c.err
 	})
 	if err != nil {
 		return nil, err

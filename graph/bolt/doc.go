@@ -23,7 +23,7 @@
 // Cayley's quads: out-edges come from Lore's edge records, keyed from,
 // label, to, key, and in-edges from the in-edge index beside them, keyed
 // to, label, from, key (see graph.Store.Edges) and packed in blocks (see
-// inBlockKeys), both in key order, a node's edges of one label being one
+// packKeys), both in key order, a node's edges of one label being one
 // seek and a scan. The index is derived from
 // the edge records and written with them in every commit (bulk loads
 // included); Check verifies it and Repair rebuilds it. Cayley's [O,P,S]

@@ -17,7 +17,7 @@ func inIndex(t *testing.T, s *Store) []graph.EdgeKey {
 	t.Helper()
 	var out []graph.EdgeKey
 	err := s.db.DB().View(func(tx *bbolt.Tx) error {
-		c := newInCursor(tx.Bucket(bIn))
+		c := newPackedCursor(tx.Bucket(bIn))
 		for k := c.First(); k != nil; k = c.Next() {
 			r := graph.EdgeKeyFromBytes(k)
 			out = append(out, graph.EdgeKey{From: r.To, Label: r.Label, To: r.From, Key: r.Key})

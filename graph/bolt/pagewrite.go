@@ -59,20 +59,21 @@ func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode, m file
 	// pages are: the late ones are written after the rest.
 	type named struct{ name, hdr []byte }
 	var buckets []named
-	var in *inKeys // the in-edge index's keys as they were
+	var packed []*packedKeys // the packed indexes' keys as they were
 	for _, late := range []bool{false, true} {
 		err = tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
 			if m.late[string(name)] != late {
 				return nil
 			}
-			src, only := m.into[string(name)], false
-			if bytes.Equal(name, bIn) {
-				// The in-edge index is packed anew, its keys and those to
-				// merge into it in full blocks (see inBlockKeys).
-				in = newInKeys(b)
-				src, only = packIn(&unionKeys{a: in, b: src}), true
+			src, flagged, only := m.into[string(name)], m.flagged[string(name)], false
+			if packedBucket(name) {
+				// A packed index is packed anew, its keys and the writes to
+				// merge into it in full blocks (see packKeys).
+				old := newPackedKeys(b)
+				packed = append(packed, old)
+				src, flagged, only = newPacker(&unionKeys{a: old, b: src, flagged: flagged}), false, true
 			}
-			hdr, err := w.bucket(b, src, m.flagged[string(name)], m.drop[string(name)], only)
+			hdr, err := w.bucket(b, src, flagged, m.drop[string(name)], only)
 			if err != nil {
 				return err
 			}
@@ -83,8 +84,10 @@ func writeFile(tx *bbolt.Tx, path string, pageSize int, mode os.FileMode, m file
 			return err
 		}
 	}
-	if in != nil && in.err != nil {
-		return in.err
+	for _, old := range packed {
+		if old.err != nil {
+			return old.err
+		}
 	}
 	if m.err != nil {
 		if err := m.err(); err != nil {

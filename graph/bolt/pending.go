@@ -249,8 +249,8 @@ func (r *runSet) write(db *bbolt.DB, bucket []byte) error { return r.put(db, buc
 func (r *runSet) writeFlagged(db *bbolt.DB, bucket []byte) error { return r.put(db, bucket, true) }
 
 func (r *runSet) put(db *bbolt.DB, bucket []byte, flagged bool) error {
-	if bytes.Equal(bucket, bIn) {
-		return r.putIn(db)
+	if packedBucket(bucket) {
+		return r.putPacked(db, bucket, flagged)
 	}
 	m := r.merge()
 	k, v, ok := m.next()
@@ -284,21 +284,21 @@ func (r *runSet) put(db *bbolt.DB, bucket []byte, flagged bool) error {
 	return nil
 }
 
-// putIn is put for the in-edge index: its keys (not flagged) go into their
-// groups' blocks a group at a time (inMerge), in transactions of about
+// putPacked is put for a packed index: its writes go into their groups'
+// blocks a group at a time (packedMerge), in transactions of about
 // materializeChunk keys.
-func (r *runSet) putIn(db *bbolt.DB) error {
+func (r *runSet) putPacked(db *bbolt.DB, bucket []byte, flagged bool) error {
 	m := r.merge()
-	k, _, ok := m.next()
+	k, v, ok := m.next()
 	for ok {
 		err := updateDB(db, func(tx *bbolt.Tx) error {
-			b := tx.Bucket(bIn)
+			b := tx.Bucket(bucket)
 			b.FillPercent = randomFill
-			var group [][]byte
+			var group []packedWrite
 			for n := 0; ok && (n < materializeChunk || len(group) > 0); n++ {
 				// The runs' memory outlives the transaction.
-				if len(group) > 0 && !sameInGroup(group[0], k) {
-					if err := inMerge(b, group); err != nil {
+				if len(group) > 0 && !samePackGroup(group[0].key, k) {
+					if err := packedMerge(b, group); err != nil {
 						return err
 					}
 					group = group[:0]
@@ -306,10 +306,10 @@ func (r *runSet) putIn(db *bbolt.DB) error {
 						break
 					}
 				}
-				group = append(group, k)
-				k, _, ok = m.next()
+				group = append(group, packedWrite{key: k, del: flagged && v[0] == runDel})
+				k, v, ok = m.next()
 			}
-			return inMerge(b, group)
+			return packedMerge(b, group)
 		})
 		if err != nil {
 			return err

@@ -12,7 +12,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-var inBlockSeed = flag.Uint64("lore.inblock.seed", 0, "seed of TestInBlocksAgainstASortedSet (0: from the clock)")
+var packedSeed = flag.Uint64("lore.packed.seed", 0, "seed of TestPackedBlocksAgainstASortedSet (0: from the clock)")
 
 // inBlockKey makes an in-edge index key: to NUL label NUL from NUL key.
 func inBlockKey(to, label, from, key string) []byte {
@@ -27,14 +27,14 @@ func checkInBlocks(t *testing.T, b *bbolt.Bucket) [][]byte {
 	var all [][]byte
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		keys, err := decodeInBlock(nil, k, v)
+		keys, err := decodePacked(nil, k, v)
 		if err != nil {
 			t.Fatalf("block %q: %v", k, err)
 		}
-		if len(keys) > inBlockKeys || len(keys) > 1 && len(v) > inBlockBytes {
+		if len(keys) > packKeys || len(keys) > 1 && len(v) > packBytes {
 			t.Fatalf("block %q holds %d keys in %d bytes", k, len(keys), len(v))
 		}
-		g := inGroupLen(k)
+		g := packGroupLen(k)
 		for _, key := range keys {
 			if !bytes.HasPrefix(key, k[:g]) {
 				t.Fatalf("block %q holds %q, of another group", k, key)
@@ -53,12 +53,12 @@ func checkInBlocks(t *testing.T, b *bbolt.Bucket) [][]byte {
 // moving a group's first key), sorted batches merged into a group, a
 // repacking of them all, and seeks to
 // random places: in a group, between groups, inside a block, past the end.
-func TestInBlocksAgainstASortedSet(t *testing.T) {
-	seed := *inBlockSeed
+func TestPackedBlocksAgainstASortedSet(t *testing.T) {
+	seed := *packedSeed
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	t.Logf("seed %d: rerun with go test -run TestInBlocksAgainstASortedSet ./graph/bolt -lore.inblock.seed %d", seed, seed)
+	t.Logf("seed %d: rerun with go test -run TestPackedBlocksAgainstASortedSet ./graph/bolt -lore.packed.seed %d", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 99))
 	db, err := bbolt.Open(filepath.Join(t.TempDir(), "in.bolt"), 0o600, nil)
 	if err != nil {
@@ -94,29 +94,36 @@ func TestInBlocksAgainstASortedSet(t *testing.T) {
 					k = randKey()
 				}
 				if rng.IntN(20) == 0 {
-					// A sorted batch of keys of k's group, as a flush of a
-					// load's waiting entries adds them.
-					g := k[:inGroupLen(k)]
-					var batch [][]byte
+					// A sorted batch of writes of k's group, as a flush of a
+					// load's waiting entries makes them: puts and deletes,
+					// of keys held and not.
+					g := k[:packGroupLen(k)]
+					var batch []packedWrite
 					for range rng.IntN(150) {
 						r := randKey()
-						batch = append(batch, append(bytes.Clone(g), r[inGroupLen(r):]...))
+						if i, _ := has(g); rng.IntN(2) == 0 && i < len(want) && bytes.HasPrefix(want[i], g) {
+							r = want[i+rng.IntN(min(8, len(want)-i))] // one held, maybe
+						}
+						batch = append(batch, packedWrite{key: append(bytes.Clone(g), r[packGroupLen(r):]...), del: rng.IntN(3) == 0})
 					}
-					slices.SortFunc(batch, bytes.Compare)
-					batch = slices.CompactFunc(batch, bytes.Equal)
-					if err := inMerge(b, batch); err != nil {
+					slices.SortStableFunc(batch, func(a, b packedWrite) int { return bytes.Compare(a.key, b.key) })
+					batch = slices.CompactFunc(batch, func(a, b packedWrite) bool { return bytes.Equal(a.key, b.key) })
+					if err := packedMerge(b, batch); err != nil {
 						return err
 					}
-					for _, k := range batch {
-						if i, found := has(k); !found {
-							want = slices.Insert(want, i, k)
+					for _, w := range batch {
+						switch i, found := has(w.key); {
+						case w.del && found:
+							want = slices.Delete(want, i, i+1)
+						case !w.del && !found:
+							want = slices.Insert(want, i, w.key)
 						}
 					}
 					continue
 				}
 				i, found := has(k)
 				if rng.IntN(3) == 0 {
-					if err := inDelete(b, k); err != nil {
+					if err := packedDelete(b, k); err != nil {
 						return err
 					}
 					if found {
@@ -124,7 +131,7 @@ func TestInBlocksAgainstASortedSet(t *testing.T) {
 					}
 					continue
 				}
-				if err := inInsert(b, k); err != nil {
+				if err := packedInsert(b, k); err != nil {
 					return err
 				}
 				if !found {
@@ -139,9 +146,9 @@ func TestInBlocksAgainstASortedSet(t *testing.T) {
 		if round%10 == 9 {
 			// Pack every key anew, as a rewrite of the file does.
 			err = db.Update(func(tx *bbolt.Tx) error {
-				src := newInKeys(tx.Bucket(bIn))
+				src := newPackedKeys(tx.Bucket(bIn))
 				var blocks [][2][]byte
-				p := packIn(&unionKeys{a: src})
+				p := newPacker(&unionKeys{a: src})
 				for k, v, ok := p.next(); ok; k, v, ok = p.next() {
 					blocks = append(blocks, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
 				}
@@ -171,7 +178,7 @@ func TestInBlocksAgainstASortedSet(t *testing.T) {
 			if got := checkInBlocks(t, b); !slices.EqualFunc(got, want, bytes.Equal) {
 				t.Fatalf("round %d: the blocks hold %q, want %q", round, got, want)
 			}
-			ic := newInCursor(b)
+			ic := newPackedCursor(b)
 			var got [][]byte
 			for k := ic.First(); k != nil; k = ic.Next() {
 				got = append(got, bytes.Clone(k)) // the cursor's buffer
@@ -186,7 +193,7 @@ func TestInBlocksAgainstASortedSet(t *testing.T) {
 					target = randKey()
 				case 1:
 					g := randKey()
-					target = g[:inGroupLen(g)] // a node's in-edges of a label
+					target = g[:packGroupLen(g)] // a node's in-edges of a label
 				case 2:
 					target = []byte(fmt.Sprint("n", rng.IntN(4))) // a node's prefix, no label
 				default:
@@ -196,7 +203,7 @@ func TestInBlocksAgainstASortedSet(t *testing.T) {
 					target = want[rng.IntN(len(want))]
 				}
 				i, _ := has(target)
-				ic := newInCursor(b)
+				ic := newPackedCursor(b)
 				k := ic.Seek(target)
 				for j := i; j < min(i+70, len(want)); j++ {
 					if !bytes.Equal(k, want[j]) {
@@ -206,6 +213,23 @@ func TestInBlocksAgainstASortedSet(t *testing.T) {
 				}
 				if i+70 >= len(want) && k != nil {
 					t.Fatalf("round %d: seek %q: %q after the last key", round, target, k)
+				}
+				// And back: the keys before target's place, from the last
+				// one before it (Last if it is past every key).
+				ic = newPackedCursor(b)
+				if k = ic.Seek(target); k == nil {
+					k = ic.Last()
+				} else {
+					k = ic.Prev()
+				}
+				for j := i - 1; j >= max(i-70, 0); j-- {
+					if !bytes.Equal(k, want[j]) {
+						t.Fatalf("round %d: seek %q, then %d steps back: %q, want %q", round, target, i-j, k, want[j])
+					}
+					k = ic.Prev()
+				}
+				if i-70 <= 0 && k != nil {
+					t.Fatalf("round %d: seek %q: %q before the first key", round, target, k)
 				}
 			}
 			return nil
@@ -218,12 +242,12 @@ func TestInBlocksAgainstASortedSet(t *testing.T) {
 
 // A block that does not decode is refused, and reads nothing: it comes
 // from a damaged file, and must not crash a reader.
-func FuzzInBlock(f *testing.F) {
+func FuzzPackedBlock(f *testing.F) {
 	first := inBlockKey("n1", "a", "node/1", "")
 	var v []byte
 	prev := first
 	for _, k := range [][]byte{inBlockKey("n1", "a", "node/12", ""), inBlockKey("n1", "a", "node/2", "k"), inBlockKey("n1", "a", "other", "")} {
-		v = appendInKey(v, prev, k)
+		v = appendPackedKey(v, prev, k)
 		prev = k
 	}
 	f.Add(first, v)
@@ -231,10 +255,10 @@ func FuzzInBlock(f *testing.F) {
 	f.Add([]byte("no group"), []byte{1, 2, 3})
 	f.Add(first, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, first, v []byte) {
-		keys, err := decodeInBlock(nil, first, v)
+		keys, err := decodePacked(nil, first, v)
 		// A cursor decodes the block a key at a time: it reads the same
-		// keys, and fails where decodeInBlock does.
-		ic := &inCursor{}
+		// keys, and fails where decodePacked does.
+		ic := &packedCursor{}
 		var stepped [][]byte
 		ok := true
 		if k := ic.load(first, v); k == nil {
@@ -248,8 +272,8 @@ func FuzzInBlock(f *testing.F) {
 				stepped = append(stepped, bytes.Clone(ic.key))
 			}
 		}
-		if ok && len(stepped) > inBlockKeys {
-			ok = false // decodeInBlock counts keys; a cursor does not need to
+		if ok && len(stepped) > packKeys {
+			ok = false // decodePacked counts keys; a cursor does not need to
 		}
 		if ok != (err == nil) || ok && !slices.EqualFunc(stepped, keys, bytes.Equal) {
 			t.Fatalf("%q, %x: decoded %q (%v), stepped through %q (%v)", first, v, keys, err, stepped, ok)
@@ -257,7 +281,7 @@ func FuzzInBlock(f *testing.F) {
 		if err != nil {
 			return
 		}
-		g := inGroupLen(first)
+		g := packGroupLen(first)
 		for i, k := range keys {
 			if !bytes.HasPrefix(k, first[:g]) || i > 0 && bytes.Compare(keys[i-1], k) >= 0 {
 				t.Fatalf("decoded %q from %q, %x", keys, first, v)
@@ -265,9 +289,9 @@ func FuzzInBlock(f *testing.F) {
 		}
 		// What decodes encodes into blocks that decode to the same keys.
 		var again [][]byte
-		err = encodeInBlocks(keys, func(k, v []byte) error {
-			ks, err := decodeInBlock(nil, k, v)
-			if len(v) > inBlockBytes && len(ks) > 1 {
+		err = encodePacked(keys, func(k, v []byte) error {
+			ks, err := decodePacked(nil, k, v)
+			if len(v) > packBytes && len(ks) > 1 {
 				t.Fatalf("a block of %d keys in %d bytes", len(ks), len(v))
 			}
 			again = append(again, ks...)
