@@ -44,12 +44,13 @@ const ownerFile = "owner"
 // adds the degree index (bDegIdx); version 8 writes edge records of
 // version 2 (see record.go) and keeps one of Cayley's quad indexes (see
 // oneQuadIndex), so that a Lore that reads only version 7 refuses it
-// rather than finding its edges corrupt; version 9 packs the in-edge and
-// degree indexes into blocks (see packKeys), which a Lore that reads only
-// version 8 would take for one key each: a version-8 index is a valid
-// version-9 one, and needs no upgrade. Open upgrades older stores: it moves the
-// values (mergeValueBuckets) and rebuilds the derived data, the in-edge
-// index with it (up to version 6), and drops Cayley's [S,P] index.
+// rather than finding its edges corrupt; version 9 packs the in-edge,
+// degree and property indexes into blocks (see packKeys), which a Lore
+// that reads only version 8 would take for one key each: a version-8
+// index is a valid version-9 one, and needs no upgrade. Open upgrades
+// older stores: it moves the values (mergeValueBuckets) and rebuilds the
+// derived data, the in-edge index with it (up to version 6), and drops
+// Cayley's [S,P] index.
 const storeVersion = 9
 
 // Lore's buckets, beside Cayley's ("meta", "log", "ops", and "v" and
@@ -59,7 +60,7 @@ var (
 	bEdges     = []byte("lore.edge") // edge key bytes -> edgeRec
 	bIn        = []byte("lore.in")   // the in-edge index: keys to NUL label NUL from NUL key (inKey), in blocks (see packKeys)
 	bType      = []byte("lore.type") // type NUL ID -> ""
-	bProp      = []byte("lore.prop") // type NUL prop NUL value ID -> ""
+	bProp      = []byte("lore.prop") // the property index: keys type NUL prop NUL value ID, in blocks
 	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight, and impKey
 	bDeg       = []byte("lore.deg")  // marked while a bulk load sums the edge summaries in memory (see degree.go)
 	bDegIdx    = []byte("lore.degx") // the degree index: keys type NUL label NUL dir count ID (see degindex.go), in blocks

@@ -609,16 +609,16 @@ func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, 
 	limit := q.Size()
 	page := &graph.IDPage{IDs: []graph.ID{}}
 	err := s.read(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bProp).Cursor()
-		k, _ := c.Seek(lo)
+		c := newPackedCursor(tx.Bucket(bProp))
+		k := c.Seek(lo)
 		if after != nil {
-			k, _ = c.Seek(after)
+			k = c.Seek(after)
 			if bytes.Equal(k, after) {
-				k, _ = c.Next()
+				k = c.Next()
 			}
 		}
 		var last []byte
-		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		for ; k != nil && bytes.HasPrefix(k, prefix); k = c.Next() {
 			rest := k[len(prefix):]
 			n := graph.IndexValueLen(rest)
 			val := rest[:n]
@@ -636,9 +636,9 @@ func (s *Store) Lookup(ctx context.Context, q graph.IndexQuery) (*graph.IDPage, 
 				break
 			}
 			page.IDs = append(page.IDs, graph.ID(rest[n:]))
-			last = k // valid for the transaction: encoded only for a next page
+			last = append(last[:0], k...) // encoded only for a next page
 		}
-		return nil
+		return c.err
 	})
 	return page, err
 }
@@ -652,9 +652,9 @@ func (s *Store) ScanIndex(ctx context.Context, typ, property string, f func(valu
 	}
 	prefix := propPrefix(typ, property)
 	return s.read(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bProp).Cursor()
+		c := newPackedCursor(tx.Bucket(bProp))
 		i := 0
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		for k := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k = c.Next() {
 			if i++; i%4096 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -664,7 +664,7 @@ func (s *Store) ScanIndex(ctx context.Context, typ, property string, f func(valu
 				return nil
 			}
 		}
-		return nil
+		return c.err
 	})
 }
 

@@ -464,8 +464,9 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 	for k := range d.typeKeys {
 		ops = append(ops, kvOp{bucket: bType, key: []byte(k)})
 	}
+	var prop []packedWrite
 	for k := range d.propKeys {
-		ops = append(ops, kvOp{bucket: bProp, key: []byte(k)})
+		prop = append(prop, packedWrite{key: []byte(k)})
 	}
 	for k, w := range d.tokKeys {
 		ops = append(ops, kvOp{bucket: bTok, key: []byte(k), val: []byte{w}})
@@ -491,7 +492,7 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 	for _, p := range []struct {
 		bucket []byte
 		ws     []packedWrite
-	}{{bDegIdx, degIdx}, {bIn, in}} {
+	}{{bProp, prop}, {bDegIdx, degIdx}, {bIn, in}} {
 		slices.SortFunc(p.ws, func(a, b packedWrite) int { return bytes.Compare(a.key, b.key) })
 		b := tx.Bucket(p.bucket)
 		b.FillPercent = randomFill

@@ -20,13 +20,13 @@ func (s *Store) WalkIndex(ctx context.Context, w graph.IndexWalk) ([]graph.Index
 	}
 	iw := indexWalk{IndexWalk: w, prefix: propPrefix(w.Type, w.Property), limit: w.Size()}
 	err := s.read(func(tx *bbolt.Tx) error {
-		iw.c = tx.Bucket(bProp).Cursor()
+		iw.c = newPackedCursor(tx.Bucket(bProp))
 		if w.Desc {
 			iw.desc()
 		} else {
 			iw.asc()
 		}
-		return nil
+		return iw.c.err
 	})
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ type indexWalk struct {
 	graph.IndexWalk
 	prefix []byte
 	limit  int
-	c      *bbolt.Cursor
+	c      *packedCursor // keys valid until its next move
 	out    []graph.IndexEntry
 }
 
@@ -79,11 +79,11 @@ func (w *indexWalk) asc() {
 			start = after
 		}
 	}
-	k, _ := w.c.Seek(start)
+	k := w.c.Seek(start)
 	if after != nil && bytes.Equal(k, after) {
-		k, _ = w.c.Next()
+		k = w.c.Next()
 	}
-	for ; ; k, _ = w.c.Next() {
+	for ; ; k = w.c.Next() {
 		val, id, ok := w.split(k)
 		if !ok || w.To != nil && bytes.Compare(val, w.To) >= 0 {
 			return
@@ -145,7 +145,7 @@ func (w *indexWalk) desc() {
 				break
 			}
 			ids = append(ids, id)
-			k, _ = w.c.Prev()
+			k = w.c.Prev()
 		}
 		for i := len(ids) - 1; i >= 0; i-- {
 			w.out = append(w.out, graph.IndexEntry{Value: val, ID: ids[i]})
@@ -160,11 +160,11 @@ func (w *indexWalk) desc() {
 // and reports whether the walk wants more.
 func (w *indexWalk) group(val []byte, after graph.ID) bool {
 	first := w.key(val, after)
-	k, _ := w.c.Seek(first)
+	k := w.c.Seek(first)
 	if after != "" && bytes.Equal(k, first) {
-		k, _ = w.c.Next()
+		k = w.c.Next()
 	}
-	for ; ; k, _ = w.c.Next() {
+	for ; ; k = w.c.Next() {
 		v, id, ok := w.split(k)
 		if !ok || !bytes.Equal(v, val) {
 			return true
@@ -182,14 +182,14 @@ func (w *indexWalk) lastKeyBelow(x []byte) []byte {
 	if x == nil {
 		return w.lastWith(w.prefix)
 	}
-	k, _ := w.c.Seek(w.key(x, ""))
+	k := w.c.Seek(w.key(x, ""))
 	if val, _, ok := w.split(k); ok && bytes.Compare(val, x) < 0 {
 		// val is a proper prefix of x: its keys sort at and after x's.
 		return w.lastWith(w.key(val, ""))
 	} else if k == nil {
-		k, _ = w.c.Last()
+		k = w.c.Last()
 	} else {
-		k, _ = w.c.Prev()
+		k = w.c.Prev()
 	}
 	return k
 }
@@ -198,11 +198,11 @@ func (w *indexWalk) lastKeyBelow(x []byte) []byte {
 func (w *indexWalk) lastWith(p []byte) []byte {
 	var k []byte
 	if end := graph.PrefixEnd(p); end == nil {
-		k, _ = w.c.Last()
-	} else if k, _ = w.c.Seek(end); k == nil {
-		k, _ = w.c.Last()
+		k = w.c.Last()
+	} else if k = w.c.Seek(end); k == nil {
+		k = w.c.Last()
 	} else {
-		k, _ = w.c.Prev()
+		k = w.c.Prev()
 	}
 	if !bytes.HasPrefix(k, p) {
 		return nil

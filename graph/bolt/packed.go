@@ -10,24 +10,28 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-// Two of Lore's indexes hold their keys packed in blocks (store layout 9):
-// the in-edge index (bIn: to NUL label NUL from NUL key, see inKey) and the
-// degree index (bDegIdx: type NUL label NUL dir count ID, see degIdxKey).
+// Three of Lore's indexes hold their keys packed in blocks (store layout
+// 9): the in-edge index (bIn: to NUL label NUL from NUL key, see inKey),
+// the degree index (bDegIdx: type NUL label NUL dir count ID, see
+// degIdxKey) and the property index (bProp: type NUL property NUL value
+// ID, see propKeys).
 // A bbolt key is the first logical key of its block, and its value
 // encodes the block's other keys, in order, each after the one before it
 // as the length of the prefix they share (a uvarint), the length of the
 // rest (a uvarint) and the rest. A block never holds keys of two groups (a
 // group is the keys that share the prefix up to their second NUL: a node's
-// in-edges of one label; a type's nodes by their count of one label),
+// in-edges of one label; a type's nodes by their count of one label, or
+// by one property),
 // holds at most packKeys keys, and its value is at most packBytes long (a
 // key longer than that is a block of its own, with an empty value).
 //
 // One key per bbolt element cost a 16-byte element header and the whole
 // key, its group's prefix included, for every entry: at 100k nodes of the
 // benchmark graph, the in-edge index took 31.3 MiB (578,241 keys), a fifth
-// of the store, and the degree index 17.9 MiB (320,799); packed, 9.0 MiB
-// (119,250 blocks) and 1.3 MiB. An index of layout 8 (every block of one
-// key, with an empty value) is one of layout 9 too.
+// of the store, the degree index 17.9 MiB (320,799) and the property index
+// 9.9 MiB (191,900); packed, 9.0 MiB (119,250 blocks), 1.4 MiB (5,023) and
+// 2.3 MiB (4,653). An index of layout 8 (every block of one key, with an
+// empty value) is one of layout 9 too.
 //
 // The blocks of a group cover its keys in order, and the blocks of the
 // bucket cover the whole index in order, so a reader seeking a group's
@@ -616,4 +620,6 @@ func packedMerge(b *bbolt.Bucket, ws []packedWrite) error {
 }
 
 // packedBucket reports whether the bucket named name is a packed index.
-func packedBucket(name []byte) bool { return bytes.Equal(name, bIn) || bytes.Equal(name, bDegIdx) }
+func packedBucket(name []byte) bool {
+	return bytes.Equal(name, bIn) || bytes.Equal(name, bDegIdx) || bytes.Equal(name, bProp)
+}
