@@ -366,7 +366,7 @@ func putPacked(b *bbolt.Bucket, old [][]byte, keys [][]byte) error {
 	return encodePacked(keys, b.Put)
 }
 
-// packedInsert adds key x (a valid in-edge index key) to the index in b.
+// packedInsert adds key x (with a group: two NULs) to the packed index in b.
 func packedInsert(b *bbolt.Bucket, x []byte) error {
 	if packGroupLen(x) == 0 {
 		return fmt.Errorf("index key %q has no group", x)
@@ -459,7 +459,7 @@ func (p *packer) next() (k, v []byte, ok bool) {
 	return first, append(p.mem.take(len(buf))[:0], buf...), true
 }
 
-// packedKeys is a pairSource of the keys of the in-edge index in b, one at a
+// packedKeys is a pairSource of the keys of the packed index in b, one at a
 // time (values empty), each in memory that stays as it is (see
 // pairSource). A block that does not decode ends it, and err says so.
 type packedKeys struct {
@@ -540,7 +540,7 @@ func (u *unionKeys) next() (k, v []byte, ok bool) {
 	}
 }
 
-// A keyCursor reads keys in order: a bucket's (boltKeys) or the in-edge
+// A keyCursor reads keys in order: a bucket's (boltKeys) or a packed
 // index's logical keys (packedCursor).
 type keyCursor interface {
 	Seek(target []byte) []byte
