@@ -162,19 +162,17 @@ func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, m *schema.Model,
 func (s *Store) checkDerived(tx *bbolt.Tx, d *derived, r *graph.CheckReport) {
 	set := func(name string, bucket []byte, want map[string]bool) {
 		n := 0
-		each := func(f func(k, v []byte) error) { _ = tx.Bucket(bucket).ForEach(f) }
-		if packedBucket(bucket) {
-			each = func(f func(k, v []byte) error) {
-				eachPacked(tx.Bucket(bucket), name+" index", r, func(k []byte) bool { return f(k, nil) == nil })
-			}
-		}
-		each(func(k, _ []byte) error {
+		visit := func(k []byte) {
 			n++
 			if !want[string(k)] {
 				r.Addf("%s index: stray entry %q", name, k)
 			}
-			return nil
-		})
+		}
+		if packedBucket(bucket) {
+			eachPacked(tx.Bucket(bucket), name+" index", r, func(k []byte) bool { visit(k); return true })
+		} else {
+			_ = tx.Bucket(bucket).ForEach(func(k, _ []byte) error { visit(k); return nil })
+		}
 		if n != len(want) {
 			r.Addf("%s index: %d entries, the records imply %d", name, n, len(want))
 		}

@@ -159,6 +159,9 @@ func encodePacked(keys [][]byte, put func(k, v []byte) error) error {
 			}
 			v = w
 		}
+		if v == nil {
+			v = []byte{} // as writeOp writes an empty value: not nil
+		}
 		if err := put(keys[0], v); err != nil {
 			return err
 		}
@@ -361,8 +364,8 @@ func putPacked(b *bbolt.Bucket, old [][]byte, keys [][]byte) error {
 			}
 		}
 	}
-	// bbolt keeps the slices it is given until the commit: the keys are
-	// the blocks' own memory, and encodePacked makes each value anew.
+	// bbolt keeps the values it is given until the commit: encodePacked
+	// makes each anew.
 	return encodePacked(keys, b.Put)
 }
 
@@ -388,7 +391,7 @@ func packedInsert(b *bbolt.Bucket, x []byte) error {
 		// Before the group's first block: x becomes its first key.
 		return putPacked(b, [][]byte{next}, append([][]byte{x}, nextKeys...))
 	default:
-		return b.Put(x, nil)
+		return b.Put(x, []byte{}) // as writeOp writes an empty value: not nil
 	}
 }
 
