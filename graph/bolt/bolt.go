@@ -47,11 +47,12 @@ const ownerFile = "owner"
 // rather than finding its edges corrupt; version 9 packs the in-edge,
 // degree and property indexes into blocks (see packKeys), which a Lore
 // that reads only version 8 would take for one key each: a version-8
-// index is a valid version-9 one, and needs no upgrade. Open upgrades
+// index is a valid version-9 one, and needs no upgrade; version 10 packs
+// the type index too (a version-9 one is a valid version-10 one). Open upgrades
 // older stores: it moves the values (mergeValueBuckets) and rebuilds the
 // derived data, the in-edge index with it (up to version 6), and drops
 // Cayley's [S,P] index.
-const storeVersion = 9
+const storeVersion = 10
 
 // Lore's buckets, beside Cayley's ("meta", "log", "ops", and "v" and
 // "n" as the adapter keeps them, see hookKV).
@@ -393,7 +394,7 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 		meta := tx.Bucket(bMeta)
 		if v := meta.Get([]byte("version")); v != nil {
 			switch binary.BigEndian.Uint64(v) {
-			case storeVersion, 8, 7: // 7: edge records of version 1 still read; 8: see storeVersion
+			case storeVersion, 9, 8, 7: // 7: edge records of version 1 still read; 8, 9: see storeVersion
 			case 1, 2, 3, 4, 5, 6:
 				// Mark the derived buckets stale in the same transaction
 				// that bumps the version: Open rebuilds them, and a crash

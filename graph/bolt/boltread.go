@@ -506,8 +506,11 @@ func (s *Store) NodesByType(ctx context.Context, typ string, p graph.Page) (*gra
 	}
 	page := &graph.NodePage{Nodes: []*graph.Node{}}
 	err := s.read(func(tx *bbolt.Tx) error {
-		var ids []graph.ID
-		ids, page.Next = typeIDs(tx, typ, p)
+		ids, next, err := typeIDs(tx, typ, p)
+		if err != nil {
+			return err
+		}
+		page.Next = next
 		recs, err := getNodeRecs(tx, ids)
 		if err != nil {
 			return err
@@ -535,8 +538,9 @@ func (s *Store) NodeIDsByType(ctx context.Context, typ string, p graph.Page) (*g
 	}
 	page := &graph.IDPage{}
 	err := s.read(func(tx *bbolt.Tx) error {
-		page.IDs, page.Next = typeIDs(tx, typ, p)
-		return nil
+		var err error
+		page.IDs, page.Next, err = typeIDs(tx, typ, p)
+		return err
 	})
 	if page.IDs == nil {
 		page.IDs = []graph.ID{}
@@ -545,26 +549,27 @@ func (s *Store) NodeIDsByType(ctx context.Context, typ string, p graph.Page) (*g
 }
 
 // typeIDs reads a page of the type index: the IDs of typ's nodes after
-// p.After, and the cursor after the page ("" at the end).
-func typeIDs(tx *bbolt.Tx, typ string, p graph.Page) (ids []graph.ID, next string) {
+// p.After, and the cursor after the page ("" at the end); an error if a
+// block of the index does not decode.
+func typeIDs(tx *bbolt.Tx, typ string, p graph.Page) (ids []graph.ID, next string, err error) {
 	limit := p.Size()
 	prefix := typeKey(typ, "")
-	c := tx.Bucket(bType).Cursor()
-	k, _ := c.Seek(prefix)
+	c := newPackedCursor(tx.Bucket(bType))
+	k := c.Seek(prefix)
 	if p.After != "" {
 		after := typeKey(typ, graph.ID(p.After))
-		k, _ = c.Seek(after)
+		k = c.Seek(after)
 		if bytes.Equal(k, after) {
-			k, _ = c.Next()
+			k = c.Next()
 		}
 	}
-	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+	for ; k != nil && bytes.HasPrefix(k, prefix); k = c.Next() {
 		if len(ids) == limit {
-			return ids, string(ids[len(ids)-1])
+			return ids, string(ids[len(ids)-1]), nil
 		}
 		ids = append(ids, graph.ID(k[len(prefix):]))
 	}
-	return ids, ""
+	return ids, "", c.err
 }
 
 // Lookup returns a page of the IDs of nodes whose indexed property matches,

@@ -459,8 +459,9 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 		}
 	}
 	var ops []kvOp
+	var typ []packedWrite
 	for k := range d.typeKeys {
-		ops = append(ops, kvOp{bucket: bType, key: []byte(k)})
+		typ = append(typ, packedWrite{key: []byte(k)})
 	}
 	var prop []packedWrite
 	for k := range d.propKeys {
@@ -490,7 +491,7 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 	for _, p := range []struct {
 		bucket []byte
 		ws     []packedWrite
-	}{{bProp, prop}, {bDegIdx, degIdx}, {bIn, in}} {
+	}{{bType, typ}, {bProp, prop}, {bDegIdx, degIdx}, {bIn, in}} {
 		slices.SortFunc(p.ws, func(a, b packedWrite) int { return bytes.Compare(a.key, b.key) })
 		b := tx.Bucket(p.bucket)
 		b.FillPercent = randomFill

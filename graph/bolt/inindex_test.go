@@ -222,3 +222,68 @@ func TestLayout8InIndexNeedsNoUpgrade(t *testing.T) {
 		t.Errorf("check: %v %v", err, r.Problems)
 	}
 }
+
+// A layout-9 store's type index holds one bbolt key per node, with an
+// empty value: a valid packed index (blocks of one key), which Open takes
+// as it is. Writes then pack new keys into those blocks, and reads and
+// the check see every key.
+func TestLayout9TypeIndexNeedsNoUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Config{})
+	svc := func(id graph.ID) graph.NodeInput {
+		return graph.NodeInput{ID: id, Type: "Service", Properties: graph.Props{"name": string(id)}}
+	}
+	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{svc("service/a"), svc("service/c"), svc("service/e")}})
+	err := s.db.DB().Update(func(tx *bbolt.Tx) error {
+		if err := tx.Bucket(bMeta).Put([]byte("version"), u64(9)); err != nil {
+			return err
+		}
+		// Written as layout 9 wrote them: one key per node.
+		if err := tx.DeleteBucket(bType); err != nil {
+			return err
+		}
+		b, err := tx.CreateBucket(bType)
+		if err != nil {
+			return err
+		}
+		for _, id := range []graph.ID{"service/a", "service/c", "service/e"} {
+			if err := b.Put(typeKey("Service", id), []byte{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openTest(t, dir, Config{})
+	err = s.db.DB().View(func(tx *bbolt.Tx) error {
+		if v := binary.BigEndian.Uint64(tx.Bucket(bMeta).Get([]byte("version"))); v != storeVersion {
+			t.Errorf("layout %d after Open, want %d", v, storeVersion)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, &graph.Batch{Nodes: []graph.NodeInput{svc("service/b"), svc("service/d"), svc("service/f")}})
+	apply(t, s, &graph.Batch{DeleteNodes: []graph.NodeRef{{ID: "service/c"}}})
+	var got []graph.ID
+	for next := ""; ; {
+		page, err := s.NodeIDsByType(t.Context(), "Service", graph.Page{Limit: 2, After: next})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page.IDs...)
+		if next = page.Next; next == "" {
+			break
+		}
+	}
+	if want := []graph.ID{"service/a", "service/b", "service/d", "service/e", "service/f"}; !slices.Equal(got, want) {
+		t.Errorf("the type index's pages hold %v, want %v", got, want)
+	}
+	if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+		t.Errorf("check: %v %v", err, r.Problems)
+	}
+}

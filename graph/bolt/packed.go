@@ -46,8 +46,10 @@ const (
 	packBytes = 512
 )
 
-// packGroupLen returns the length of k's group prefix, up to its second
-// NUL, or 0 if k has fewer than two NULs.
+// packGroupLen returns the length of k's group prefix: up to its second
+// NUL, or to its first if it has only one, or 0 if it has none. Each
+// packed index's keys have one shape: two NULs or more (the in-edge,
+// degree and property indexes), or one (the type index: type NUL ID).
 func packGroupLen(k []byte) int {
 	i := bytes.IndexByte(k, 0)
 	if i < 0 {
@@ -55,7 +57,7 @@ func packGroupLen(k []byte) int {
 	}
 	j := bytes.IndexByte(k[i+1:], 0)
 	if j < 0 {
-		return 0
+		return i + 1
 	}
 	return i + j + 2
 }
@@ -624,5 +626,5 @@ func packedMerge(b *bbolt.Bucket, ws []packedWrite) error {
 
 // packedBucket reports whether the bucket named name is a packed index.
 func packedBucket(name []byte) bool {
-	return bytes.Equal(name, bIn) || bytes.Equal(name, bDegIdx) || bytes.Equal(name, bProp)
+	return bytes.Equal(name, bIn) || bytes.Equal(name, bDegIdx) || bytes.Equal(name, bProp) || bytes.Equal(name, bType)
 }

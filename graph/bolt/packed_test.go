@@ -53,12 +53,19 @@ func checkInBlocks(t *testing.T, b *bbolt.Bucket) [][]byte {
 // moving a group's first key), sorted batches merged into a group, a
 // repacking of them all, and seeks to
 // random places: in a group, between groups, inside a block, past the end.
+//
+// So do the type index's blocks, whose keys (type NUL ID) have one NUL.
 func TestPackedBlocksAgainstASortedSet(t *testing.T) {
 	seed := *packedSeed
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
 	t.Logf("seed %d: rerun with go test -run TestPackedBlocksAgainstASortedSet ./graph/bolt -lore.packed.seed %d", seed, seed)
+	t.Run("in-edge index", func(t *testing.T) { testPackedAgainstSortedSet(t, seed, false) })
+	t.Run("type index", func(t *testing.T) { testPackedAgainstSortedSet(t, seed, true) })
+}
+
+func testPackedAgainstSortedSet(t *testing.T, seed uint64, typeKeys bool) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	db, err := bbolt.Open(filepath.Join(t.TempDir(), "in.bolt"), 0o600, nil)
 	if err != nil {
@@ -75,6 +82,9 @@ func TestPackedBlocksAgainstASortedSet(t *testing.T) {
 		from := fmt.Sprint("node/", rng.IntN(400)*rng.IntN(400))
 		if rng.IntN(4) == 0 {
 			from += fmt.Sprintf("-%x", rng.Uint64()) // long: blocks fill by bytes
+		}
+		if typeKeys {
+			return append([]byte(fmt.Sprint("n", rng.IntN(3), "\x00")), from...) // typeKey
 		}
 		return inBlockKey(fmt.Sprint("n", rng.IntN(3)), []string{"a", "ab", "b"}[rng.IntN(3)], from, key)
 	}
@@ -253,6 +263,9 @@ func FuzzPackedBlock(f *testing.F) {
 	f.Add(first, v)
 	f.Add(first, []byte{})
 	f.Add([]byte("no group"), []byte{1, 2, 3})
+	// A type index block (type NUL ID).
+	typed := []byte("Service\x00service/a")
+	f.Add(typed, appendPackedKey(appendPackedKey(nil, typed, []byte("Service\x00service/ab")), []byte("Service\x00service/ab"), []byte("Service\x00service/b")))
 	f.Add(first, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, first, v []byte) {
 		keys, err := decodePacked(nil, first, v)
