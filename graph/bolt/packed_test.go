@@ -206,6 +206,9 @@ func testPackedAgainstSortedSet(t *testing.T, seed uint64, typeKeys bool) {
 					target = g[:packGroupLen(g)] // a node's in-edges of a label
 				case 2:
 					target = []byte(fmt.Sprint("n", rng.IntN(4))) // a node's prefix, no label
+					if rng.IntN(2) == 0 {
+						target = append(target, 0) // and its NUL: a type's prefix in the type index
+					}
 				default:
 					if len(want) == 0 {
 						continue
