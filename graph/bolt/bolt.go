@@ -48,11 +48,13 @@ const ownerFile = "owner"
 // degree and property indexes into blocks (see packKeys), which a Lore
 // that reads only version 8 would take for one key each: a version-8
 // index is a valid version-9 one, and needs no upgrade; version 10 packs
-// the type index too (a version-9 one is a valid version-10 one). Open upgrades
-// older stores: it moves the values (mergeValueBuckets) and rebuilds the
-// derived data, the in-edge index with it (up to version 6), and drops
+// the type index too (a version-9 one is a valid version-10 one); version
+// 11 packs the search index, its postings' weights in their keys (see
+// tokenKey). Open upgrades older stores: it moves the values
+// (mergeValueBuckets) and rebuilds the derived data, the in-edge index
+// with it (up to version 6), the search index (version 10), and drops
 // Cayley's [S,P] index.
-const storeVersion = 10
+const storeVersion = 11
 
 // Lore's buckets, beside Cayley's ("meta", "log", "ops", and "v" and
 // "n" as the adapter keeps them, see hookKV).
@@ -62,7 +64,7 @@ var (
 	bIn        = []byte("lore.in")   // the in-edge index: keys to NUL label NUL from NUL key (inKey), in blocks (see packKeys)
 	bType      = []byte("lore.type") // type NUL ID -> ""
 	bProp      = []byte("lore.prop") // the property index: keys type NUL prop NUL value ID, in blocks
-	bTok       = []byte("lore.tok")  // token NUL type NUL ID -> weight, and impKey
+	bTok       = []byte("lore.tok")  // the search index: keys tokenKey and impKey, in blocks
 	bDeg       = []byte("lore.deg")  // marked while a bulk load sums the edge summaries in memory (see degree.go)
 	bDegIdx    = []byte("lore.degx") // the degree index: keys type NUL label NUL dir count ID (see degindex.go), in blocks
 	bLog       = []byte("lore.log")  // seq -> Change
@@ -394,8 +396,8 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 		meta := tx.Bucket(bMeta)
 		if v := meta.Get([]byte("version")); v != nil {
 			switch binary.BigEndian.Uint64(v) {
-			case storeVersion, 9, 8, 7: // 7: edge records of version 1 still read; 8, 9: see storeVersion
-			case 1, 2, 3, 4, 5, 6:
+			case storeVersion: // edge records of version 1 (layouts 7 and before) are still read
+			case 1, 2, 3, 4, 5, 6, 7, 8, 9, 10:
 				// Mark the derived buckets stale in the same transaction
 				// that bumps the version: Open rebuilds them, and a crash
 				// before it finishes leaves the mark for the next Open.

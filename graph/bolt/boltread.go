@@ -817,14 +817,10 @@ func (s *Store) Postings(ctx context.Context, q graph.PostingQuery) (*graph.Post
 	if maxScan <= 0 {
 		maxScan = limit
 	}
-	seek := []byte(q.Prefix)
-	prefix := seek
-	if q.Exact {
-		prefix = append(bytes.Clone(seek), 0)
-		seek = prefix
-		if q.Type != "" {
-			seek = append(bytes.Clone(prefix), append([]byte(q.Type), 0)...)
-		}
+	prefix := tokScanPrefix(tokByToken, q.Prefix, q.Exact)
+	seek := prefix
+	if q.Exact && q.Type != "" {
+		seek = append(append(bytes.Clone(prefix), q.Type...), 0)
 	}
 	var after []byte
 	if q.After != "" {
@@ -835,23 +831,24 @@ func (s *Store) Postings(ctx context.Context, q graph.PostingQuery) (*graph.Post
 	}
 	page := &graph.PostingPage{}
 	err := s.read(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bTok).Cursor()
-		k, v := c.Seek(seek)
+		c := newPackedCursor(tx.Bucket(bTok))
+		k := c.Seek(seek)
 		if after != nil {
-			if k, v = c.Seek(after); bytes.Equal(k, after) {
-				k, v = c.Next()
+			if k = c.Seek(after); bytes.Equal(k, after) {
+				k = c.Next()
 			}
 		}
 		var last []byte
-		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		for ; k != nil && bytes.HasPrefix(k, prefix); k = c.Next() {
 			if last != nil && (page.Scanned == maxScan || len(page.Postings) == limit) {
 				page.Next = base64.RawURLEncoding.EncodeToString(last)
 				break
 			}
-			last = bytes.Clone(k)
+			last = append(last[:0], k...)
 			page.Scanned++
-			parts := bytes.SplitN(k, []byte{0}, 3)
-			if len(parts) != 3 {
+			// token NUL type NUL ID NUL weight
+			parts := bytes.SplitN(tokTail(k), []byte{0}, 4)
+			if len(parts) != 4 || len(parts[3]) != 1 {
 				continue
 			}
 			if q.Type != "" && string(parts[1]) != q.Type {
@@ -860,13 +857,9 @@ func (s *Store) Postings(ctx context.Context, q graph.PostingQuery) (*graph.Post
 				}
 				continue
 			}
-			w := 1
-			if len(v) == 1 {
-				w = int(v[0])
-			}
-			page.Postings = append(page.Postings, graph.Posting{Token: string(parts[0]), Type: string(parts[1]), ID: graph.ID(parts[2]), Weight: w})
+			page.Postings = append(page.Postings, graph.Posting{Token: string(parts[0]), Type: string(parts[1]), ID: graph.ID(parts[2]), Weight: int(parts[3][0])})
 		}
-		return nil
+		return c.err
 	})
 	return page, err
 }

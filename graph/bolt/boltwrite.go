@@ -607,9 +607,10 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		}
 		for tok, w := range newToks {
 			if old, ok := oldToks[tok]; !ok || old != w || retype {
-				put(bTok, tokenKey(tok, op.New.Type, id), []byte{w})
-				put(bTok, impKey(tok, w, id, op.New.Type), []byte{w})
-				if ok && !retype {
+				put(bTok, tokenKey(tok, op.New.Type, id, w), nil)
+				put(bTok, impKey(tok, w, id, op.New.Type), nil)
+				if ok && !retype { // a new weight: both keys name it
+					del(bTok, tokenKey(tok, op.Old.Type, id, old))
 					del(bTok, impKey(tok, old, id, op.Old.Type))
 				}
 			}
@@ -619,7 +620,7 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		}
 		for tok, w := range oldToks {
 			if _, ok := newToks[tok]; !ok || retype {
-				del(bTok, tokenKey(tok, op.Old.Type, id))
+				del(bTok, tokenKey(tok, op.Old.Type, id, w))
 				del(bTok, impKey(tok, w, id, op.Old.Type))
 				count(bMeta, dfKey(tok, op.Old.Type), -1)
 			}

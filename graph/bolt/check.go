@@ -21,7 +21,7 @@ import (
 type derived struct {
 	typeKeys  map[string]bool
 	propKeys  map[string]bool
-	tokKeys   map[string]byte     // postings, in token and in impact order
+	tokKeys   map[string]bool     // postings, in token and in impact order
 	terms     map[string]int64    // postings per token and type, by dfKey
 	counts    map[string]int64    // bMeta count keys
 	deg       map[string]int64    // edge counts by degKey
@@ -70,7 +70,7 @@ func (s *Store) Check(ctx context.Context) (*graph.CheckReport, error) {
 // buckets; read, if set, is called with the records read so far, every
 // progressEvery records.
 func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, m *schema.Model, r *graph.CheckReport, read func(n int64)) (*derived, error) {
-	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, tokKeys: map[string]byte{}, terms: map[string]int64{}, counts: map[string]int64{}, deg: map[string]int64{}, summaries: map[graph.ID][]byte{}, types: map[graph.ID]string{}}
+	d := &derived{typeKeys: map[string]bool{}, propKeys: map[string]bool{}, tokKeys: map[string]bool{}, terms: map[string]int64{}, counts: map[string]int64{}, deg: map[string]int64{}, summaries: map[graph.ID][]byte{}, types: map[graph.ID]string{}}
 	tick := func() {
 		if n := r.Nodes + r.Edges; read != nil && n%progressEvery == 0 {
 			read(n)
@@ -111,8 +111,8 @@ func (s *Store) checkRecords(ctx context.Context, tx *bbolt.Tx, m *schema.Model,
 			d.propKeys[string(pk)] = true
 		}
 		for tok, w := range graph.NodeTokens(nt, props) {
-			d.tokKeys[string(tokenKey(tok, rec.Type, id))] = w
-			d.tokKeys[string(impKey(tok, w, id, rec.Type))] = w
+			d.tokKeys[string(tokenKey(tok, rec.Type, id, w))] = true
+			d.tokKeys[string(impKey(tok, w, id, rec.Type))] = true
 			d.terms[string(dfKey(tok, rec.Type))]++
 		}
 		d.counts[string(countKey("node", rec.Type))]++
@@ -180,17 +180,7 @@ func (s *Store) checkDerived(tx *bbolt.Tx, d *derived, r *graph.CheckReport) {
 	set("type", bType, d.typeKeys)
 	set("property", bProp, d.propKeys)
 	set("degree", bDegIdx, d.degIdxKeys())
-	n := 0
-	_ = tx.Bucket(bTok).ForEach(func(k, v []byte) error {
-		n++
-		if w, ok := d.tokKeys[string(k)]; !ok || len(v) != 1 || v[0] != w {
-			r.Addf("search index: stray or stale entry %q", k)
-		}
-		return nil
-	})
-	if n != len(d.tokKeys) {
-		r.Addf("search index: %d entries, the records imply %d", n, len(d.tokKeys))
-	}
+	set("search", bTok, d.tokKeys)
 	counters := func(name string, bucket []byte, prefix []byte, want map[string]int64) {
 		seen := 0
 		c := tx.Bucket(bucket).Cursor()
@@ -467,8 +457,9 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 	for k := range d.propKeys {
 		prop = append(prop, packedWrite{key: []byte(k)})
 	}
-	for k, w := range d.tokKeys {
-		ops = append(ops, kvOp{bucket: bTok, key: []byte(k), val: []byte{w}})
+	var tok []packedWrite
+	for k := range d.tokKeys {
+		tok = append(tok, packedWrite{key: []byte(k)})
 	}
 	for k, n := range d.counts {
 		ops = append(ops, kvOp{bucket: bMeta, key: []byte(k), val: u64(uint64(n))})
@@ -491,7 +482,7 @@ func writeDerived(tx *bbolt.Tx, d *derived) error {
 	for _, p := range []struct {
 		bucket []byte
 		ws     []packedWrite
-	}{{bType, typ}, {bProp, prop}, {bDegIdx, degIdx}, {bIn, in}} {
+	}{{bType, typ}, {bProp, prop}, {bTok, tok}, {bDegIdx, degIdx}, {bIn, in}} {
 		slices.SortFunc(p.ws, func(a, b packedWrite) int { return bytes.Compare(a.key, b.key) })
 		b := tx.Bucket(p.bucket)
 		b.FillPercent = randomFill

@@ -158,10 +158,11 @@ func TestUpgradeBuildsInIndex(t *testing.T) {
 	}
 }
 
-// A store of layout 8 held one in-edge index key per bbolt key, which is
-// a layout-9 index of blocks of one key: Open takes it as it is, and
-// writes after it pack keys into those blocks.
-func TestLayout8InIndexNeedsNoUpgrade(t *testing.T) {
+// A store of layout 8 held one in-edge index key per bbolt key (a packed
+// index of blocks of one key). Layouts 9 and 10 took it as it was; since
+// layout 11 (the search index's keys) Open rebuilds the derived indexes of
+// older stores, and the store works on.
+func TestLayout8InIndexUpgrades(t *testing.T) {
 	dir := t.TempDir()
 	s := openTest(t, dir, Config{})
 	svc := func(id graph.ID) graph.NodeInput {
@@ -224,10 +225,10 @@ func TestLayout8InIndexNeedsNoUpgrade(t *testing.T) {
 }
 
 // A layout-9 store's type index holds one bbolt key per node, with an
-// empty value: a valid packed index (blocks of one key), which Open takes
-// as it is. Writes then pack new keys into those blocks, and reads and
-// the check see every key.
-func TestLayout9TypeIndexNeedsNoUpgrade(t *testing.T) {
+// empty value (a packed index of blocks of one key), which layout 10 took
+// as it was and Open now rebuilds with the other derived indexes (see
+// TestLayout8InIndexUpgrades). Writes, reads and the check see every key.
+func TestLayout9TypeIndexUpgrades(t *testing.T) {
 	dir := t.TempDir()
 	s := openTest(t, dir, Config{})
 	svc := func(id graph.ID) graph.NodeInput {

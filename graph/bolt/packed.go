@@ -10,19 +10,20 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-// Three of Lore's indexes hold their keys packed in blocks (store layout
-// 9): the in-edge index (bIn: to NUL label NUL from NUL key, see inKey),
-// the degree index (bDegIdx: type NUL label NUL dir count ID, see
-// degIdxKey) and the property index (bProp: type NUL property NUL value
-// ID, see propKeys).
+// Five of Lore's indexes hold their keys packed in blocks: the in-edge
+// index (bIn: to NUL label NUL from NUL key, see inKey), the degree index
+// (bDegIdx: type NUL label NUL dir count ID, see degIdxKey) and the
+// property index (bProp: type NUL property NUL value ID, see propKeys)
+// since store layout 9, the type index (bType: type NUL ID) since 10, and
+// the search index (bTok: see tokenKey) since 11.
 // A bbolt key is the first logical key of its block, and its value
 // encodes the block's other keys, in order, each after the one before it
 // as the length of the prefix they share (a uvarint), the length of the
 // rest (a uvarint) and the rest. A block never holds keys of two groups (a
 // group is the keys that share the prefix up to their second NUL: a node's
-// in-edges of one label; a type's nodes by their count of one label, or
-// by one property),
-// holds at most packKeys keys, and its value is at most packBytes long (a
+// in-edges of one label; a type's nodes by their count of one label, by
+// one property, or all of them; the postings of the tokens that start
+// with the same two bytes, in one of two orders), holds at most packKeys keys, and its value is at most packBytes long (a
 // key longer than that is a block of its own, with an empty value).
 //
 // One key per bbolt element cost a 16-byte element header and the whole
@@ -626,5 +627,5 @@ func packedMerge(b *bbolt.Bucket, ws []packedWrite) error {
 
 // packedBucket reports whether the bucket named name is a packed index.
 func packedBucket(name []byte) bool {
-	return bytes.Equal(name, bIn) || bytes.Equal(name, bDegIdx) || bytes.Equal(name, bProp) || bytes.Equal(name, bType)
+	return bytes.Equal(name, bIn) || bytes.Equal(name, bDegIdx) || bytes.Equal(name, bProp) || bytes.Equal(name, bType) || bytes.Equal(name, bTok)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lore-dev/lore/graph"
+
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -54,18 +56,20 @@ func checkInBlocks(t *testing.T, b *bbolt.Bucket) [][]byte {
 // repacking of them all, and seeks to
 // random places: in a group, between groups, inside a block, past the end.
 //
-// So do the type index's blocks, whose keys (type NUL ID) have one NUL.
+// So do the type index's blocks, whose keys (type NUL ID) have one NUL,
+// and the search index's, of two shapes (tokenKey, impKey).
 func TestPackedBlocksAgainstASortedSet(t *testing.T) {
 	seed := *packedSeed
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
 	t.Logf("seed %d: rerun with go test -run TestPackedBlocksAgainstASortedSet ./graph/bolt -lore.packed.seed %d", seed, seed)
-	t.Run("in-edge index", func(t *testing.T) { testPackedAgainstSortedSet(t, seed, false) })
-	t.Run("type index", func(t *testing.T) { testPackedAgainstSortedSet(t, seed, true) })
+	for _, index := range []string{"in-edge", "type", "search"} {
+		t.Run(index+" index", func(t *testing.T) { testPackedAgainstSortedSet(t, seed, index) })
+	}
 }
 
-func testPackedAgainstSortedSet(t *testing.T, seed uint64, typeKeys bool) {
+func testPackedAgainstSortedSet(t *testing.T, seed uint64, index string) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	db, err := bbolt.Open(filepath.Join(t.TempDir(), "in.bolt"), 0o600, nil)
 	if err != nil {
@@ -83,8 +87,15 @@ func testPackedAgainstSortedSet(t *testing.T, seed uint64, typeKeys bool) {
 		if rng.IntN(4) == 0 {
 			from += fmt.Sprintf("-%x", rng.Uint64()) // long: blocks fill by bytes
 		}
-		if typeKeys {
+		switch index {
+		case "type":
 			return append([]byte(fmt.Sprint("n", rng.IntN(3), "\x00")), from...) // typeKey
+		case "search": // weights of every byte, NUL and 255 among them
+			tok, typ, w := fmt.Sprint("t", rng.IntN(3)), fmt.Sprint("T", rng.IntN(2)), byte(rng.IntN(256))
+			if rng.IntN(2) == 0 {
+				return impKey(tok, w, graph.ID(from), typ)
+			}
+			return tokenKey(tok, typ, graph.ID(from), w)
 		}
 		return inBlockKey(fmt.Sprint("n", rng.IntN(3)), []string{"a", "ab", "b"}[rng.IntN(3)], from, key)
 	}
@@ -269,6 +280,11 @@ func FuzzPackedBlock(f *testing.F) {
 	// A type index block (type NUL ID).
 	typed := []byte("Service\x00service/a")
 	f.Add(typed, appendPackedKey(appendPackedKey(nil, typed, []byte("Service\x00service/ab")), []byte("Service\x00service/ab"), []byte("Service\x00service/b")))
+	// Search index blocks: postings by weight, and by token.
+	imp := impKey("parser", 255, "doc/a", "Document")
+	f.Add(imp, appendPackedKey(nil, imp, impKey("parser", 3, "doc/a", "Document")))
+	tok := tokenKey("parser", "Document", "doc/a", 0)
+	f.Add(tok, appendPackedKey(nil, tok, tokenKey("parser", "Document", "doc/ab", 3)))
 	f.Add(first, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, first, v []byte) {
 		keys, err := decodePacked(nil, first, v)

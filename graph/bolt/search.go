@@ -16,17 +16,21 @@ import (
 func (s *Store) postingsOf(q graph.PostingQuery) (*graph.PostingPage, error) {
 	page := &graph.PostingPage{}
 	err := s.read(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bTok)
+		c := newPackedCursor(tx.Bucket(bTok))
 		for _, n := range q.Nodes {
 			if q.Type != "" && n.Type != q.Type {
 				continue
 			}
 			page.Scanned++
-			if v := b.Get(tokenKey(q.Prefix, n.Type, n.ID)); len(v) == 1 {
-				page.Postings = append(page.Postings, graph.Posting{Token: q.Prefix, Type: n.Type, ID: n.ID, Weight: int(v[0])})
+			// The posting, if any, is the one key after the node's
+			// prefix: its weight is the byte after it.
+			at := tokenKey(q.Prefix, n.Type, n.ID, 0)
+			at = at[:len(at)-1]
+			if k := c.Seek(at); len(k) == len(at)+1 && bytes.HasPrefix(k, at) {
+				page.Postings = append(page.Postings, graph.Posting{Token: q.Prefix, Type: n.Type, ID: n.ID, Weight: int(k[len(at)])})
 			}
 		}
-		return nil
+		return c.err
 	})
 	return page, err
 }
@@ -40,7 +44,7 @@ func (s *Store) postingsByWeight(q graph.PostingQuery) (*graph.PostingPage, erro
 	if maxScan <= 0 {
 		maxScan = limit
 	}
-	prefix := append(append([]byte{0}, q.Prefix...), 0)
+	prefix := tokScanPrefix(tokByWeight, q.Prefix, true)
 	var after []byte
 	if q.After != "" {
 		var err error
@@ -50,33 +54,34 @@ func (s *Store) postingsByWeight(q graph.PostingQuery) (*graph.PostingPage, erro
 	}
 	page := &graph.PostingPage{}
 	err := s.read(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bTok).Cursor()
-		k, v := c.Seek(prefix)
+		c := newPackedCursor(tx.Bucket(bTok))
+		k := c.Seek(prefix)
 		if after != nil {
-			if k, v = c.Seek(after); bytes.Equal(k, after) {
-				k, v = c.Next()
+			if k = c.Seek(after); bytes.Equal(k, after) {
+				k = c.Next()
 			}
 		}
 		var last []byte
-		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		for ; k != nil && bytes.HasPrefix(k, prefix); k = c.Next() {
 			if last != nil && (page.Scanned == maxScan || len(page.Postings) == limit) {
 				page.Next = base64.RawURLEncoding.EncodeToString(last)
 				break
 			}
-			last = k
+			last = append(last[:0], k...)
 			page.Scanned++
+			// (255 - weight) ID NUL type
 			rest := k[len(prefix):]
 			sep := bytes.LastIndexByte(rest, 0)
-			if len(rest) < 2 || sep < 1 || len(v) != 1 {
+			if len(rest) < 2 || sep < 1 {
 				continue
 			}
 			typ := rest[sep+1:]
 			if q.Type != "" && string(typ) != q.Type {
 				continue
 			}
-			page.Postings = append(page.Postings, graph.Posting{Token: q.Prefix, Type: string(typ), ID: graph.ID(rest[1:sep]), Weight: int(v[0])})
+			page.Postings = append(page.Postings, graph.Posting{Token: q.Prefix, Type: string(typ), ID: graph.ID(rest[1:sep]), Weight: 255 - int(rest[0])})
 		}
-		return nil
+		return c.err
 	})
 	return page, err
 }
