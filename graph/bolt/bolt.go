@@ -50,7 +50,8 @@ const ownerFile = "owner"
 // index is a valid version-9 one, and needs no upgrade; version 10 packs
 // the type index too (a version-9 one is a valid version-10 one); version
 // 11 packs the search index, its postings' weights in their keys (see
-// tokenKey). Open upgrades older stores: it moves the values
+// tokenKey), and keeps each of Cayley's values in one record, its ID and
+// its count (see valueRecord). Open upgrades older stores: it moves the values
 // (mergeValueBuckets) and rebuilds the derived data, the in-edge index
 // with it (up to version 6), the search index (version 10), and drops
 // Cayley's [S,P] index.
@@ -381,6 +382,11 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 			return fmt.Errorf("moving Cayley's values to store layout %d: %w", storeVersion, err)
 		}
 	}
+	if version > 0 && version < 11 { // layouts 4 to 10 kept the counts in a bucket of their own
+		if err := updateDB(s.db.DB(), combineValueBuckets); err != nil {
+			return fmt.Errorf("moving Cayley's value counts to store layout %d: %w", storeVersion, err)
+		}
+	}
 	if err := s.initCayley(!s.readOnly); err != nil {
 		return err
 	}
@@ -388,7 +394,7 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 		return err
 	}
 	return updateDB(s.db.DB(), func(tx *bbolt.Tx) error {
-		for _, b := range append([][]byte{bValueIDs, bValueRefs}, allBuckets...) {
+		for _, b := range append([][]byte{bValues}, allBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -742,7 +748,7 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 			defer close(r.sorted)
 			src = r.qload.sources()
 		}()
-		for _, name := range [][]byte{bValueIDs, bValueRefs, cayleyOPS} {
+		for _, name := range [][]byte{bValues, cayleyOPS} {
 			m.into[string(name)] = lazySource(func() pairSource {
 				<-r.sorted
 				return src[string(name)]
@@ -862,7 +868,7 @@ func (s *Store) rebuildQuads(ctx context.Context) error {
 	db := s.db.DB()
 	err := updateDB(db, func(tx *bbolt.Tx) error {
 		// "s" and "o": Cayley's legacy layout (see finishCayleyInit).
-		for _, name := range [][]byte{cayleyLogBucket, cayleyMeta, bValueIDs, bValueRefs, cayleyOPS, []byte("sp"), []byte("s"), []byte("o")} {
+		for _, name := range [][]byte{cayleyLogBucket, cayleyMeta, bValues, bValueRefs, cayleyOPS, []byte("sp"), []byte("s"), []byte("o")} {
 			if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 				return err
 			}

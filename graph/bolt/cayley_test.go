@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -830,10 +831,11 @@ func valueData(t *testing.T, s *Store) []quad.Value {
 	return append(vals, nodeIRI("topic/new"), keyIRI("brand_new"), predType, typeIRI("Entity"), typeIRI("Topic"), labelIRI("relation"))
 }
 
-// checkValueLayout fails unless Cayley's values are where store layout 4
-// keeps them: the ID and reference count of each value under its hash in
-// bValueIDs and bValueRefs, nothing else there, and no value bucket of the
-// old layout left.
+// checkValueLayout fails unless Cayley's values are where store layout 11
+// keeps them: the ID and reference count of each value in one record under
+// its hash in bValues, nothing else there, and no bucket of the older
+// layouts left (the counts' bucket of layouts 4 to 10, the value buckets of
+// layouts 3 and before).
 func checkValueLayout(t *testing.T, s *Store, vals []quad.Value) {
 	t.Helper()
 	want := map[string]bool{}
@@ -850,14 +852,24 @@ func checkValueLayout(t *testing.T, s *Store, vals []quad.Value) {
 		}); err != nil {
 			return err
 		}
-		for _, name := range [][]byte{bValueIDs, bValueRefs} {
-			got := map[string]bool{}
-			if err := tx.Bucket(name).ForEach(func(k, _ []byte) error { got[string(k)] = true; return nil }); err != nil {
-				return err
+		if tx.Bucket(bValueRefs) != nil {
+			t.Errorf("bucket %q of store layouts 4 to 10 is still in the store", bValueRefs)
+		}
+		got := map[string]bool{}
+		err := tx.Bucket(bValues).ForEach(func(k, v []byte) error {
+			got[string(k)] = true
+			id, err := valuePart(v, 'v')
+			count, _ := valuePart(v, 'n')
+			if err != nil || id == nil || count == nil {
+				t.Errorf("value %x: record %x (%v), want an ID and a count", k, v, err)
 			}
-			if !maps.Equal(got, want) {
-				t.Errorf("bucket %q holds %d keys; the %d values hash to %d, and they differ", name, len(got), len(vals), len(want))
-			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("bucket %q holds %d keys; the %d values hash to %d, and they differ", bValues, len(got), len(vals), len(want))
 		}
 		if v := tx.Bucket(bMeta).Get([]byte("version")); binary.BigEndian.Uint64(v) != storeVersion {
 			t.Errorf("store layout version %d, want %d", binary.BigEndian.Uint64(v), storeVersion)
@@ -881,8 +893,8 @@ func checkValueLayout(t *testing.T, s *Store, vals []quad.Value) {
 	}
 }
 
-// Cayley's values live in two buckets (see hookKV), and nowhere else.
-func TestCayleyValuesLiveInTwoBuckets(t *testing.T) {
+// Cayley's values live in one bucket (see hookKV), and nowhere else.
+func TestCayleyValuesLiveInOneBucket(t *testing.T) {
 	s := openTest(t, t.TempDir(), Config{})
 	checkValueLayout(t, s, valueData(t, s))
 }
@@ -892,63 +904,171 @@ func TestCayleyValuesLiveInTwoBuckets(t *testing.T) {
 // might meet it.
 func TestValueKeyMapping(t *testing.T) {
 	h := refs.HashOf(quad.IRI("n:topic/x"))
-	got, err := physical(hkv.Key{{'v', h[0], h[1]}, h[:]})
-	if err != nil || !bytes.Equal(got[0], bValueIDs) || !bytes.Equal(got[1], h[:]) {
-		t.Errorf("value ID key maps to %q, %v", got, err)
+	got, part, err := physical(hkv.Key{{'v', h[0], h[1]}, h[:]})
+	if err != nil || !bytes.Equal(got[0], bValues) || !bytes.Equal(got[1], h[:]) || part != 'v' {
+		t.Errorf("value ID key maps to %q part %q, %v", got, part, err)
 	}
-	got, err = physical(hkv.Key{{'n', h[0], h[1]}, h[:]})
-	if err != nil || !bytes.Equal(got[0], bValueRefs) {
-		t.Errorf("reference count key maps to %q, %v", got, err)
+	got, part, err = physical(hkv.Key{{'n', h[0], h[1]}, h[:]})
+	if err != nil || !bytes.Equal(got[0], bValues) || !bytes.Equal(got[1], h[:]) || part != 'n' {
+		t.Errorf("reference count key maps to %q part %q, %v", got, part, err)
 	}
-	if _, err := physical(hkv.Key{{'v', h[0] + 1, h[1]}, h[:]}); err == nil {
+	if _, _, err := physical(hkv.Key{{'v', h[0] + 1, h[1]}, h[:]}); err == nil {
 		t.Error("a key in a bucket its hash does not name was mapped")
 	}
-	if got, err := physical(hkv.Key{[]byte("log"), []byte{1}}); err != nil || string(got[0]) != "log" {
-		t.Errorf("a log key maps to %q, %v", got, err)
+	if got, part, err := physical(hkv.Key{[]byte("log"), []byte{1}}); err != nil || string(got[0]) != "log" || part != 0 {
+		t.Errorf("a log key maps to %q part %q, %v", got, part, err)
+	}
+}
+
+// A value's ID and count share one record (valueRecord): random puts and
+// deletes of either, as Cayley makes them, through the adapter's write
+// transactions, read back through its write and read transactions as two
+// separate keys would be, against a map of each. A record with neither is
+// gone from the bucket.
+func TestValueRecordsAgainstTwoMaps(t *testing.T) {
+	s := openTest(t, t.TempDir(), Config{})
+	rng := rand.New(rand.NewPCG(11, 12))
+	var hashes []refs.ValueHash
+	for i := range 6 {
+		hashes = append(hashes, refs.HashOf(quad.IRI(fmt.Sprintf("n:x/%d", i))))
+	}
+	want := map[byte]map[refs.ValueHash][]byte{'v': {}, 'n': {}}
+	key := func(part byte, h refs.ValueHash) hkv.Key { return hkv.Key{{part, h[0], h[1]}, bytes.Clone(h[:])} }
+	// check reads every part in tx; it closes tx if one is wrong, so that
+	// the test can end (the store's Close waits for its writer).
+	check := func(tx hkv.Tx) {
+		t.Helper()
+		for _, h := range hashes {
+			for part, m := range want {
+				got, err := tx.Get(t.Context(), key(part, h))
+				if w, ok := m[h]; ok != (err == nil) || ok && !bytes.Equal(got, w) || !ok && !errors.Is(err, hkv.ErrNotFound) {
+					tx.Close()
+					t.Fatalf("%c of %x: %x, %v; want %x (held: %v)", part, h[:2], got, err, w, ok)
+				}
+			}
+		}
+	}
+	for round := range 40 {
+		tx, err := s.kv.Tx(t.Context(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 1 + rng.IntN(8) {
+			h := hashes[rng.IntN(len(hashes))]
+			part := []byte{'v', 'n'}[rng.IntN(2)]
+			if rng.IntN(3) == 0 {
+				if err := tx.Del(t.Context(), key(part, h)); err != nil {
+					tx.Close()
+					t.Fatal(err)
+				}
+				delete(want[part], h)
+				continue
+			}
+			n := uint64(1 + rng.IntN(1<<(7*rng.IntN(4)+1)))
+			v := binary.AppendUvarint(nil, n)
+			if err := tx.Put(t.Context(), key(part, h), v); err != nil {
+				tx.Close()
+				t.Fatal(err)
+			}
+			want[part][h] = v
+		}
+		check(tx)
+		if err := tx.Commit(t.Context()); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		rtx, err := s.kv.Tx(t.Context(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(rtx)
+		rtx.Close()
+	}
+	err := s.read(func(tx *bbolt.Tx) error {
+		for _, h := range hashes {
+			_, v := want['v'][h]
+			_, n := want['n'][h]
+			if held := tx.Bucket(bValues).Get(h[:]) != nil; held != (v || n) {
+				t.Errorf("value %x: a record %v, an ID %v, a count %v", h[:2], held, v, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What Cayley never writes is refused, not stored.
+	tx, err := s.kv.Tx(t.Context(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	for _, bad := range [][]byte{{0}, {0x80}, {1, 2}} {
+		if err := tx.Put(t.Context(), key('v', hashes[0]), bad); err == nil {
+			t.Errorf("the adapter stored the value ID %x", bad)
+		}
 	}
 }
 
 // Opening a store of layout 3 moves its values out of Cayley's 131,072
 // buckets, in several transactions; a store whose move was interrupted
-// (some buckets moved, the version not yet changed) finishes it. Either
-// way the graph reads back the same.
+// (some buckets moved, into the two buckets of layouts 4 to 10, the
+// version not yet changed) finishes it; a store of layout 10 moves its
+// counts into its values' records. Each way the graph reads back the same.
 func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
-	for _, half := range []bool{false, true} {
-		t.Run(fmt.Sprintf("interrupted=%v", half), func(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		layout  uint64
+		movedBy func(k []byte) bool // whether layout 3's buckets hold the value
+	}{
+		{"layout 3", 3, func([]byte) bool { return true }},
+		{"layout 3, move interrupted", 3, func(k []byte) bool { return k[0]%2 == 0 }},
+		{"layout 10", 10, func([]byte) bool { return false }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openTest(t, dir, Config{})
 			vals := valueData(t, s)
 			before := exportString(t, s)
-			// Put the values back where layout 3 kept them: all of them, or,
-			// as a move that stopped half-way, those whose hash starts with
-			// an even byte.
+			// Put the values back where the old layout kept them: in
+			// layout 3's buckets, or layout 4's IDs and counts.
 			err := s.db.DB().Update(func(tx *bbolt.Tx) error {
-				for _, name := range [][]byte{bValueIDs, bValueRefs} {
-					b := tx.Bucket(name)
-					var keys [][]byte
-					_ = b.ForEach(func(k, _ []byte) error { keys = append(keys, bytes.Clone(k)); return nil })
-					for _, k := range keys {
-						if half && k[0]%2 == 1 {
-							continue
+				b := tx.Bucket(bValues)
+				counts, err := tx.CreateBucket(bValueRefs)
+				if err != nil {
+					return err
+				}
+				var keys [][]byte
+				_ = b.ForEach(func(k, _ []byte) error { keys = append(keys, bytes.Clone(k)); return nil })
+				for _, k := range keys {
+					rec := bytes.Clone(b.Get(k))
+					id, _ := valuePart(rec, 'v')
+					count, _ := valuePart(rec, 'n')
+					if !c.movedBy(k) {
+						if err := b.Put(k, id); err != nil {
+							return err
 						}
-						old, err := tx.CreateBucketIfNotExists([]byte{name[0], k[0], k[1]})
+						if err := counts.Put(k, count); err != nil {
+							return err
+						}
+						continue
+					}
+					for _, p := range []struct {
+						letter byte
+						v      []byte
+					}{{'v', id}, {'n', count}} {
+						old, err := tx.CreateBucketIfNotExists([]byte{p.letter, k[0], k[1]})
 						if err != nil {
 							return err
 						}
-						if err := old.Put(k, bytes.Clone(b.Get(k))); err != nil {
-							return err
-						}
-						if err := b.Delete(k); err != nil {
+						if err := old.Put(k, p.v); err != nil {
 							return err
 						}
 					}
-					if !half {
-						if err := tx.DeleteBucket(name); err != nil {
-							return err
-						}
+					if err := b.Delete(k); err != nil {
+						return err
 					}
 				}
-				return tx.Bucket(bMeta).Put([]byte("version"), u64(3))
+				return tx.Bucket(bMeta).Put([]byte("version"), u64(c.layout))
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -959,6 +1079,11 @@ func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
 			checkValueLayout(t, s, vals)
 			if after := exportString(t, s); after != before {
 				t.Error("the graph exports differently after the move")
+			}
+			// Cayley's writes go on from the records moved.
+			apply(t, s, &graph.Batch{DeleteNodes: []graph.NodeRef{{ID: "entity/e1"}}})
+			if r, err := s.Check(t.Context()); err != nil || !r.OK() {
+				t.Fatalf("check after a delete: %v %v", err, r.Problems)
 			}
 		})
 	}

@@ -29,11 +29,14 @@ func TestFootprint(t *testing.T) {
 	}
 	page := int64(s.db.DB().Info().PageSize)
 	var sum int64
-	for _, b := range append(allBuckets, cayleyLogBucket, cayleyOPS, bValueIDs, bValueRefs, cayleyMeta) {
+	for _, b := range append(allBuckets, cayleyLogBucket, cayleyOPS, bValues, cayleyMeta) {
 		n, ok := before[string(b)]
 		if !ok || n < page {
 			t.Errorf("bucket %s: %d bytes (listed: %v)", b, n, ok)
 		}
+	}
+	if _, ok := before[string(bValueRefs)]; ok {
+		t.Errorf("bucket %s, of store layouts 4 to 10, is in a new store", bValueRefs)
 	}
 	for _, n := range before {
 		sum += n

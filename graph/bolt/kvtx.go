@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -27,11 +28,15 @@ import (
 // over 131,072 buckets, named 'v' or 'n' and the first two bytes of the
 // value's hash. In bbolt every bucket is a key of the root bucket, opened
 // by a search from the root, and each transaction that touches a small one
-// rewrites it whole into the root's pages at commit. Lore keeps the IDs in
-// one bucket "v" and the counts in one bucket "n", under the same keys (the
-// full hash, whose first two bytes named the bucket). An import of 10k
-// nodes took 11% less time (0.494 -> 0.439 s), one of 100k 18% less
-// (6.16 -> 5.04 s), and the store has no bucket per value prefix to open.
+// rewrites it whole into the root's pages at commit. Lore keeps both in
+// one bucket, "v", under the full hash (whose first two bytes named the
+// bucket): the ID, then the count, each a uvarint as Cayley writes them
+// (see valueRecord). An import of 10k nodes took 11% less time (0.494 ->
+// 0.439 s) with the values in two buckets ("v" and "n", store layouts 4
+// to 10), one of 100k 18% less (6.16 -> 5.04 s), and the store has no
+// bucket per value prefix to open; one bucket (layout 11) saves a key and
+// its element header per value, 3.6 MiB at 100k nodes of the benchmark
+// graph.
 type hookKV struct {
 	*hbolt.DB
 	mu   sync.Mutex
@@ -63,9 +68,10 @@ func (k *hookKV) dropHeld() {
 	}
 }
 
-// Where Lore keeps Cayley's value IDs and reference counts (see hookKV).
+// Where Lore keeps Cayley's value IDs and reference counts (see hookKV):
+// bValues, since store layout 11; bValueRefs held the counts before.
 var (
-	bValueIDs  = []byte("v")
+	bValues    = []byte("v")
 	bValueRefs = []byte("n")
 )
 
@@ -77,25 +83,107 @@ func cayleyValueBucket(name []byte) bool {
 }
 
 // physical maps a key as Cayley names it to where Lore keeps it: a key of
-// a value bucket to the same key in bValueIDs or bValueRefs. The key must
+// a value bucket to the same key in bValues, and the part of its record
+// it names ('v' the ID, 'n' the count; 0 for any other key). The key must
 // start with the two hash bytes that named its bucket (it does: Cayley's
 // keys are the whole hash), so that no two keys meet.
-func physical(key hkv.Key) (hkv.Key, error) {
+func physical(key hkv.Key) (hkv.Key, byte, error) {
 	if len(key) != 2 || !cayleyValueBucket(key[0]) {
-		return key, nil
+		return key, 0, nil
 	}
 	if len(key[1]) < 2 || key[1][0] != key[0][1] || key[1][1] != key[0][2] {
-		return nil, fmt.Errorf("cayley value key %x in bucket %q does not start with the bucket's hash bytes; Lore's adapter cannot map it", key[1], key[0])
+		return nil, 0, fmt.Errorf("cayley value key %x in bucket %q does not start with the bucket's hash bytes; Lore's adapter cannot map it", key[1], key[0])
 	}
-	b := bValueIDs
-	if key[0][0] == 'n' {
-		b = bValueRefs
+	return hkv.Key{bValues, key[1]}, key[0][0], nil
+}
+
+// A value record (bValues) holds a value's ID and its reference count as
+// Cayley writes them, each a uvarint: the ID, or 0 while it has none (an
+// ID is never 0), then the count, if it has one. Cayley writes a new
+// value's ID before its count, and deletes its count before its ID, so
+// both states between occur inside a transaction. A record of layouts 4 to
+// 10 in bValues (an ID alone) is a record without a count.
+func valueRecord(id, count []byte) []byte {
+	if len(id) == 0 && len(count) == 0 {
+		return nil
 	}
-	return hkv.Key{b, key[1]}, nil
+	if len(id) == 0 {
+		id = []byte{0}
+	}
+	return append(append(make([]byte, 0, len(id)+len(count)), id...), count...)
+}
+
+// valuePart returns the part of value record rec that part names ('v' or
+// 'n'), nil if it has none; err if rec is malformed.
+func valuePart(rec []byte, part byte) ([]byte, error) {
+	if len(rec) == 0 {
+		return nil, nil
+	}
+	id, n := binary.Uvarint(rec)
+	if n <= 0 || n < len(rec) && !validUvarint(rec[n:]) {
+		return nil, fmt.Errorf("cayley value record %x: %w", rec, errCorrupt)
+	}
+	switch {
+	case part == 'v' && id != 0:
+		return rec[:n], nil
+	case part == 'n' && n < len(rec):
+		return rec[n:], nil
+	}
+	return nil, nil
+}
+
+// validUvarint reports whether b is one uvarint and nothing more.
+func validUvarint(b []byte) bool {
+	_, n := binary.Uvarint(b)
+	return n == len(b)
+}
+
+// withValuePart returns record rec with its part part set to val, or
+// dropped if val is nil: nil if nothing is left.
+func withValuePart(rec []byte, part byte, val []byte) ([]byte, error) {
+	id, err := valuePart(rec, 'v')
+	if err != nil {
+		return nil, err
+	}
+	count, _ := valuePart(rec, 'n')
+	if part == 'v' {
+		id = val
+	} else {
+		count = val
+	}
+	if len(id) > 0 && !validUvarint(id) || len(count) > 0 && !validUvarint(count) {
+		return nil, fmt.Errorf("cayley value part %c %x is not a uvarint; Lore's adapter cannot store it", part, val)
+	}
+	return valueRecord(id, count), nil
+}
+
+// combineValueBuckets moves the reference counts of store layouts 4 to 10
+// (bValueRefs) into the value records of bValues, and drops bValueRefs,
+// in tx.
+func combineValueBuckets(tx *bbolt.Tx) error {
+	refs := tx.Bucket(bValueRefs)
+	if refs == nil {
+		return nil
+	}
+	ids, err := tx.CreateBucketIfNotExists(bValues)
+	if err != nil {
+		return err
+	}
+	c := refs.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		rec, err := withValuePart(ids.Get(k), 'n', v)
+		if err != nil {
+			return err
+		}
+		if err := ids.Put(bytes.Clone(k), rec); err != nil {
+			return err
+		}
+	}
+	return tx.DeleteBucket(bValueRefs)
 }
 
 // mergeValueBuckets moves Cayley's values out of the value buckets of
-// store layouts 3 and before into bValueIDs and bValueRefs (see hookKV), a
+// store layouts 3 and before into bValues' records (see hookKV), a
 // few hundred thousand values per transaction, each taking whole buckets
 // and deleting them. A crash between transactions leaves the rest in the
 // old buckets, where the next open finds and moves them: the store's
@@ -111,13 +199,9 @@ func mergeValueBuckets(db *bbolt.DB, chunk int) error {
 					names = append(names, bytes.Clone(name))
 				}
 			}
-			to := map[string]*bbolt.Bucket{}
-			for _, name := range [][]byte{bValueIDs, bValueRefs} {
-				b, err := tx.CreateBucketIfNotExists(name)
-				if err != nil {
-					return err
-				}
-				to[string(name)] = b
+			to, err := tx.CreateBucketIfNotExists(bValues)
+			if err != nil {
+				return err
 			}
 			moved := 0
 			for i, name := range names {
@@ -127,12 +211,16 @@ func mergeValueBuckets(db *bbolt.DB, chunk int) error {
 				}
 				from := tx.Bucket(name)
 				err := from.ForEach(func(k, v []byte) error {
-					key, err := physical(hkv.Key{name, k})
+					key, part, err := physical(hkv.Key{name, k})
 					if err != nil {
 						return err
 					}
 					moved++
-					return to[string(key[0])].Put(bytes.Clone(key[1]), bytes.Clone(v))
+					rec, err := withValuePart(to.Get(key[1]), part, v)
+					if err != nil {
+						return err
+					}
+					return to.Put(bytes.Clone(key[1]), rec)
 				})
 				if err != nil {
 					return err
@@ -199,11 +287,18 @@ func (k *hookKV) Update(ctx context.Context, fn func(tx hkv.Tx) error) error {
 type readTx struct{ hkv.Tx }
 
 func (t readTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
-	key, err := physical(key)
+	key, part, err := physical(key)
 	if err != nil {
 		return nil, err
 	}
-	return t.Tx.Get(ctx, key)
+	v, err := t.Tx.Get(ctx, key)
+	if err != nil || part == 0 {
+		return v, err
+	}
+	if v, err = valuePart(v, part); err == nil && v == nil {
+		err = hkv.ErrNotFound
+	}
+	return v, err
 }
 
 func (t readTx) GetBatch(ctx context.Context, keys []hkv.Key) ([]hkv.Value, error) {
@@ -251,7 +346,7 @@ func (t *writeTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
 	if len(key) != 2 {
 		return nil, hkv.ErrNotFound
 	}
-	key, err := physical(key)
+	key, part, err := physical(key)
 	if err != nil {
 		return nil, err
 	}
@@ -263,6 +358,11 @@ func (t *writeTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
 		return nil, hkv.ErrNotFound
 	}
 	v := b.Get(key[1])
+	if part != 0 && v != nil {
+		if v, err = valuePart(v, part); err != nil {
+			return nil, err
+		}
+	}
 	if v == nil {
 		return nil, hkv.ErrNotFound
 	}
@@ -277,7 +377,7 @@ func (t *writeTx) Put(ctx context.Context, key hkv.Key, val hkv.Value) error {
 	if len(key) != 2 {
 		return fmt.Errorf("put %q: %w", key, errKeyDepth)
 	}
-	key, err := physical(key)
+	key, part, err := physical(key)
 	if err != nil {
 		return err
 	}
@@ -288,23 +388,47 @@ func (t *writeTx) Put(ctx context.Context, key hkv.Key, val hkv.Value) error {
 	if len(key[1]) == 0 && len(val) == 0 {
 		return nil // creating the bucket was the point
 	}
+	if part != 0 {
+		return t.putValuePart(b, key[1], part, val)
+	}
 	if val == nil {
 		val = []byte{}
 	}
 	return b.Put(key[1], val)
 }
 
+// putValuePart sets part part of the value record at hash in b to val, or
+// drops it if val is nil; a record left empty is deleted.
+func (t *writeTx) putValuePart(b *bbolt.Bucket, hash []byte, part byte, val []byte) error {
+	if part == 'v' && val != nil {
+		if id, n := binary.Uvarint(val); id == 0 || n != len(val) {
+			return fmt.Errorf("cayley value ID %x: not a uvarint above 0; Lore's adapter cannot store it", val)
+		}
+	}
+	rec, err := withValuePart(b.Get(hash), part, val)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		return b.Delete(hash)
+	}
+	return b.Put(hash, rec)
+}
+
 func (t *writeTx) Del(ctx context.Context, key hkv.Key) error {
 	if len(key) != 2 {
 		return fmt.Errorf("delete %q: %w", key, errKeyDepth)
 	}
-	key, err := physical(key)
+	key, part, err := physical(key)
 	if err != nil {
 		return err
 	}
 	b, err := t.bucket(key[0], false)
 	if b == nil || err != nil {
 		return err
+	}
+	if part != 0 {
+		return t.putValuePart(b, key[1], part, nil)
 	}
 	return b.Delete(key[1])
 }

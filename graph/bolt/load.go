@@ -189,7 +189,7 @@ func (s *Store) createBuckets() error {
 		return err
 	}
 	return updateDB(s.db.DB(), func(tx *bbolt.Tx) error {
-		for _, b := range append([][]byte{bValueIDs, bValueRefs}, allBuckets...) {
+		for _, b := range append([][]byte{bValues}, allBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -155,8 +155,13 @@ type loadValue struct {
 	refs uint64
 	// touched is the number of the last commit that changed refs.
 	touched uint64
-	stored  bool   // its ID is in bucket "v"
-	written uint64 // the count bucket "n" holds
+	stored  bool   // its record is in bucket "v"
+	written uint64 // the count its record there holds
+}
+
+// record appends v's value record (see valueRecord) to b.
+func (v *loadValue) record(b []byte) []byte {
+	return binary.AppendUvarint(binary.AppendUvarint(b, v.id), v.refs)
 }
 
 // A link is an entry of the [O,P,S] index: a quad's object, predicate and
@@ -252,7 +257,7 @@ var (
 // nil if Cayley's part of the store is not empty (the map would not know
 // its values) or does not have one quad index, [O,P,S].
 func newQuadLoad(tx *bbolt.Tx) *quadLoad {
-	for _, name := range [][]byte{bValueIDs, bValueRefs, cayleyLogBucket, cayleyOPS} {
+	for _, name := range [][]byte{bValues, cayleyLogBucket, cayleyOPS} {
 		b := tx.Bucket(name)
 		if b == nil {
 			return nil
@@ -439,15 +444,10 @@ func (l *quadLoad) materialize(db *bbolt.DB) error {
 		n := min(len(vals), materializeChunk)
 		chunk := vals[:n]
 		err := updateDB(db, func(tx *bbolt.Tx) error {
-			ids, counts := tx.Bucket(bValueIDs), tx.Bucket(bValueRefs)
-			ids.FillPercent, counts.FillPercent = appendFill, appendFill
+			b := tx.Bucket(bValues)
+			b.FillPercent = appendFill
 			for _, v := range chunk {
-				if !v.stored {
-					if err := ids.Put(bytes.Clone(v.hash[:]), binary.AppendUvarint(nil, v.id)); err != nil {
-						return err
-					}
-				}
-				if err := counts.Put(bytes.Clone(v.hash[:]), binary.AppendUvarint(nil, v.refs)); err != nil {
+				if err := b.Put(bytes.Clone(v.hash[:]), v.record(nil)); err != nil {
 					return err
 				}
 			}
@@ -514,7 +514,7 @@ func (l *quadLoad) materialize(db *bbolt.DB) error {
 
 // sources returns what the load kept back as pairs for writeFile to merge
 // into a new file of the store, in place of materialize's writes: the
-// values' IDs ("v") and reference counts ("n"), and the [O,P,S] index's
+// values' records ("v": IDs and reference counts), and the [O,P,S] index's
 // entries ("ops"), each in key order. It returns nil if an earlier
 // materialize wrote some of them: an ops entry is then a list to append
 // to. Lore's metaQuadsPending is the caller's to leave out. The pairs are
@@ -525,20 +525,18 @@ func (l *quadLoad) sources() map[string]pairSource {
 	}
 	vals := l.sortedValues(nil)
 	links := l.links.sorted()
-	value := func(id func(*loadValue) uint64) pairSource {
-		var mem slab
-		i := 0
-		return sourceFunc(func() (k, v []byte, ok bool) {
-			if i == len(vals) {
-				return nil, nil, false
-			}
-			lv := vals[i]
-			i++
-			k = mem.take(len(lv.hash))
-			copy(k, lv.hash[:])
-			return k, binary.AppendUvarint(mem.take(binary.MaxVarintLen64)[:0], id(lv)), true
-		})
-	}
+	var vmem slab
+	i := 0
+	values := sourceFunc(func() (k, v []byte, ok bool) {
+		if i == len(vals) {
+			return nil, nil, false
+		}
+		lv := vals[i]
+		i++
+		k = vmem.take(len(lv.hash))
+		copy(k, lv.hash[:])
+		return k, lv.record(vmem.take(2 * binary.MaxVarintLen64)[:0]), true
+	})
 	var mem slab
 	ops := sourceFunc(func() (k, v []byte, ok bool) {
 		if len(links) == 0 {
@@ -560,9 +558,8 @@ func (l *quadLoad) sources() map[string]pairSource {
 		return k, v, true
 	})
 	return map[string]pairSource{
-		string(bValueIDs):  value(func(v *loadValue) uint64 { return v.id }),
-		string(bValueRefs): value(func(v *loadValue) uint64 { return v.refs }),
-		string(cayleyOPS):  ops,
+		string(bValues):   values,
+		string(cayleyOPS): ops,
 	}
 }
 

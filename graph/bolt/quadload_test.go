@@ -81,9 +81,12 @@ func cayleyDump(t *testing.T, s *Store) []string {
 			}
 			return strings.Join(parts, " "), nil
 		}
-		refsB := tx.Bucket(bValueRefs)
-		err = tx.Bucket(bValueIDs).ForEach(func(k, v []byte) error {
-			id, _ := binary.Uvarint(v)
+		err = tx.Bucket(bValues).ForEach(func(k, v []byte) error {
+			idPart, err := valuePart(v, 'v')
+			if err != nil {
+				return err
+			}
+			id, _ := binary.Uvarint(idPart)
 			n, err := name(id)
 			if err != nil {
 				return err
@@ -92,7 +95,8 @@ func cayleyDump(t *testing.T, s *Store) []string {
 			if h := refs.HashOf(val); !bytes.Equal(h[:], k) {
 				return fmt.Errorf("value %s is under another hash", n)
 			}
-			count, _ := binary.Uvarint(refsB.Get(k))
+			countPart, _ := valuePart(v, 'n')
+			count, _ := binary.Uvarint(countPart)
 			out = append(out, fmt.Sprintf("value %s refs %d", n, count))
 			return nil
 		})

@@ -11,7 +11,8 @@ import (
 )
 
 // FuzzStoreRecords: the decoders of what a store's file holds (node and
-// edge records, edge summaries, change-log entries) take any bytes without
+// edge records, edge summaries, change-log entries, Cayley's value
+// records as the adapter keeps them) take any bytes without
 // a panic, for the file is input too (a backup from elsewhere, a damaged
 // disk), and some of them run where no handler recovers (a load's fold of
 // its summaries runs on a goroutine of its own). What decodes encodes back
@@ -26,7 +27,8 @@ func FuzzStoreRecords(f *testing.F) {
 		change.Nodes = append(change.Nodes, graph.NodeChange{ID: graph.ID(fmt.Sprintf("service/s%d", i)), Type: "Service", Action: graph.Created, Revision: 1})
 	}
 	for _, seed := range [][]byte{node.encode(), encodeEdge(&edge), summary, graph.EncodeChange(change),
-		graph.EncodeChange(&graph.Change{Seq: 1, Op: "write", Nodes: change.Nodes[:2]}), {nodeRecordV1, 1, 'T', 2, 2, 2}} {
+		graph.EncodeChange(&graph.Change{Seq: 1, Op: "write", Nodes: change.Nodes[:2]}), {nodeRecordV1, 1, 'T', 2, 2, 2},
+		valueRecord([]byte{0x81, 1}, []byte{3}), {0, 7}, {5}} {
 		f.Add(seed, int16(0), int16(-1))
 		f.Add(seed, int16(1), int16(40))
 	}
@@ -60,6 +62,36 @@ func FuzzStoreRecords(f *testing.F) {
 		}
 		// A fold adds and takes away edges, and refuses a count below zero.
 		_, _, _ = foldSummary("n", data, []degEntry{{"dependsOn", 'o', -1}, {"about", 'i', 2}}, make([]degEntry, 0, 2))
+		// A value record that reads has its parts, each set on its own.
+		if id, err := valuePart(data, 'v'); err == nil {
+			count, err := valuePart(data, 'n')
+			if err != nil {
+				t.Fatalf("value record %x: its ID reads, its count fails: %v", data, err)
+			}
+			for _, p := range []struct {
+				part     byte
+				val, not []byte
+			}{{'v', id, count}, {'n', count, id}} {
+				rec, err := withValuePart(data, p.part, nil)
+				if err != nil {
+					t.Fatalf("value record %x without %c: %v", data, p.part, err)
+				}
+				if got, _ := valuePart(rec, p.part); got != nil {
+					t.Fatalf("value record %x without %c still has it: %x", data, p.part, got)
+				}
+				other := byte('n' + 'v' - p.part)
+				if got, _ := valuePart(rec, other); !bytes.Equal(got, p.not) {
+					t.Fatalf("value record %x without %c: %c is %x, was %x", data, p.part, other, got, p.not)
+				}
+				if p.val == nil {
+					continue
+				}
+				back, err := withValuePart(rec, p.part, p.val)
+				if got, _ := valuePart(back, p.part); err != nil || !bytes.Equal(got, p.val) {
+					t.Fatalf("value record %x: %c set back reads %x, %v; want %x", data, p.part, got, err, p.val)
+				}
+			}
+		}
 		var c graph.Change
 		_ = graph.DecodeChange(data, &c)
 		e := graph.NewLogEntry(1, data)
