@@ -50,8 +50,9 @@ const ownerFile = "owner"
 // index is a valid version-9 one, and needs no upgrade; version 10 packs
 // the type index too (a version-9 one is a valid version-10 one); version
 // 11 packs the search index, its postings' weights in their keys (see
-// tokenKey), and keeps each of Cayley's values in one record, its ID and
-// its count (see valueRecord). Open upgrades older stores: it moves the values
+// tokenKey), keeps each of Cayley's values in one record, its ID and its
+// count (see valueRecord), and Cayley's log in blocks (see bCayleyLog).
+// Open upgrades older stores: it moves the values
 // (mergeValueBuckets) and rebuilds the derived data, the in-edge index
 // with it (up to version 6), the search index (version 10), and drops
 // Cayley's [S,P] index.
@@ -382,9 +383,12 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 			return fmt.Errorf("moving Cayley's values to store layout %d: %w", storeVersion, err)
 		}
 	}
-	if version > 0 && version < 11 { // layouts 4 to 10 kept the counts in a bucket of their own
+	if version > 0 && version < 11 { // layouts 4 to 10 kept the counts in a bucket of their own, and the log a key per primitive
 		if err := updateDB(s.db.DB(), combineValueBuckets); err != nil {
 			return fmt.Errorf("moving Cayley's value counts to store layout %d: %w", storeVersion, err)
+		}
+		if err := migrateLog(s.db.DB(), upgradeChunk); err != nil {
+			return fmt.Errorf("moving Cayley's log into blocks (store layout %d): %w", storeVersion, err)
 		}
 	}
 	if err := s.initCayley(!s.readOnly); err != nil {
@@ -737,7 +741,9 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 		}
 	case r.qload != nil:
 		if r.qload.keptLog != nil {
-			m.into[string(cayleyLogBucket)] = r.qload.keptLog.source()
+			// The log in the file is empty (the quadLoad began with it so,
+			// and kept all it wrote): the blocks of what it kept are all.
+			m.into[string(bCayleyLog)] = logBlocks(r.qload.keptLog.source())
 		}
 		// The quadLoad sorts its values and links (0.56 s of a 300,000-node
 		// load's end) while writeFile writes the buckets that come before
@@ -868,7 +874,7 @@ func (s *Store) rebuildQuads(ctx context.Context) error {
 	db := s.db.DB()
 	err := updateDB(db, func(tx *bbolt.Tx) error {
 		// "s" and "o": Cayley's legacy layout (see finishCayleyInit).
-		for _, name := range [][]byte{cayleyLogBucket, cayleyMeta, bValues, bValueRefs, cayleyOPS, []byte("sp"), []byte("s"), []byte("o")} {
+		for _, name := range [][]byte{bCayleyLog, bOldCayleyLog, cayleyMeta, bValues, bValueRefs, cayleyOPS, []byte("sp"), []byte("s"), []byte("o")} {
 			if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 				return err
 			}

@@ -816,7 +816,7 @@ func (o opOrder) Less(i, j int) bool {
 
 // fillFor returns how full bbolt packs a bucket's pages when it splits them.
 func fillFor(bucket []byte) float64 {
-	if bytes.Equal(bucket, bLog) || bytes.Equal(bucket, cayleyLogBucket) {
+	if bytes.Equal(bucket, bLog) || bytes.Equal(bucket, bCayleyLog) {
 		return appendFill
 	}
 	return randomFill

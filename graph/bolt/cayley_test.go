@@ -55,12 +55,11 @@ func apply(t testing.TB, s graph.Store, b *graph.Batch) *graph.Result {
 func cayleyLog(t testing.TB, s *Store) (n int) {
 	t.Helper()
 	err := s.read(func(tx *bbolt.Tx) error {
-		b := tx.Bucket([]byte("log"))
+		b := tx.Bucket(bCayleyLog)
 		if b == nil {
 			return nil
 		}
-		n = b.Stats().KeyN
-		return nil
+		return eachLogPrimitive(b, func(uint64, []byte) error { n++; return nil })
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -852,6 +851,9 @@ func checkValueLayout(t *testing.T, s *Store, vals []quad.Value) {
 		}); err != nil {
 			return err
 		}
+		if tx.Bucket(bOldCayleyLog) != nil {
+			t.Errorf("bucket %q, Cayley's log of store layouts 10 and before, is still in the store", bOldCayleyLog)
+		}
 		if tx.Bucket(bValueRefs) != nil {
 			t.Errorf("bucket %q of store layouts 4 to 10 is still in the store", bValueRefs)
 		}
@@ -1009,26 +1011,113 @@ func TestValueRecordsAgainstTwoMaps(t *testing.T) {
 	}
 }
 
+// Cayley's log is kept in blocks (bCayleyLog): random puts, replacements
+// and deletes of primitives by ID, as Cayley makes them, through the
+// adapter's write transactions, read back through its write and read
+// transactions, against a map; every bbolt key is a block's base, and a
+// block left empty is gone.
+func TestLogBlocksAgainstAMap(t *testing.T) {
+	s := openTest(t, t.TempDir(), Config{})
+	rng := rand.New(rand.NewPCG(13, 14))
+	const first = 1 << 40 // above the IDs Cayley gives out here
+	want := map[uint64][]byte{}
+	key := func(id uint64) hkv.Key { return hkv.Key{[]byte("log"), binary.BigEndian.AppendUint64(nil, id)} }
+	// check reads every ID in tx; it closes tx if one is wrong, so that
+	// the test can end (the store's Close waits for its writer).
+	check := func(tx hkv.Tx) {
+		t.Helper()
+		for id := uint64(first); id < first+3*logSpan; id++ {
+			got, err := tx.Get(t.Context(), key(id))
+			if w, ok := want[id]; ok != (err == nil) || ok && !bytes.Equal(got, w) || !ok && !errors.Is(err, hkv.ErrNotFound) {
+				tx.Close()
+				t.Fatalf("primitive %d: %x, %v; want %x (held: %v)", id-first, got, err, w, ok)
+			}
+		}
+	}
+	for round := range 60 {
+		tx, err := s.kv.Tx(t.Context(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 1 + rng.IntN(40) {
+			id := first + uint64(rng.IntN(3*logSpan))
+			if rng.IntN(3) == 0 {
+				if err := tx.Del(t.Context(), key(id)); err != nil {
+					tx.Close()
+					t.Fatal(err)
+				}
+				delete(want, id)
+				continue
+			}
+			v := make([]byte, rng.IntN(300)) // some longer than a one-byte uvarint
+			for i := range v {
+				v[i] = byte(rng.Uint32())
+			}
+			if err := tx.Put(t.Context(), key(id), v); err != nil {
+				tx.Close()
+				t.Fatal(err)
+			}
+			want[id] = v
+		}
+		check(tx)
+		if err := tx.Commit(t.Context()); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		rtx, err := s.kv.Tx(t.Context(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(rtx)
+		rtx.Close()
+	}
+	err := s.read(func(tx *bbolt.Tx) error {
+		held := map[uint64]bool{}
+		for id := range want {
+			held[logBase(id)] = true
+		}
+		return tx.Bucket(bCayleyLog).ForEach(func(k, v []byte) error {
+			base := binary.BigEndian.Uint64(k)
+			if base < first {
+				return nil
+			}
+			if base != logBase(base) || !held[base] || len(v) == 0 {
+				t.Errorf("bbolt key %d (a base: %v), %d bytes, holding what the map holds: %v", base-first, base == logBase(base), len(v), held[base])
+			}
+			delete(held, base)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Opening a store of layout 3 moves its values out of Cayley's 131,072
 // buckets, in several transactions; a store whose move was interrupted
 // (some buckets moved, into the two buckets of layouts 4 to 10, the
 // version not yet changed) finishes it; a store of layout 10 moves its
-// counts into its values' records. Each way the graph reads back the same.
+// counts into its values' records. Each moves Cayley's log, a key per
+// primitive before layout 11, into blocks, in several transactions, and
+// finishes a move that was interrupted. Each way the graph reads back the
+// same.
 func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
 	for _, c := range []struct {
-		name    string
-		layout  uint64
-		movedBy func(k []byte) bool // whether layout 3's buckets hold the value
+		name     string
+		layout   uint64
+		movedBy  func(k []byte) bool // whether layout 3's buckets hold the value
+		inBlocks int                 // the primitives an interrupted move of the log left in blocks
 	}{
-		{"layout 3", 3, func([]byte) bool { return true }},
-		{"layout 3, move interrupted", 3, func(k []byte) bool { return k[0]%2 == 0 }},
-		{"layout 10", 10, func([]byte) bool { return false }},
+		{"layout 3", 3, func([]byte) bool { return true }, 0},
+		{"layout 3, move interrupted", 3, func(k []byte) bool { return k[0]%2 == 0 }, 0},
+		{"layout 10", 10, func([]byte) bool { return false }, 0},
+		{"layout 10, log move interrupted", 10, func([]byte) bool { return false }, 45},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openTest(t, dir, Config{})
 			vals := valueData(t, s)
 			before := exportString(t, s)
+			logBefore := cayleyLog(t, s)
 			// Put the values back where the old layout kept them: in
 			// layout 3's buckets, or layout 4's IDs and counts.
 			err := s.db.DB().Update(func(tx *bbolt.Tx) error {
@@ -1068,6 +1157,45 @@ func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
 						return err
 					}
 				}
+				// The log, a key per primitive, but those a move left in
+				// blocks.
+				blocks := tx.Bucket(bCayleyLog)
+				old, err := tx.CreateBucket(bOldCayleyLog)
+				if err != nil {
+					return err
+				}
+				type prim struct {
+					id uint64
+					v  []byte
+				}
+				var prims []prim
+				err = eachLogPrimitive(blocks, func(id uint64, v []byte) error {
+					prims = append(prims, prim{id, bytes.Clone(v)})
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				if err := tx.DeleteBucket(bCayleyLog); err != nil {
+					return err
+				}
+				if blocks, err = tx.CreateBucket(bCayleyLog); err != nil {
+					return err
+				}
+				a := &logAppender{b: blocks}
+				for i, p := range prims {
+					if i < c.inBlocks {
+						err = a.add(p.id, p.v)
+					} else {
+						err = old.Put(binary.BigEndian.AppendUint64(nil, p.id), p.v)
+					}
+					if err != nil {
+						return err
+					}
+				}
+				if err := a.flush(); err != nil {
+					return err
+				}
 				return tx.Bucket(bMeta).Put([]byte("version"), u64(c.layout))
 			})
 			if err != nil {
@@ -1075,10 +1203,13 @@ func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
 			}
 			s.Close()
 
-			s = openTest(t, dir, Config{UpgradeChunk: 500}) // several transactions
+			s = openTest(t, dir, Config{UpgradeChunk: 50}) // several transactions
 			checkValueLayout(t, s, vals)
 			if after := exportString(t, s); after != before {
 				t.Error("the graph exports differently after the move")
+			}
+			if n := cayleyLog(t, s); n != logBefore {
+				t.Errorf("the log holds %d primitives after the move, %d before", n, logBefore)
 			}
 			// Cayley's writes go on from the records moved.
 			apply(t, s, &graph.Batch{DeleteNodes: []graph.NodeRef{{ID: "entity/e1"}}})

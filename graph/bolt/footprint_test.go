@@ -29,7 +29,7 @@ func TestFootprint(t *testing.T) {
 	}
 	page := int64(s.db.DB().Info().PageSize)
 	var sum int64
-	for _, b := range append(allBuckets, cayleyLogBucket, cayleyOPS, bValues, cayleyMeta) {
+	for _, b := range append(allBuckets, bCayleyLog, cayleyOPS, bValues, cayleyMeta) {
 		n, ok := before[string(b)]
 		if !ok || n < page {
 			t.Errorf("bucket %s: %d bytes (listed: %v)", b, n, ok)

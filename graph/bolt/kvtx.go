@@ -287,6 +287,17 @@ func (k *hookKV) Update(ctx context.Context, fn func(tx hkv.Tx) error) error {
 type readTx struct{ hkv.Tx }
 
 func (t readTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
+	if id, ok := cayleyLogKey(key); ok {
+		block, err := t.Tx.Get(ctx, hkv.Key{bCayleyLog, logKey(logBase(id))})
+		if err != nil {
+			return nil, err
+		}
+		v, err := logBlockGet(block, byte(id-logBase(id)))
+		if err == nil && v == nil {
+			err = hkv.ErrNotFound
+		}
+		return v, err
+	}
 	key, part, err := physical(key)
 	if err != nil {
 		return nil, err
@@ -312,6 +323,43 @@ type writeTx struct {
 	buckets map[string]*bbolt.Bucket
 	hold    bool // Commit hands the transaction on (see hookKV.hold)
 	handed  bool // it did
+	// log holds the blocks of Cayley's log the transaction changes, by
+	// base, written at its commit (see bCayleyLog).
+	log map[uint64]*logEdit
+}
+
+// logBlock returns the block of base base as the transaction has it.
+func (t *writeTx) logBlock(base uint64, create bool) (*logEdit, error) {
+	if e, ok := t.log[base]; ok {
+		return e, nil
+	}
+	b, err := t.bucket(bCayleyLog, create)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	e, err := newLogEdit(b.Get(logKey(base)))
+	if err != nil {
+		return nil, corrupt(fmt.Sprintf("log block %d", base), err)
+	}
+	if t.log == nil {
+		t.log = map[uint64]*logEdit{}
+	}
+	t.log[base] = e
+	return e, nil
+}
+
+// flushLog writes the blocks of the log the transaction changed.
+func (t *writeTx) flushLog() error {
+	if len(t.log) == 0 {
+		return nil
+	}
+	b, err := t.bucket(bCayleyLog, true)
+	if err != nil {
+		return err
+	}
+	err = flushLogEdits(b, t.log)
+	t.log = nil
+	return err
 }
 
 var errKeyDepth = errors.New("lore's KV adapter takes (bucket, key) keys only")
@@ -335,7 +383,7 @@ func (t *writeTx) bucket(name []byte, create bool) (*bbolt.Bucket, error) {
 	if b == nil || err != nil {
 		return nil, err
 	}
-	if string(name) == "log" || string(name) == string(bLog) {
+	if bytes.Equal(name, bCayleyLog) || bytes.Equal(name, bLog) {
 		b.FillPercent = appendFill
 	}
 	t.buckets[string(name)] = b
@@ -345,6 +393,22 @@ func (t *writeTx) bucket(name []byte, create bool) (*bbolt.Bucket, error) {
 func (t *writeTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
 	if len(key) != 2 {
 		return nil, hkv.ErrNotFound
+	}
+	if id, ok := cayleyLogKey(key); ok {
+		e, err := t.logBlock(logBase(id), false)
+		if err != nil {
+			return nil, err
+		}
+		var v []byte
+		if e != nil {
+			if v, err = logBlockGet(e.block, byte(id-logBase(id))); err != nil {
+				return nil, err
+			}
+		}
+		if v == nil {
+			return nil, hkv.ErrNotFound
+		}
+		return v, nil
 	}
 	key, part, err := physical(key)
 	if err != nil {
@@ -376,6 +440,20 @@ func (t *writeTx) GetBatch(ctx context.Context, keys []hkv.Key) ([]hkv.Value, er
 func (t *writeTx) Put(ctx context.Context, key hkv.Key, val hkv.Value) error {
 	if len(key) != 2 {
 		return fmt.Errorf("put %q: %w", key, errKeyDepth)
+	}
+	if id, ok := cayleyLogKey(key); ok {
+		e, err := t.logBlock(logBase(id), true)
+		if err != nil {
+			return err
+		}
+		return e.set(byte(id-logBase(id)), val, false)
+	}
+	if bytes.Equal(key[0], bOldCayleyLog) {
+		if len(key[1]) != 0 || len(val) != 0 {
+			return fmt.Errorf("cayley log key %x: not an ID; Lore's adapter cannot store it", key[1])
+		}
+		_, err := t.bucket(bCayleyLog, true) // creating the bucket was the point
+		return err
 	}
 	key, part, err := physical(key)
 	if err != nil {
@@ -419,6 +497,13 @@ func (t *writeTx) Del(ctx context.Context, key hkv.Key) error {
 	if len(key) != 2 {
 		return fmt.Errorf("delete %q: %w", key, errKeyDepth)
 	}
+	if id, ok := cayleyLogKey(key); ok {
+		e, err := t.logBlock(logBase(id), false)
+		if e == nil || err != nil {
+			return err
+		}
+		return e.set(byte(id-logBase(id)), nil, true)
+	}
 	key, part, err := physical(key)
 	if err != nil {
 		return err
@@ -438,6 +523,10 @@ func (t *writeTx) Scan(ctx context.Context, opts ...hkv.IteratorOption) hkv.Iter
 }
 
 func (t *writeTx) Commit(ctx context.Context) error {
+	if err := t.flushLog(); err != nil {
+		_ = t.tx.Rollback()
+		return err
+	}
 	if t.hold {
 		t.kv.mu.Lock()
 		t.kv.held = t.tx

@@ -243,7 +243,6 @@ func (l *linkList) set(links []link) {
 
 var (
 	cayleyMeta       = []byte("meta")
-	cayleyLogBucket  = []byte("log")
 	cayleyHorizon    = []byte("horizon")
 	cayleySize       = []byte("size")
 	cayleyIndexesKey = []byte("indexes")
@@ -257,7 +256,7 @@ var (
 // nil if Cayley's part of the store is not empty (the map would not know
 // its values) or does not have one quad index, [O,P,S].
 func newQuadLoad(tx *bbolt.Tx) *quadLoad {
-	for _, name := range [][]byte{bValues, cayleyLogBucket, cayleyOPS} {
+	for _, name := range [][]byte{bValues, bCayleyLog, cayleyOPS} {
 		b := tx.Bucket(name)
 		if b == nil {
 			return nil
@@ -303,11 +302,10 @@ func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta) error {
 	u := &l.undo
 	u.horizon, u.size, u.links = l.horizon, l.size, l.links.len()
 	u.added, u.touched, u.refs = u.added[:0], u.touched[:0], u.refs[:0]
-	log := tx.Bucket(cayleyLogBucket)
+	log := tx.Bucket(bCayleyLog)
 	log.FillPercent = appendFill
-	put := func(id uint64, prim []byte) error {
-		return log.Put(binary.BigEndian.AppendUint64(make([]byte, 0, 8), id), prim)
-	}
+	app := &logAppender{b: log}
+	put := app.add
 	if kept := l.keptLog; kept != nil {
 		u.log = kept.mark()
 		put = func(id uint64, prim []byte) error {
@@ -355,6 +353,9 @@ func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta) error {
 			return err
 		}
 		l.links.add(link{p.Object, p.Predicate, p.Subject, p.ID})
+	}
+	if err := app.flush(); err != nil {
+		return err
 	}
 	l.size += int64(len(deltas))
 	return l.writeMeta(tx)
@@ -420,18 +421,19 @@ func (l *quadLoad) materialize(db *bbolt.DB) error {
 		src := l.keptLog.source()
 		for more := true; more; {
 			err := updateDB(db, func(tx *bbolt.Tx) error {
-				log := tx.Bucket(cayleyLogBucket)
+				log := tx.Bucket(bCayleyLog)
 				log.FillPercent = appendFill
+				app := &logAppender{b: log}
 				for range materializeChunk {
 					k, v, ok := src.next()
 					if more = ok; !ok {
-						return nil
+						break
 					}
-					if err := log.Put(k, v); err != nil {
+					if err := app.add(binary.BigEndian.Uint64(k), v); err != nil {
 						return err
 					}
 				}
-				return nil
+				return app.flush()
 			})
 			if err != nil {
 				return err
@@ -685,7 +687,7 @@ func finishCayleyInit(tx *bbolt.Tx) error {
 	if meta == nil || meta.Get(cayleyIndexesKey) != nil {
 		return nil
 	}
-	if log := tx.Bucket(cayleyLogBucket); log != nil {
+	if log := tx.Bucket(bCayleyLog); log != nil {
 		if k, _ := log.Cursor().First(); k != nil {
 			lore, err := tx.CreateBucketIfNotExists(bMeta)
 			if err != nil {

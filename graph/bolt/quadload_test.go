@@ -35,15 +35,15 @@ func cayleyDump(t *testing.T, s *Store) []string {
 	t.Helper()
 	var out []string
 	err := s.read(func(tx *bbolt.Tx) error {
-		log := tx.Bucket([]byte("log"))
+		log := tx.Bucket(bCayleyLog)
 		prims := map[uint64]*cproto.Primitive{}
 		var maxID uint64
-		err := log.ForEach(func(k, v []byte) error {
+		err := eachLogPrimitive(log, func(id uint64, v []byte) error {
 			p := &cproto.Primitive{}
 			if err := proto.Unmarshal(v, p); err != nil {
 				return err
 			}
-			if id := binary.BigEndian.Uint64(k); id != p.ID {
+			if id != p.ID {
 				return fmt.Errorf("log key %d holds primitive %d", id, p.ID)
 			}
 			prims[p.ID] = p

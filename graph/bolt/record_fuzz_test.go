@@ -12,7 +12,7 @@ import (
 
 // FuzzStoreRecords: the decoders of what a store's file holds (node and
 // edge records, edge summaries, change-log entries, Cayley's value
-// records as the adapter keeps them) take any bytes without
+// records and log blocks as the adapter keeps them) take any bytes without
 // a panic, for the file is input too (a backup from elsewhere, a damaged
 // disk), and some of them run where no handler recovers (a load's fold of
 // its summaries runs on a goroutine of its own). What decodes encodes back
@@ -28,7 +28,8 @@ func FuzzStoreRecords(f *testing.F) {
 	}
 	for _, seed := range [][]byte{node.encode(), encodeEdge(&edge), summary, graph.EncodeChange(change),
 		graph.EncodeChange(&graph.Change{Seq: 1, Op: "write", Nodes: change.Nodes[:2]}), {nodeRecordV1, 1, 'T', 2, 2, 2},
-		valueRecord([]byte{0x81, 1}, []byte{3}), {0, 7}, {5}} {
+		valueRecord([]byte{0x81, 1}, []byte{3}), {0, 7}, {5},
+		appendLogEntry(appendLogEntry(nil, 0, []byte("\b\x01B\x03\x1a\x01a")), 5, []byte{8, 2, 16, 1})} {
 		f.Add(seed, int16(0), int16(-1))
 		f.Add(seed, int16(1), int16(40))
 	}
@@ -89,6 +90,31 @@ func FuzzStoreRecords(f *testing.F) {
 				back, err := withValuePart(rec, p.part, p.val)
 				if got, _ := valuePart(back, p.part); err != nil || !bytes.Equal(got, p.val) {
 					t.Fatalf("value record %x: %c set back reads %x, %v; want %x", data, p.part, got, err, p.val)
+				}
+			}
+		}
+		// A log block that reads takes a set and a delete at any offset,
+		// and keeps its other entries.
+		entries := map[byte][]byte{}
+		if eachLogEntry(data, func(off byte, v []byte) bool { entries[off] = v; return true }) == nil {
+			off := byte(offset) % logSpan
+			set, err := logBlockSet(data, off, []byte{byte(budget)}, false)
+			if err != nil {
+				t.Fatalf("log block %x: set %d: %v", data, off, err)
+			}
+			gone, err := logBlockSet(data, off, nil, true)
+			if err != nil {
+				t.Fatalf("log block %x: delete %d: %v", data, off, err)
+			}
+			for o := range byte(logSpan) {
+				got, err1 := logBlockGet(set, o)
+				del, err2 := logBlockGet(gone, o)
+				want := entries[o]
+				if o == off {
+					want = []byte{byte(budget)}
+				}
+				if err1 != nil || err2 != nil || !bytes.Equal(got, want) || o == off && del != nil || o != off && !bytes.Equal(del, entries[o]) {
+					t.Fatalf("log block %x: at %d after a set of %d: %x (%v), after its delete: %x (%v)", data, o, off, got, err1, del, err2)
 				}
 			}
 		}
