@@ -390,6 +390,9 @@ func (s *Store) init(model *schema.Model, upgradeChunk int) error {
 		if err := migrateLog(s.db.DB(), upgradeChunk); err != nil {
 			return fmt.Errorf("moving Cayley's log into blocks (store layout %d): %w", storeVersion, err)
 		}
+		if err := migrateOPS(s.db.DB(), upgradeChunk); err != nil {
+			return fmt.Errorf("moving Cayley's quad index into blocks (store layout %d): %w", storeVersion, err)
+		}
 	}
 	if err := s.initCayley(!s.readOnly); err != nil {
 		return err
@@ -754,7 +757,7 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 			defer close(r.sorted)
 			src = r.qload.sources()
 		}()
-		for _, name := range [][]byte{bValues, cayleyOPS} {
+		for _, name := range [][]byte{bValues, bOPS} {
 			m.into[string(name)] = lazySource(func() pairSource {
 				<-r.sorted
 				return src[string(name)]
@@ -874,7 +877,7 @@ func (s *Store) rebuildQuads(ctx context.Context) error {
 	db := s.db.DB()
 	err := updateDB(db, func(tx *bbolt.Tx) error {
 		// "s" and "o": Cayley's legacy layout (see finishCayleyInit).
-		for _, name := range [][]byte{bCayleyLog, bOldCayleyLog, cayleyMeta, bValues, bValueRefs, cayleyOPS, []byte("sp"), []byte("s"), []byte("o")} {
+		for _, name := range [][]byte{bCayleyLog, bOldCayleyLog, cayleyMeta, bValues, bValueRefs, bOPS, cayleyOPS, []byte("sp"), []byte("s"), []byte("o")} {
 			if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 				return err
 			}

@@ -830,7 +830,9 @@ const randomFill = 0.8
 func writeOps(tx *bbolt.Tx, ops []kvOp) error {
 	var b *bbolt.Bucket
 	var name []byte
-	for _, op := range ops {
+	var run [][]byte
+	for j := 0; j < len(ops); j++ {
+		op := ops[j]
 		if !bytes.Equal(op.bucket, name) {
 			name, b = op.bucket, tx.Bucket(op.bucket)
 			b.FillPercent = fillFor(name)
@@ -844,6 +846,22 @@ func writeOps(tx *bbolt.Tx, ops []kvOp) error {
 				return err
 			}
 			b.FillPercent = fillFor(name)
+			continue
+		}
+		if packedBucket(name) && !op.del {
+			// The inserts that follow into the same index, at once.
+			run = append(run[:0], op.key)
+			for j+len(run) < len(ops) && !ops[j+len(run)].del && bytes.Equal(ops[j+len(run)].bucket, name) {
+				run = append(run, ops[j+len(run)].key)
+			}
+			for len(run) > 0 {
+				n, err := packedInsertRun(b, run)
+				if err != nil {
+					return err
+				}
+				run, j = run[n:], j+n
+			}
+			j--
 			continue
 		}
 		if err := writeOp(b, op); err != nil {

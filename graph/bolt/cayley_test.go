@@ -851,6 +851,9 @@ func checkValueLayout(t *testing.T, s *Store, vals []quad.Value) {
 		}); err != nil {
 			return err
 		}
+		if tx.Bucket(cayleyOPS) != nil {
+			t.Errorf("bucket %q, Cayley's quad index of store layouts 10 and before, is still in the store", cayleyOPS)
+		}
 		if tx.Bucket(bOldCayleyLog) != nil {
 			t.Errorf("bucket %q, Cayley's log of store layouts 10 and before, is still in the store", bOldCayleyLog)
 		}
@@ -1092,6 +1095,113 @@ func TestLogBlocksAgainstAMap(t *testing.T) {
 	}
 }
 
+// Cayley's [O,P,S] index is kept in blocks (bOPS): random puts,
+// replacements and deletes of entries, as Cayley makes them, through the
+// adapter's write transactions, in groups large enough to split blocks by
+// count and by bytes, read back through its write and read transactions,
+// against a map; each block holds one group's entries, in order, within
+// its limits, and the blocks of a group do not overlap.
+func TestOPSBlocksAgainstAMap(t *testing.T) {
+	s := openTest(t, t.TempDir(), Config{})
+	rng := rand.New(rand.NewPCG(15, 16))
+	const first = 1 << 40 // above the IDs Cayley gives out here
+	opsKey := func(o, p, sub uint64) []byte {
+		k := binary.BigEndian.AppendUint64(nil, first+o)
+		k = binary.BigEndian.AppendUint64(k, first+p)
+		return binary.BigEndian.AppendUint64(k, first+sub)
+	}
+	want := map[string][]byte{}
+	var keys [][]byte
+	for o := range 3 {
+		for p := range 2 {
+			for sub := range 150 {
+				keys = append(keys, opsKey(uint64(o), uint64(p), uint64(sub*sub)))
+			}
+		}
+	}
+	key := func(k []byte) hkv.Key { return hkv.Key{[]byte("ops"), k} }
+	check := func(tx hkv.Tx) {
+		t.Helper()
+		for _, k := range keys {
+			got, err := tx.Get(t.Context(), key(k))
+			if w, ok := want[string(k)]; ok != (err == nil) || ok && !bytes.Equal(got, w) || !ok && !errors.Is(err, hkv.ErrNotFound) {
+				tx.Close()
+				t.Fatalf("entry %x: %x, %v; want %x (held: %v)", k, got, err, w, ok)
+			}
+		}
+	}
+	for round := range 40 {
+		tx, err := s.kv.Tx(t.Context(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 1 + rng.IntN(100) {
+			k := keys[rng.IntN(len(keys))]
+			if rng.IntN(4) == 0 {
+				if err := tx.Del(t.Context(), key(k)); err != nil {
+					tx.Close()
+					t.Fatal(err)
+				}
+				delete(want, string(k))
+				continue
+			}
+			var v []byte
+			for range 1 + rng.IntN([]int{2, 200}[rng.IntN(2)]) { // some lists fill a block alone
+				v = binary.AppendUvarint(v, rng.Uint64N(1<<40))
+			}
+			if err := tx.Put(t.Context(), key(k), v); err != nil {
+				tx.Close()
+				t.Fatal(err)
+			}
+			want[string(k)] = v
+		}
+		check(tx)
+		if err := tx.Commit(t.Context()); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		rtx, err := s.kv.Tx(t.Context(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(rtx)
+		rtx.Close()
+	}
+	err := s.read(func(tx *bbolt.Tx) error {
+		var last []byte
+		n := 0
+		err := tx.Bucket(bOPS).ForEach(func(bk, bv []byte) error {
+			if binary.BigEndian.Uint64(bk) < first {
+				return nil
+			}
+			es, err := decodeOPSBlock(bk, bv)
+			if err != nil {
+				return err
+			}
+			if len(es) > opsBlockKeys || len(es) > 1 && len(bv) > opsBlockBytes {
+				t.Errorf("block %x: %d entries, %d bytes", bk, len(es), len(bv))
+			}
+			for _, e := range es {
+				k := binary.BigEndian.AppendUint64(bytes.Clone(bk[:opsGroupLen]), e.s)
+				if last != nil && bytes.Compare(k, last) <= 0 {
+					t.Errorf("entry %x after %x", k, last)
+				}
+				if !bytes.Equal(want[string(k)], e.list) {
+					t.Errorf("entry %x: %x, the map holds %x", k, e.list, want[string(k)])
+				}
+				last, n = k, n+1
+			}
+			return nil
+		})
+		if n != len(want) {
+			t.Errorf("the blocks hold %d entries, the map %d", n, len(want))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Opening a store of layout 3 moves its values out of Cayley's 131,072
 // buckets, in several transactions; a store whose move was interrupted
 // (some buckets moved, into the two buckets of layouts 4 to 10, the
@@ -1118,6 +1228,7 @@ func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
 			vals := valueData(t, s)
 			before := exportString(t, s)
 			logBefore := cayleyLog(t, s)
+			dumpBefore := cayleyDump(t, s)
 			// Put the values back where the old layout kept them: in
 			// layout 3's buckets, or layout 4's IDs and counts.
 			err := s.db.DB().Update(func(tx *bbolt.Tx) error {
@@ -1196,6 +1307,42 @@ func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
 				if err := a.flush(); err != nil {
 					return err
 				}
+				// The quad index, a key per entry, but the first groups,
+				// which an interrupted move left in blocks.
+				type entry struct{ k, v []byte }
+				var entries []entry
+				err = eachOPSEntry(tx.Bucket(bOPS), func(k, v []byte) error {
+					entries = append(entries, entry{bytes.Clone(k), bytes.Clone(v)})
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				if err := tx.DeleteBucket(bOPS); err != nil {
+					return err
+				}
+				opsBlocksLeft, err := tx.CreateBucket(bOPS)
+				if err != nil {
+					return err
+				}
+				oldOPS, err := tx.CreateBucket(cayleyOPS)
+				if err != nil {
+					return err
+				}
+				groups := 0
+				for i, e := range entries {
+					if i == 0 || !bytes.Equal(e.k[:opsGroupLen], entries[i-1].k[:opsGroupLen]) {
+						groups++
+					}
+					if c.inBlocks > 0 && groups <= 3 {
+						err = encodeOPSBlocks(e.k[:opsGroupLen], []opsEntry{{s: binary.BigEndian.Uint64(e.k[opsGroupLen:]), list: e.v}}, opsBlocksLeft.Put)
+					} else {
+						err = oldOPS.Put(e.k, e.v)
+					}
+					if err != nil {
+						return err
+					}
+				}
 				return tx.Bucket(bMeta).Put([]byte("version"), u64(c.layout))
 			})
 			if err != nil {
@@ -1210,6 +1357,9 @@ func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
 			}
 			if n := cayleyLog(t, s); n != logBefore {
 				t.Errorf("the log holds %d primitives after the move, %d before", n, logBefore)
+			}
+			if dump := cayleyDump(t, s); !slices.Equal(dump, dumpBefore) {
+				t.Errorf("Cayley's part after the move:\n%s\nbefore:\n%s", strings.Join(dump, "\n"), strings.Join(dumpBefore, "\n"))
 			}
 			// Cayley's writes go on from the records moved.
 			apply(t, s, &graph.Batch{DeleteNodes: []graph.NodeRef{{ID: "entity/e1"}}})

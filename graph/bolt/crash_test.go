@@ -315,10 +315,10 @@ func TestCayleyInitCutShort(t *testing.T) {
 				return err
 			}
 			if held { // Cayley's legacy layout: its index entries in "s" and "o", none in [O,P,S]
-				if err := tx.DeleteBucket(cayleyOPS); err != nil {
+				if err := tx.DeleteBucket(bOPS); err != nil {
 					return err
 				}
-				if _, err := tx.CreateBucket(cayleyOPS); err != nil {
+				if _, err := tx.CreateBucket(bOPS); err != nil {
 					return err
 				}
 				for _, name := range []string{"s", "o"} {

@@ -15,7 +15,9 @@
 //	edge   <n:FROM> <e:LABEL>  <n:TO>            (unkeyed edge)
 //	edge   <n:FROM> <e:LABEL>  <n:TO>  <k:KEY>   (keyed edge: the key is the quad label)
 //
-// Cayley keeps one quad index, [O,P,S] (see oneQuadIndex). A bulk load into
+// Cayley keeps one quad index, [O,P,S] (see oneQuadIndex). Lore's adapter
+// keeps Cayley's log and that index in blocks, and each value's ID and
+// reference count in one record (see bCayleyLog, bOPS, valueRecord). A bulk load into
 // an empty store writes Cayley's layout itself rather than through
 // Cayley's writer (see quadLoad).
 //

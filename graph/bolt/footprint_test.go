@@ -29,7 +29,7 @@ func TestFootprint(t *testing.T) {
 	}
 	page := int64(s.db.DB().Info().PageSize)
 	var sum int64
-	for _, b := range append(allBuckets, bCayleyLog, cayleyOPS, bValues, cayleyMeta) {
+	for _, b := range append(allBuckets, bCayleyLog, bOPS, bValues, cayleyMeta) {
 		n, ok := before[string(b)]
 		if !ok || n < page {
 			t.Errorf("bucket %s: %d bytes (listed: %v)", b, n, ok)
@@ -57,7 +57,7 @@ func TestFootprint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{string(bEdges), string(bIn), string(cayleyOPS)} {
+	for _, name := range []string{string(bEdges), string(bIn), string(bOPS)} {
 		if after[name] <= before[name] {
 			t.Errorf("bucket %s: %d bytes after 1,900 more edges, %d before", name, after[name], before[name])
 		}

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -253,7 +254,7 @@ func (k *hookKV) takeHook() func(tx *bbolt.Tx) error {
 
 func (k *hookKV) Tx(ctx context.Context, rw bool) (hkv.Tx, error) {
 	if !rw {
-		tx, err := k.DB.Tx(ctx, false)
+		tx, err := k.DB.DB().Begin(false)
 		if err != nil {
 			return nil, err
 		}
@@ -281,39 +282,70 @@ func (k *hookKV) Update(ctx context.Context, fn func(tx hkv.Tx) error) error {
 	return hkv.Update(ctx, k, fn)
 }
 
-// readTx is a hidalgo read transaction that finds keys where the adapter
-// keeps them (physical). Cayley scans only its log and its quad indexes,
-// which keep their places, so Scan is hidalgo's own.
-type readTx struct{ hkv.Tx }
+// readTx is a hidalgo read transaction over one read-only *bolt.Tx, that
+// finds keys where the adapter keeps them: values (physical), the log's
+// blocks (bCayleyLog) and the quad index's (bOPS). Cayley scans only its
+// log (for a bloom filter Lore turns off) and its quad indexes (for quad
+// iterators Lore never uses), so Scan is refused rather than read from
+// blocks as if they were keys.
+type readTx struct{ tx *bbolt.Tx }
+
+var errReadOnly = errors.New("a write in a read transaction of Lore's KV adapter")
 
 func (t readTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
-	if id, ok := cayleyLogKey(key); ok {
-		block, err := t.Tx.Get(ctx, hkv.Key{bCayleyLog, logKey(logBase(id))})
-		if err != nil {
+	if len(key) != 2 {
+		return nil, hkv.ErrNotFound
+	}
+	var v []byte
+	var err error
+	switch id, isLog := cayleyLogKey(key); {
+	case isLog:
+		if b := t.tx.Bucket(bCayleyLog); b != nil {
+			v, err = logBlockGet(b.Get(logKey(logBase(id))), byte(id-logBase(id)))
+		}
+	case cayleyOPSKey(key):
+		if b := t.tx.Bucket(bOPS); b != nil {
+			v, err = opsGet(b, key[1])
+		}
+	default:
+		var part byte
+		if key, part, err = physical(key); err != nil {
 			return nil, err
 		}
-		v, err := logBlockGet(block, byte(id-logBase(id)))
-		if err == nil && v == nil {
-			err = hkv.ErrNotFound
+		if b := t.tx.Bucket(key[0]); b != nil {
+			v = b.Get(key[1])
 		}
-		return v, err
+		if part != 0 && v != nil {
+			v, err = valuePart(v, part)
+		}
 	}
-	key, part, err := physical(key)
 	if err != nil {
 		return nil, err
 	}
-	v, err := t.Tx.Get(ctx, key)
-	if err != nil || part == 0 {
-		return v, err
+	if v == nil {
+		return nil, hkv.ErrNotFound
 	}
-	if v, err = valuePart(v, part); err == nil && v == nil {
-		err = hkv.ErrNotFound
-	}
-	return v, err
+	return v[:len(v):len(v)], nil
 }
 
 func (t readTx) GetBatch(ctx context.Context, keys []hkv.Key) ([]hkv.Value, error) {
 	return hkv.GetBatch(ctx, t, keys)
+}
+
+func (t readTx) Put(context.Context, hkv.Key, hkv.Value) error { return errReadOnly }
+func (t readTx) Del(context.Context, hkv.Key) error            { return errReadOnly }
+
+func (t readTx) Scan(context.Context, ...hkv.IteratorOption) hkv.Iterator {
+	return errIterator{errors.New("a scan through Lore's KV adapter: not supported (it keeps Cayley's log and quad index in blocks)")}
+}
+
+func (t readTx) Commit(context.Context) error { return t.Close() }
+
+func (t readTx) Close() error {
+	if err := t.tx.Rollback(); err != nil && !errors.Is(err, bolterrors.ErrTxClosed) {
+		return err
+	}
+	return nil
 }
 
 // writeTx is a hidalgo write transaction over one *bolt.Tx.
@@ -408,7 +440,18 @@ func (t *writeTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
 		if v == nil {
 			return nil, hkv.ErrNotFound
 		}
-		return v, nil
+		return v[:len(v):len(v)], nil
+	}
+	if cayleyOPSKey(key) {
+		b, err := t.bucket(bOPS, false)
+		if err != nil || b == nil {
+			return nil, cmp.Or(err, hkv.ErrNotFound)
+		}
+		v, err := opsGet(b, key[1])
+		if err == nil && v == nil {
+			err = hkv.ErrNotFound
+		}
+		return v, err
 	}
 	key, part, err := physical(key)
 	if err != nil {
@@ -448,12 +491,24 @@ func (t *writeTx) Put(ctx context.Context, key hkv.Key, val hkv.Value) error {
 		}
 		return e.set(byte(id-logBase(id)), val, false)
 	}
-	if bytes.Equal(key[0], bOldCayleyLog) {
-		if len(key[1]) != 0 || len(val) != 0 {
-			return fmt.Errorf("cayley log key %x: not an ID; Lore's adapter cannot store it", key[1])
+	if cayleyOPSKey(key) {
+		b, err := t.bucket(bOPS, true)
+		if err != nil {
+			return err
 		}
-		_, err := t.bucket(bCayleyLog, true) // creating the bucket was the point
-		return err
+		if val == nil {
+			val = []byte{}
+		}
+		return opsSet(b, key[1], val)
+	}
+	for _, m := range []struct{ cayley, lore []byte }{{bOldCayleyLog, bCayleyLog}, {cayleyOPS, bOPS}} {
+		if bytes.Equal(key[0], m.cayley) {
+			if len(key[1]) != 0 || len(val) != 0 {
+				return fmt.Errorf("cayley key %x in bucket %q: Lore's adapter cannot store it", key[1], m.cayley)
+			}
+			_, err := t.bucket(m.lore, true) // creating the bucket was the point
+			return err
+		}
 	}
 	key, part, err := physical(key)
 	if err != nil {
@@ -503,6 +558,13 @@ func (t *writeTx) Del(ctx context.Context, key hkv.Key) error {
 			return err
 		}
 		return e.set(byte(id-logBase(id)), nil, true)
+	}
+	if cayleyOPSKey(key) {
+		b, err := t.bucket(bOPS, false)
+		if b == nil || err != nil {
+			return err
+		}
+		return opsSet(b, key[1], nil)
 	}
 	key, part, err := physical(key)
 	if err != nil {

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -396,6 +397,43 @@ func packedInsert(b *bbolt.Bucket, x []byte) error {
 	default:
 		return b.Put(x, []byte{}) // as writeOp writes an empty value: not nil
 	}
+}
+
+// packedInsertRun adds keys xs (sorted; some of them, at least the first)
+// to the packed index in b, and returns how many it added: those that go
+// into the block that holds xs[0]'s place, decoded and written once, or
+// xs[0] alone. A commit's writes to an index come sorted, and many go into
+// one block: at 100k nodes of the benchmark graph, the search index keys
+// of a load's first batch cost 1.1 s of CPU a key at a time, 0.17 s so.
+func packedInsertRun(b *bbolt.Bucket, xs [][]byte) (int, error) {
+	_, keys, _, _, err := packedBlockOf(b, xs[0])
+	if err != nil || keys == nil {
+		return 1, cmp.Or(err, packedInsert(b, xs[0]))
+	}
+	// The block's keys end before the next block, if it is of its group,
+	// or with the group.
+	c := b.Cursor()
+	c.Seek(keys[0])
+	next, _ := c.Next()
+	n := 1
+	for n < len(xs) && samePackGroup(keys[0], xs[n]) && (next == nil || bytes.Compare(xs[n], next) < 0) {
+		n++
+	}
+	all := make([][]byte, 0, len(keys)+n)
+	i := 0
+	for _, x := range xs[:n] {
+		for i < len(keys) && bytes.Compare(keys[i], x) < 0 {
+			all = append(all, keys[i])
+			i++
+		}
+		if i < len(keys) && bytes.Equal(keys[i], x) || len(all) > 0 && bytes.Equal(all[len(all)-1], x) {
+			continue
+		}
+		all = append(all, bytes.Clone(x))
+	}
+	all = append(all, keys[i:]...)
+	// The first key stays: the block is written anew under it.
+	return n, putPacked(b, nil, all)
 }
 
 // packedDelete removes key x from the index in b, if it holds it.

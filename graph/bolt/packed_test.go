@@ -142,6 +142,36 @@ func testPackedAgainstSortedSet(t *testing.T, seed uint64, index string) {
 					}
 					continue
 				}
+				if rng.IntN(20) == 0 {
+					// A sorted run of inserts into any groups, some keys
+					// twice or held, as a commit's writes come
+					// (packedInsertRun, from writeOps).
+					run := [][]byte{k}
+					for range rng.IntN(100) {
+						r := randKey()
+						if len(want) > 0 && rng.IntN(3) == 0 {
+							r = bytes.Clone(want[rng.IntN(len(want))])
+						}
+						run = append(run, r)
+					}
+					slices.SortFunc(run, bytes.Compare)
+					for rest := run; len(rest) > 0; {
+						n, err := packedInsertRun(b, rest)
+						if err != nil {
+							return err
+						}
+						if n < 1 || n > len(rest) {
+							t.Fatalf("packedInsertRun took %d of %d keys", n, len(rest))
+						}
+						rest = rest[n:]
+					}
+					for _, r := range run {
+						if i, found := has(r); !found {
+							want = slices.Insert(want, i, r)
+						}
+					}
+					continue
+				}
 				i, found := has(k)
 				if rng.IntN(3) == 0 {
 					if err := packedDelete(b, k); err != nil {

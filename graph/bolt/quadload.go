@@ -256,7 +256,7 @@ var (
 // nil if Cayley's part of the store is not empty (the map would not know
 // its values) or does not have one quad index, [O,P,S].
 func newQuadLoad(tx *bbolt.Tx) *quadLoad {
-	for _, name := range [][]byte{bValues, bCayleyLog, cayleyOPS} {
+	for _, name := range [][]byte{bValues, bCayleyLog, bOPS} {
 		b := tx.Bucket(name)
 		if b == nil {
 			return nil
@@ -468,35 +468,65 @@ func (l *quadLoad) materialize(db *bbolt.DB) error {
 	// did, each key's list is new (at 1M nodes, looking them up took 2.2 s).
 	var earlier bool
 	_ = db.View(func(tx *bbolt.Tx) error {
-		k, _ := tx.Bucket(cayleyOPS).Cursor().First()
+		k, _ := tx.Bucket(bOPS).Cursor().First()
 		earlier = k != nil
 		return nil
 	})
 	for {
 		n := 0
 		err := updateDB(db, func(tx *bbolt.Tx) error {
-			b := tx.Bucket(cayleyOPS)
+			b := tx.Bucket(bOPS)
 			b.FillPercent = appendFill
+			// Without earlier keys, a group's entries are written as
+			// blocks at once (see bOPS); a group a chunk splits gets a
+			// block of its own on each side.
+			var group []byte
+			var es []opsEntry
+			flush := func() error {
+				if len(es) == 0 {
+					return nil
+				}
+				err := encodeOPSBlocks(group, es, b.Put)
+				es = es[:0]
+				return err
+			}
 			for n < len(links) && n < materializeChunk {
 				j := n + 1
 				for j < len(links) && [3]uint64(links[j][:3]) == [3]uint64(links[n][:3]) {
 					j++
 				}
-				key := make([]byte, 0, 24)
+				key := make([]byte, 0, opsKeyLen)
 				for _, x := range links[n][:3] {
 					key = binary.BigEndian.AppendUint64(key, x)
 				}
 				var val []byte
 				if earlier {
-					val = bytes.Clone(b.Get(key))
+					old, err := opsGet(b, key)
+					if err != nil {
+						return err
+					}
+					val = bytes.Clone(old)
 				}
 				for _, ln := range links[n:j] {
 					val = binary.AppendUvarint(val, ln[3])
 				}
-				if err := b.Put(key, val); err != nil {
-					return err
+				if earlier {
+					if err := opsSet(b, key, val); err != nil {
+						return err
+					}
+				} else {
+					if len(es) > 0 && !bytes.Equal(group, key[:opsGroupLen]) {
+						if err := flush(); err != nil {
+							return err
+						}
+					}
+					group = key[:opsGroupLen]
+					es = append(es, opsEntry{s: links[n][2], list: val})
 				}
 				n = j
+			}
+			if err := flush(); err != nil {
+				return err
 			}
 			if n == len(links) {
 				return tx.Bucket(bMeta).Delete(metaQuadsPending)
@@ -560,8 +590,8 @@ func (l *quadLoad) sources() map[string]pairSource {
 		return k, v, true
 	})
 	return map[string]pairSource{
-		string(bValues):   values,
-		string(cayleyOPS): ops,
+		string(bValues): values,
+		string(bOPS):    opsBlocks(ops),
 	}
 }
 
@@ -699,7 +729,7 @@ func finishCayleyInit(tx *bbolt.Tx) error {
 	if err := tx.DeleteBucket([]byte("sp")); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 		return err
 	}
-	if _, err := tx.CreateBucketIfNotExists(cayleyOPS); err != nil {
+	if _, err := tx.CreateBucketIfNotExists(bOPS); err != nil {
 		return err
 	}
 	data, err := json.Marshal([]ckv.QuadIndex{opsIndex})

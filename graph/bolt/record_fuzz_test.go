@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"testing"
@@ -12,7 +13,8 @@ import (
 
 // FuzzStoreRecords: the decoders of what a store's file holds (node and
 // edge records, edge summaries, change-log entries, Cayley's value
-// records and log blocks as the adapter keeps them) take any bytes without
+// records, log blocks and quad index blocks as the adapter keeps them)
+// take any bytes without
 // a panic, for the file is input too (a backup from elsewhere, a damaged
 // disk), and some of them run where no handler recovers (a load's fold of
 // its summaries runs on a goroutine of its own). What decodes encodes back
@@ -29,7 +31,8 @@ func FuzzStoreRecords(f *testing.F) {
 	for _, seed := range [][]byte{node.encode(), encodeEdge(&edge), summary, graph.EncodeChange(change),
 		graph.EncodeChange(&graph.Change{Seq: 1, Op: "write", Nodes: change.Nodes[:2]}), {nodeRecordV1, 1, 'T', 2, 2, 2},
 		valueRecord([]byte{0x81, 1}, []byte{3}), {0, 7}, {5},
-		appendLogEntry(appendLogEntry(nil, 0, []byte("\b\x01B\x03\x1a\x01a")), 5, []byte{8, 2, 16, 1})} {
+		appendLogEntry(appendLogEntry(nil, 0, []byte("\b\x01B\x03\x1a\x01a")), 5, []byte{8, 2, 16, 1}),
+		{1, 7, 3, 2, 9, 10}} {
 		f.Add(seed, int16(0), int16(-1))
 		f.Add(seed, int16(1), int16(40))
 	}
@@ -116,6 +119,20 @@ func FuzzStoreRecords(f *testing.F) {
 				if err1 != nil || err2 != nil || !bytes.Equal(got, want) || o == off && del != nil || o != off && !bytes.Equal(del, entries[o]) {
 					t.Fatalf("log block %x: at %d after a set of %d: %x (%v), after its delete: %x (%v)", data, o, off, got, err1, del, err2)
 				}
+			}
+		}
+		// A quad index block that reads encodes to blocks that read back
+		// to its entries.
+		first := binary.BigEndian.AppendUint64(make([]byte, 16, 24), uint64(offset)<<20)
+		if es, err := decodeOPSBlock(first, data); err == nil {
+			var again []opsEntry
+			err := encodeOPSBlocks(first[:opsGroupLen], es, func(k, v []byte) error {
+				part, err := decodeOPSBlock(k, v)
+				again = append(again, part...)
+				return err
+			})
+			if err != nil || !slices.EqualFunc(es, again, func(a, b opsEntry) bool { return a.s == b.s && bytes.Equal(a.list, b.list) }) {
+				t.Fatalf("quad index block %x: %v, encoded again %v (%v)", data, es, again, err)
 			}
 		}
 		var c graph.Change

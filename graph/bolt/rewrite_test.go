@@ -42,6 +42,21 @@ func dumpFile(t *testing.T, s *Store) map[string][32]byte {
 			out[path] = [32]byte(h.Sum(nil))
 			return
 		}
+		if path == string(bOPS) {
+			// Its entries, whatever blocks hold them.
+			err := eachOPSEntry(b, func(k, v []byte) error {
+				h.Write([]byte{0})
+				h.Write(k)
+				h.Write([]byte{1})
+				h.Write(v)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[path] = [32]byte(h.Sum(nil))
+			return
+		}
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if v == nil {

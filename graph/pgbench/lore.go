@@ -41,7 +41,7 @@ var loreParts = []struct {
 	name    string
 	buckets []string
 }{
-	{"Cayley's quads and values", []string{"clog", "ops", "v", "meta"}},
+	{"Cayley's quads and values", []string{"clog", "opsb", "v", "meta"}},
 	{"node and edge records", []string{"lore.node", "lore.edge"}},
 	{"in-edge index", []string{"lore.in"}},
 	{"type, property, search and degree indexes, counts", []string{"lore.type", "lore.prop", "lore.tok", "lore.degx", "lore.deg", "lore.meta"}},
