@@ -4,6 +4,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -925,6 +926,65 @@ func TestValueKeyMapping(t *testing.T) {
 	}
 }
 
+// adapterAgainstAMap makes rounds write transactions of up to writes
+// random puts and deletes each (next gives one: a key of keys, and a
+// value, or nil to delete it) through s's KV adapter, as Cayley makes
+// them, and reads every key of keys back in each transaction and, after
+// its commit, in a read transaction, against a map, which it returns
+// (keyed by mapKey). A transaction is closed before the test fails, so that
+// it can end (the store's Close waits for its writer).
+func adapterAgainstAMap(t *testing.T, s *Store, rng *rand.Rand, rounds, writes int, keys []hkv.Key, next func() (hkv.Key, []byte)) map[string][]byte {
+	t.Helper()
+	want := map[string][]byte{}
+	check := func(tx hkv.Tx) error {
+		for _, k := range keys {
+			got, err := tx.Get(t.Context(), k)
+			if w, ok := want[mapKey(k)]; ok != (err == nil) || ok && !bytes.Equal(got, w) || !ok && !errors.Is(err, hkv.ErrNotFound) {
+				return fmt.Errorf("%q %x: %x, %v; want %x (held: %v)", k[0], k[1], got, err, w, ok)
+			}
+		}
+		return nil
+	}
+	for round := range rounds {
+		tx, err := s.kv.Tx(t.Context(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 1 + rng.IntN(writes) {
+			k, v := next()
+			if v == nil {
+				err = tx.Del(t.Context(), k)
+				delete(want, mapKey(k))
+			} else {
+				err = tx.Put(t.Context(), k, v)
+				want[mapKey(k)] = v
+			}
+			if err != nil {
+				break
+			}
+		}
+		if err = cmp.Or(err, check(tx)); err != nil {
+			tx.Close()
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if err := tx.Commit(t.Context()); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		rtx, err := s.kv.Tx(t.Context(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = check(rtx)
+		rtx.Close()
+		if err != nil {
+			t.Fatalf("round %d, after the commit: %v", round, err)
+		}
+	}
+	return want
+}
+
+func mapKey(k hkv.Key) string { return string(k[0]) + "\x00" + string(k[1]) }
+
 // A value's ID and count share one record (valueRecord): random puts and
 // deletes of either, as Cayley makes them, through the adapter's write
 // transactions, read back through its write and read transactions as two
@@ -934,64 +994,24 @@ func TestValueRecordsAgainstTwoMaps(t *testing.T) {
 	s := openTest(t, t.TempDir(), Config{})
 	rng := rand.New(rand.NewPCG(11, 12))
 	var hashes []refs.ValueHash
-	for i := range 6 {
-		hashes = append(hashes, refs.HashOf(quad.IRI(fmt.Sprintf("n:x/%d", i))))
-	}
-	want := map[byte]map[refs.ValueHash][]byte{'v': {}, 'n': {}}
+	var keys []hkv.Key
 	key := func(part byte, h refs.ValueHash) hkv.Key { return hkv.Key{{part, h[0], h[1]}, bytes.Clone(h[:])} }
-	// check reads every part in tx; it closes tx if one is wrong, so that
-	// the test can end (the store's Close waits for its writer).
-	check := func(tx hkv.Tx) {
-		t.Helper()
-		for _, h := range hashes {
-			for part, m := range want {
-				got, err := tx.Get(t.Context(), key(part, h))
-				if w, ok := m[h]; ok != (err == nil) || ok && !bytes.Equal(got, w) || !ok && !errors.Is(err, hkv.ErrNotFound) {
-					tx.Close()
-					t.Fatalf("%c of %x: %x, %v; want %x (held: %v)", part, h[:2], got, err, w, ok)
-				}
-			}
-		}
+	for i := range 6 {
+		h := refs.HashOf(quad.IRI(fmt.Sprintf("n:x/%d", i)))
+		hashes = append(hashes, h)
+		keys = append(keys, key('v', h), key('n', h))
 	}
-	for round := range 40 {
-		tx, err := s.kv.Tx(t.Context(), true)
-		if err != nil {
-			t.Fatal(err)
+	want := adapterAgainstAMap(t, s, rng, 40, 8, keys, func() (hkv.Key, []byte) {
+		k := key([]byte{'v', 'n'}[rng.IntN(2)], hashes[rng.IntN(len(hashes))])
+		if rng.IntN(3) == 0 {
+			return k, nil
 		}
-		for range 1 + rng.IntN(8) {
-			h := hashes[rng.IntN(len(hashes))]
-			part := []byte{'v', 'n'}[rng.IntN(2)]
-			if rng.IntN(3) == 0 {
-				if err := tx.Del(t.Context(), key(part, h)); err != nil {
-					tx.Close()
-					t.Fatal(err)
-				}
-				delete(want[part], h)
-				continue
-			}
-			n := uint64(1 + rng.IntN(1<<(7*rng.IntN(4)+1)))
-			v := binary.AppendUvarint(nil, n)
-			if err := tx.Put(t.Context(), key(part, h), v); err != nil {
-				tx.Close()
-				t.Fatal(err)
-			}
-			want[part][h] = v
-		}
-		check(tx)
-		if err := tx.Commit(t.Context()); err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		rtx, err := s.kv.Tx(t.Context(), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(rtx)
-		rtx.Close()
-	}
+		return k, binary.AppendUvarint(nil, uint64(1+rng.IntN(1<<(7*rng.IntN(4)+1))))
+	})
 	err := s.read(func(tx *bbolt.Tx) error {
 		for _, h := range hashes {
-			_, v := want['v'][h]
-			_, n := want['n'][h]
+			_, v := want[mapKey(key('v', h))]
+			_, n := want[mapKey(key('n', h))]
 			if held := tx.Bucket(bValues).Get(h[:]) != nil; held != (v || n) {
 				t.Errorf("value %x: a record %v, an ID %v, a count %v", h[:2], held, v, n)
 			}
@@ -1023,55 +1043,27 @@ func TestLogBlocksAgainstAMap(t *testing.T) {
 	s := openTest(t, t.TempDir(), Config{})
 	rng := rand.New(rand.NewPCG(13, 14))
 	const first = 1 << 40 // above the IDs Cayley gives out here
-	want := map[uint64][]byte{}
 	key := func(id uint64) hkv.Key { return hkv.Key{[]byte("log"), binary.BigEndian.AppendUint64(nil, id)} }
-	// check reads every ID in tx; it closes tx if one is wrong, so that
-	// the test can end (the store's Close waits for its writer).
-	check := func(tx hkv.Tx) {
-		t.Helper()
-		for id := uint64(first); id < first+3*logSpan; id++ {
-			got, err := tx.Get(t.Context(), key(id))
-			if w, ok := want[id]; ok != (err == nil) || ok && !bytes.Equal(got, w) || !ok && !errors.Is(err, hkv.ErrNotFound) {
-				tx.Close()
-				t.Fatalf("primitive %d: %x, %v; want %x (held: %v)", id-first, got, err, w, ok)
-			}
-		}
+	var keys []hkv.Key
+	for id := uint64(first); id < first+3*logSpan; id++ {
+		keys = append(keys, key(id))
 	}
-	for round := range 60 {
-		tx, err := s.kv.Tx(t.Context(), true)
-		if err != nil {
-			t.Fatal(err)
+	maps := adapterAgainstAMap(t, s, rng, 60, 40, keys, func() (hkv.Key, []byte) {
+		k := keys[rng.IntN(len(keys))]
+		if rng.IntN(3) == 0 {
+			return k, nil
 		}
-		for range 1 + rng.IntN(40) {
-			id := first + uint64(rng.IntN(3*logSpan))
-			if rng.IntN(3) == 0 {
-				if err := tx.Del(t.Context(), key(id)); err != nil {
-					tx.Close()
-					t.Fatal(err)
-				}
-				delete(want, id)
-				continue
-			}
-			v := make([]byte, rng.IntN(300)) // some longer than a one-byte uvarint
-			for i := range v {
-				v[i] = byte(rng.Uint32())
-			}
-			if err := tx.Put(t.Context(), key(id), v); err != nil {
-				tx.Close()
-				t.Fatal(err)
-			}
-			want[id] = v
+		v := make([]byte, rng.IntN(300)) // some longer than a one-byte uvarint
+		for i := range v {
+			v[i] = byte(rng.Uint32())
 		}
-		check(tx)
-		if err := tx.Commit(t.Context()); err != nil {
-			t.Fatalf("round %d: %v", round, err)
+		return k, v
+	})
+	want := map[uint64][]byte{}
+	for _, k := range keys {
+		if v, ok := maps[mapKey(k)]; ok {
+			want[binary.BigEndian.Uint64(k[1])] = v
 		}
-		rtx, err := s.kv.Tx(t.Context(), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(rtx)
-		rtx.Close()
 	}
 	err := s.read(func(tx *bbolt.Tx) error {
 		held := map[uint64]bool{}
@@ -1110,61 +1102,30 @@ func TestOPSBlocksAgainstAMap(t *testing.T) {
 		k = binary.BigEndian.AppendUint64(k, first+p)
 		return binary.BigEndian.AppendUint64(k, first+sub)
 	}
-	want := map[string][]byte{}
-	var keys [][]byte
+	var keys []hkv.Key
 	for o := range 3 {
 		for p := range 2 {
 			for sub := range 150 {
-				keys = append(keys, opsKey(uint64(o), uint64(p), uint64(sub*sub)))
+				keys = append(keys, hkv.Key{[]byte("ops"), opsKey(uint64(o), uint64(p), uint64(sub*sub))})
 			}
 		}
 	}
-	key := func(k []byte) hkv.Key { return hkv.Key{[]byte("ops"), k} }
-	check := func(tx hkv.Tx) {
-		t.Helper()
-		for _, k := range keys {
-			got, err := tx.Get(t.Context(), key(k))
-			if w, ok := want[string(k)]; ok != (err == nil) || ok && !bytes.Equal(got, w) || !ok && !errors.Is(err, hkv.ErrNotFound) {
-				tx.Close()
-				t.Fatalf("entry %x: %x, %v; want %x (held: %v)", k, got, err, w, ok)
-			}
+	maps := adapterAgainstAMap(t, s, rng, 40, 100, keys, func() (hkv.Key, []byte) {
+		k := keys[rng.IntN(len(keys))]
+		if rng.IntN(4) == 0 {
+			return k, nil
 		}
-	}
-	for round := range 40 {
-		tx, err := s.kv.Tx(t.Context(), true)
-		if err != nil {
-			t.Fatal(err)
+		var v []byte
+		for range 1 + rng.IntN([]int{2, 200}[rng.IntN(2)]) { // some lists fill a block alone
+			v = binary.AppendUvarint(v, rng.Uint64N(1<<40))
 		}
-		for range 1 + rng.IntN(100) {
-			k := keys[rng.IntN(len(keys))]
-			if rng.IntN(4) == 0 {
-				if err := tx.Del(t.Context(), key(k)); err != nil {
-					tx.Close()
-					t.Fatal(err)
-				}
-				delete(want, string(k))
-				continue
-			}
-			var v []byte
-			for range 1 + rng.IntN([]int{2, 200}[rng.IntN(2)]) { // some lists fill a block alone
-				v = binary.AppendUvarint(v, rng.Uint64N(1<<40))
-			}
-			if err := tx.Put(t.Context(), key(k), v); err != nil {
-				tx.Close()
-				t.Fatal(err)
-			}
-			want[string(k)] = v
+		return k, v
+	})
+	want := map[string][]byte{}
+	for _, k := range keys {
+		if v, ok := maps[mapKey(k)]; ok {
+			want[string(k[1])] = v
 		}
-		check(tx)
-		if err := tx.Commit(t.Context()); err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		rtx, err := s.kv.Tx(t.Context(), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		check(rtx)
-		rtx.Close()
 	}
 	err := s.read(func(tx *bbolt.Tx) error {
 		var last []byte

@@ -244,45 +244,55 @@ func eachLogPrimitive(b *bbolt.Bucket, f func(id uint64, prim []byte) error) err
 
 // migrateLog moves Cayley's log of store layouts 10 and before (one key
 // per primitive, in bucket "log") into blocks, chunk primitives per
-// transaction, from the front, deleting what it moved. A crash between
-// transactions leaves the rest in the old bucket, where the next Open
-// finds and moves it: the store's version changes only once the old
-// bucket is gone.
+// transaction (see moveOut).
 func migrateLog(db *bbolt.DB, chunk int) error {
+	return moveOut(db, bOldCayleyLog, func(tx *bbolt.Tx, c *bbolt.Cursor) ([][]byte, bool, error) {
+		blocks, err := tx.CreateBucketIfNotExists(bCayleyLog)
+		if err != nil {
+			return nil, false, err
+		}
+		blocks.FillPercent = appendFill
+		a := &logAppender{b: blocks}
+		var moved [][]byte
+		k, v := c.First()
+		for ; k != nil && len(moved) < chunk; k, v = c.Next() {
+			if len(k) != 8 {
+				return nil, false, corrupt(fmt.Sprintf("Cayley's log key %x", k), errLogBlock)
+			}
+			if err := a.add(binary.BigEndian.Uint64(k), v); err != nil {
+				return nil, false, err
+			}
+			moved = append(moved, bytes.Clone(k))
+		}
+		return moved, k == nil, a.flush()
+	})
+}
+
+// moveOut moves the keys of bucket old, where an older store layout kept
+// them, from the front, a transaction at a time: move moves keys from the
+// cursor's first one on (about a chunk of them) into their new place, and
+// returns them and whether it reached the end; what it moved is deleted
+// from old, or old is dropped at the end. A crash between transactions
+// leaves the rest in old, where the next Open finds and moves it: the
+// store's version changes only once old is gone.
+func moveOut(db *bbolt.DB, old []byte, move func(tx *bbolt.Tx, c *bbolt.Cursor) (moved [][]byte, end bool, err error)) error {
 	for {
 		left := false
 		err := updateDB(db, func(tx *bbolt.Tx) error {
-			old := tx.Bucket(bOldCayleyLog)
-			if old == nil {
+			b := tx.Bucket(old)
+			if b == nil {
 				return nil
 			}
-			blocks, err := tx.CreateBucketIfNotExists(bCayleyLog)
+			moved, end, err := move(tx, b.Cursor())
 			if err != nil {
 				return err
 			}
-			blocks.FillPercent = appendFill
-			a := &logAppender{b: blocks}
-			var moved [][]byte
-			c := old.Cursor()
-			k, v := c.First()
-			for ; k != nil && len(moved) < chunk; k, v = c.Next() {
-				if len(k) != 8 {
-					return corrupt(fmt.Sprintf("Cayley's log key %x", k), errLogBlock)
-				}
-				if err := a.add(binary.BigEndian.Uint64(k), v); err != nil {
-					return err
-				}
-				moved = append(moved, bytes.Clone(k))
-			}
-			if err := a.flush(); err != nil {
-				return err
-			}
-			if k == nil {
-				return tx.DeleteBucket(bOldCayleyLog)
+			if end {
+				return tx.DeleteBucket(old)
 			}
 			left = true
 			for _, k := range moved {
-				if err := old.Delete(k); err != nil {
+				if err := b.Delete(k); err != nil {
 					return err
 				}
 			}

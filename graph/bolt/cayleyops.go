@@ -203,54 +203,31 @@ func opsBlocks(src pairSource) pairSource {
 
 // migrateOPS moves Cayley's [O,P,S] index of store layouts 10 and before
 // (an entry per key, in bucket "ops") into blocks, about chunk entries per
-// transaction, a group at a time, from the front, deleting what it moved.
-// A crash between transactions leaves the rest in the old bucket, where
-// the next Open finds and moves it: the store's version changes only once
-// the old bucket is gone.
+// transaction, a group at a time (see moveOut).
 func migrateOPS(db *bbolt.DB, chunk int) error {
-	for {
-		left := false
-		err := updateDB(db, func(tx *bbolt.Tx) error {
-			old := tx.Bucket(cayleyOPS)
-			if old == nil {
-				return nil
-			}
-			blocks, err := tx.CreateBucketIfNotExists(bOPS)
-			if err != nil {
-				return err
-			}
-			var moved [][]byte
-			c := old.Cursor()
-			k, v := c.First()
-			for k != nil && len(moved) < chunk {
-				if len(k) != opsKeyLen {
-					return corrupt(fmt.Sprintf("quad index key %x", k), errOPSBlock)
-				}
-				group := bytes.Clone(k[:opsGroupLen])
-				var es []opsEntry
-				for ; len(k) == opsKeyLen && bytes.Equal(k[:opsGroupLen], group); k, v = c.Next() {
-					es = append(es, opsEntry{s: binary.BigEndian.Uint64(k[opsGroupLen:]), list: bytes.Clone(v)})
-					moved = append(moved, bytes.Clone(k))
-				}
-				if err := encodeOPSBlocks(group, es, blocks.Put); err != nil {
-					return err
-				}
-			}
-			if k == nil {
-				return tx.DeleteBucket(cayleyOPS)
-			}
-			left = true
-			for _, k := range moved {
-				if err := old.Delete(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil || !left {
-			return err
+	return moveOut(db, cayleyOPS, func(tx *bbolt.Tx, c *bbolt.Cursor) ([][]byte, bool, error) {
+		blocks, err := tx.CreateBucketIfNotExists(bOPS)
+		if err != nil {
+			return nil, false, err
 		}
-	}
+		var moved [][]byte
+		k, v := c.First()
+		for k != nil && len(moved) < chunk {
+			if len(k) != opsKeyLen {
+				return nil, false, corrupt(fmt.Sprintf("quad index key %x", k), errOPSBlock)
+			}
+			group := bytes.Clone(k[:opsGroupLen])
+			var es []opsEntry
+			for ; len(k) == opsKeyLen && bytes.Equal(k[:opsGroupLen], group); k, v = c.Next() {
+				es = append(es, opsEntry{s: binary.BigEndian.Uint64(k[opsGroupLen:]), list: bytes.Clone(v)})
+				moved = append(moved, bytes.Clone(k))
+			}
+			if err := encodeOPSBlocks(group, es, blocks.Put); err != nil {
+				return nil, false, err
+			}
+		}
+		return moved, k == nil, nil
+	})
 }
 
 // eachOPSEntry calls f with each entry of the index in b, in key order.
