@@ -427,15 +427,19 @@ func (t *writeTx) Get(ctx context.Context, key hkv.Key) (hkv.Value, error) {
 		return nil, hkv.ErrNotFound
 	}
 	if id, ok := cayleyLogKey(key); ok {
-		e, err := t.logBlock(logBase(id), false)
-		if err != nil {
+		// The block as this transaction changed it, or as stored: a
+		// read alone takes no edit, which the commit would write back.
+		var block []byte
+		if e, ok := t.log[logBase(id)]; ok {
+			block = e.block
+		} else if b, err := t.bucket(bCayleyLog, false); err != nil {
 			return nil, err
+		} else if b != nil {
+			block = b.Get(logKey(logBase(id)))
 		}
-		var v []byte
-		if e != nil {
-			if v, err = logBlockGet(e.block, byte(id-logBase(id))); err != nil {
-				return nil, err
-			}
+		v, err := logBlockGet(block, byte(id-logBase(id)))
+		if err != nil {
+			return nil, corrupt(fmt.Sprintf("log block %d", logBase(id)), err)
 		}
 		if v == nil {
 			return nil, hkv.ErrNotFound
