@@ -627,8 +627,8 @@ type bulk struct {
 }
 
 // A loadRest is the part of an all-or-nothing bulk load that waits in
-// memory when its batches have committed: its edge records and in-edge
-// index entries (see runSet), its type, property and search index entries
+// memory when its batches have committed: its node records (nodeRuns),
+// edge records and in-edge index entries (see runSet), its type, property and search index entries
 // and what its last fold of the edge summaries wrote (see indexRuns), and
 // Cayley's part a quadLoad kept back.
 // Writing them into the old file before the rewrite copied them all again
@@ -637,6 +637,7 @@ type bulk struct {
 // (one profiled load each, same machine, same run).
 type loadRest struct {
 	edges *edgeRuns // or nil
+	nodes *nodeRuns // or nil; with idx
 	in    runSet
 	idx   *indexRuns // or nil
 	// deg, with idx, is the load's tally of edge-summary changes, which no
@@ -671,7 +672,11 @@ func (r *loadRest) fold(db *bbolt.DB) {
 	go func() {
 		defer close(r.folded)
 		r.foldErr = db.View(func(tx *bbolt.Tx) error {
-			nodes, nNodes, degIdx, nDegIdx, err := foldTally(tx, r.deg)
+			var waiting *runSet
+			if r.nodes != nil {
+				waiting = &r.nodes.set
+			}
+			nodes, nNodes, degIdx, nDegIdx, err := foldTally(tx, r.deg, waiting)
 			if err != nil {
 				return err
 			}
@@ -730,10 +735,18 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 			// What the fold writes: these buckets come last.
 			m.late[name], m.flagged[name] = true, true
 			m.into[name] = lazySource(func() pairSource {
-				if r.waitFold(db) != nil || set.n == 0 {
+				if r.waitFold(db) != nil {
 					return nil // writeFile fails on m.err
 				}
-				return set.merge()
+				all := set
+				if r.nodes != nil && r.nodes.set.n > 0 && bytes.Equal(indexBuckets[b], bNodes) {
+					// The records that wait, under those the fold wrote.
+					all = &runSet{runs: append(slices.Clone(r.nodes.set.runs), set.runs...), n: r.nodes.set.n + set.n}
+				}
+				if all.n == 0 {
+					return nil
+				}
+				return all.merge()
 			})
 		}
 	}
@@ -776,7 +789,7 @@ func (r *loadRest) write(s *Store) error {
 	if err := r.waitFold(s.db.DB()); err != nil {
 		return fmt.Errorf("folding the load's edge summaries: %w", err)
 	}
-	if err := writeWaiting(s.db.DB(), r.edges, &r.in); err != nil {
+	if err := writeWaiting(s.db.DB(), r.nodes, r.edges, &r.in); err != nil {
 		return err
 	}
 	if r.idx != nil {
@@ -836,6 +849,7 @@ func (s *Store) bulkLocked() *bulk {
 		s.deferred.edges = newEdgeRuns()
 		if b.rewrite {
 			s.deferred.idx = &indexRuns{}
+			s.deferred.nodes = newNodeRuns()
 		}
 	}
 	if !s.cayleyLoads {
@@ -931,7 +945,7 @@ func (b *bulk) finish() error {
 	lost = lost || err != nil
 	s.deferred = nil
 	if merge {
-		b.rest = &loadRest{edges: d.edges, in: d.in, idx: d.idx, deg: d.deg, qload: s.qload}
+		b.rest = &loadRest{edges: d.edges, nodes: d.nodes, in: d.in, idx: d.idx, deg: d.deg, qload: s.qload}
 		s.qload = nil
 		s.ending = true
 	}

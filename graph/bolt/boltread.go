@@ -32,6 +32,11 @@ func (b *boltSnap) NodeRecords(_ context.Context, ids []graph.ID) ([]*graph.Node
 	if err != nil {
 		return nil, err
 	}
+	if d := b.s.deferred; d != nil && d.nodes != nil {
+		if err := d.nodes.overlay(ids, recs); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]*graph.NodeRecord, len(recs))
 	for i, r := range recs {
 		if r != nil {
@@ -52,6 +57,9 @@ func (b *boltSnap) NodeTypes(_ context.Context, ids []graph.ID) ([]string, error
 			}
 			out[i] = t
 		}
+	}
+	if d := b.s.deferred; d != nil && d.nodes != nil {
+		d.nodes.overlayTypes(ids, out)
 	}
 	return out, nil
 }

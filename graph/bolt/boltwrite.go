@@ -705,7 +705,7 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 			// for the load's end (see runSet) are written after this
 			// commit, and until then the mark stays: a process that dies
 			// in between leaves a store whose next Open rebuilds them.
-			if d.in.n == 0 && (d.edges == nil || d.edges.runs() == 0) {
+			if d.in.n == 0 && (d.edges == nil || d.edges.runs() == 0) && (d.nodes == nil || d.nodes.runs() == 0) {
 				del(bMeta, metaDeferred)
 			} else {
 				d.markLeft = true
@@ -750,8 +750,19 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 	if err != nil {
 		return nil, err
 	}
-	for id, rec := range recs {
-		ops = append(ops, kvOp{bucket: bNodes, key: []byte(id), val: rec.encode()})
+	if hold != nil && hold.nodes != nil {
+		pairs, types := make([]kv, 0, len(recs)), make([]string, 0, len(recs))
+		var mem slab // runSet.add copies the pairs
+		for id, rec := range recs {
+			v := rec.appendTo(append(mem.take(1 + rec.size())[:0], runPut))
+			pairs = append(pairs, kv{[]byte(id), v})
+			types = append(types, rec.Type)
+		}
+		hold.nodes.add(pairs, types)
+	} else {
+		for id, rec := range recs {
+			ops = append(ops, kvOp{bucket: bNodes, key: []byte(id), val: rec.encode()})
+		}
 	}
 	sortOps(ops)
 	return ops, nil
@@ -943,6 +954,7 @@ type deferredIndexes struct {
 	lost     bool      // a commit that carried some of them failed: the load must rebuild them
 	in       runSet    // in-edge index entries (see runSet)
 	edges    *edgeRuns // edge records, in an all-or-nothing load (see runSet)
+	nodes    *nodeRuns // node records, in an all-or-nothing load that rewrites its file
 	deg      *degTally // the edge-summary changes it defers (see degTally)
 	// idx, in an all-or-nothing load that rewrites its file, holds what
 	// each drain would write of the entries above, and what the last fold
@@ -985,7 +997,7 @@ func (d *deferredIndexes) add(op kvOp) {
 
 // A deferMark is how much a bulk load had deferred when a commit started.
 type deferMark struct {
-	n, in, edges int
+	n, in, edges, nodes int
 	idx          [len(indexBuckets)]int
 }
 
@@ -993,6 +1005,9 @@ func (d *deferredIndexes) mark() deferMark {
 	m := deferMark{n: d.n, in: len(d.in.runs)}
 	if d.edges != nil {
 		m.edges = d.edges.runs()
+	}
+	if d.nodes != nil {
+		m.nodes = d.nodes.runs()
 	}
 	if d.idx != nil {
 		m.idx = d.idx.mark()
@@ -1005,6 +1020,9 @@ func (d *deferredIndexes) truncateRuns(m deferMark) {
 	d.in.truncate(m.in)
 	if d.edges != nil {
 		d.edges.truncate(m.edges)
+	}
+	if d.nodes != nil {
+		d.nodes.truncate(m.nodes)
 	}
 	if d.idx != nil {
 		d.idx.truncate(m.idx)

@@ -248,6 +248,30 @@ func foldSummary(id graph.ID, deg []byte, add, dst []degEntry) (old, cur []degEn
 	return old, cur, err
 }
 
+// A nodeSource reads node records in key order from a bucket's cursor
+// and, over them, from the merged runs of a nodeRuns (m, may be nil).
+type nodeSource struct {
+	c    *bbolt.Cursor
+	m    *runMerge
+	k, v []byte // the merge's next pair
+	ok   bool   // whether it has one
+}
+
+// get returns id's key and record, or nils if neither holds it. Its ids
+// must come in key order.
+func (s *nodeSource) get(id []byte) (k, v []byte) {
+	for s.ok && bytes.Compare(s.k, id) < 0 {
+		s.k, s.v, s.ok = s.m.next()
+	}
+	if s.ok && bytes.Equal(s.k, id) {
+		return s.k, s.v[1:] // after its flag: a nodeRuns puts, never deletes
+	}
+	if k, v := s.c.Seek(id); bytes.Equal(k, id) {
+		return k, v
+	}
+	return nil, nil
+}
+
 // foldTally is foldDeg for a load that rewrites its file (loadRest.fold):
 // it folds the tally t into the node records in tx, and returns what that
 // writes, each a run of flagged pairs (runPut, runDel) made by appendPair
@@ -258,7 +282,9 @@ func foldSummary(id graph.ID, deg []byte, add, dst []degEntry) (old, cur []degEn
 // their run. At 300,000 nodes, foldDeg's way (a kvOp per write, copied
 // and sorted again into a run) cost 2.25 s of CPU; at 1M nodes,
 // sorting made keys took 2.9 s, and making pairs to copy into runs 1.9 s.
-func foldTally(tx *bbolt.Tx, t *degTally) (nodes []byte, nNodes int, degIdx []byte, nDegIdx int, err error) {
+// A node's record is the one in waiting, if it holds one (its flagged
+// runs, latest first, as nodeRuns keeps them; may be nil), else tx's.
+func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []byte, nNodes int, degIdx []byte, nDegIdx int, err error) {
 	// The nodes with their counts, in key order: no map lookup per node.
 	type tallied struct {
 		id  graph.ID
@@ -292,12 +318,16 @@ func foldTally(tx *bbolt.Tx, t *degTally) (nodes []byte, nNodes int, degIdx []by
 	types := map[string]string{}
 	var rec, seek, deg []byte // scratch: a record, after its flag; a key to seek; a summary
 	var sum []degEntry        // scratch: a summary
-	c := tx.Bucket(bNodes).Cursor()
+	recs := nodeSource{c: tx.Bucket(bNodes).Cursor()}
+	if waiting != nil && waiting.n > 0 {
+		recs.m = waiting.merge()
+		recs.k, recs.v, recs.ok = recs.m.next()
+	}
 	for node, tn := range byID {
 		id := tn.id
 		seek = append(seek[:0], id...)
-		k, v := c.Seek(seek)
-		if string(k) != string(id) {
+		k, v := recs.get(seek)
+		if k == nil {
 			return nil, 0, nil, 0, fmt.Errorf("edges counted for node %q, which does not exist: run lore check", id)
 		}
 		view, err := parseNodeRec(v)

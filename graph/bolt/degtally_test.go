@@ -537,7 +537,7 @@ func TestFoldTallyMatchesFoldDeg(t *testing.T) {
 				}
 				want[string(op.bucket)][string(op.key)] = v
 			}
-			nodes, nNodes, degIdx, nDegIdx, err = foldTally(tx, tallies[1])
+			nodes, nNodes, degIdx, nDegIdx, err = foldTally(tx, tallies[1], nil)
 			return err
 		})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/lore-dev/lore/graph"
@@ -28,8 +29,10 @@ import (
 //
 // Until then, readers do not see the load's deferred part's in-edges, as
 // they do not see its search and property index entries, nor the edges
-// themselves if they wait too. Planning reads waiting edge records
-// (edgeRuns.overlay); the planning of a batch that reads a node's edges
+// themselves if they wait too. In an all-or-nothing load that rewrites
+// its file, node records wait as well (nodeRuns), and readers do not see
+// them until it ends. Planning reads waiting edge and node records
+// (edgeRuns.overlay, nodeRuns.overlay); the planning of a batch that reads a node's edges
 // (a node's delete or re-type) and the commit of one that removes edges
 // have them written first. A load that dies leaves the store marked
 // deferred, and the next Open rebuilds the index from the edge records;
@@ -384,23 +387,138 @@ func (e *edgeRuns) overlay(keys []graph.EdgeKey, recs []*edgeRec) error {
 	return nil
 }
 
+// nodeRuns holds the node records an all-or-nothing bulk load that
+// rewrites its file defers, each after a flag (runPut) as indexRuns keeps
+// them, with each node's type by ID: planning looks up the types of its
+// batch's endpoints (overlayTypes), and the records of the nodes its batch
+// gives again (overlay). The load's end merges them into the rewritten
+// file, under what the last fold of the edge summaries writes (see
+// loadRest). Written in each commit instead, they were spread over the
+// whole of the node bucket, so that each of a 1M-node load's node batches
+// rewrote most of its pages.
+type nodeRuns struct {
+	mu    sync.Mutex
+	types map[graph.ID]string // the type of every node held
+	names map[string]string   // the types, each held once
+	set   runSet
+}
+
+func newNodeRuns() *nodeRuns {
+	return &nodeRuns{types: map[graph.ID]string{}, names: map[string]string{}}
+}
+
+// add adds a commit's node records (IDs and flagged encoded records, of
+// the given types) as a run.
+func (n *nodeRuns) add(recs []kv, types []string) {
+	if len(recs) == 0 {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i, p := range recs {
+		t, ok := n.names[types[i]]
+		if !ok {
+			t = strings.Clone(types[i])
+			n.names[t] = t
+		}
+		n.types[graph.ID(p.k)] = t
+	}
+	n.set.add(recs, true)
+}
+
+// runs returns how many runs it holds, for truncate.
+func (n *nodeRuns) runs() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.set.runs)
+}
+
+// truncate drops the runs after the first k, and the types of the nodes
+// only they held.
+func (n *nodeRuns) truncate(k int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if k == len(n.set.runs) {
+		return
+	}
+	n.set.truncate(k)
+	clear(n.types)
+	for _, rn := range n.set.runs {
+		for d := rn.data; len(d) > 0; {
+			var id, v []byte
+			id, v, d = pair(d)
+			// The records are the commits' own encoding: a type that does
+			// not decode leaves the node to the file, where Check finds it.
+			if t, err := decodeNodeType(v[1:]); err == nil {
+				n.types[graph.ID(id)] = t
+			}
+		}
+	}
+}
+
+// overlay replaces recs[i] with the record of ids[i] that waits, if one
+// does: a waiting record is later than the store's.
+func (n *nodeRuns) overlay(ids []graph.ID, recs []*nodeRec) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i, id := range ids {
+		if _, ok := n.types[id]; !ok {
+			continue
+		}
+		if v, ok := n.set.find([]byte(id)); ok {
+			r, err := decodeNodeRec(v[1:])
+			if err != nil {
+				return corrupt(fmt.Sprintf("node %q, waiting to be written", id), err)
+			}
+			recs[i] = r
+		}
+	}
+	return nil
+}
+
+// overlayTypes replaces types[i] with the type of the node ids[i] that
+// waits, if one does.
+func (n *nodeRuns) overlayTypes(ids []graph.ID, types []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.types) == 0 {
+		return
+	}
+	for i, id := range ids {
+		if t, ok := n.types[id]; ok {
+			types[i] = t
+		}
+	}
+}
+
 // flushPending writes a bulk load's waiting edge records and in-edge
 // entries (see runSet), and empties them. The caller holds wmu, and no
 // commit's preparation, nor any planning, is under way.
 func (s *Store) flushPending() error {
 	d := s.deferred
-	if d == nil || d.in.n == 0 && (d.edges == nil || d.edges.set.n == 0) {
+	if d == nil || d.in.n == 0 && (d.edges == nil || d.edges.set.n == 0) && (d.nodes == nil || d.nodes.set.n == 0) {
 		return nil
 	}
 	s.rw.Lock()
 	defer s.rw.Unlock()
-	return writeWaiting(s.db.DB(), d.edges, &d.in)
+	return writeWaiting(s.db.DB(), d.nodes, d.edges, &d.in)
 }
 
-// writeWaiting writes a load's waiting edge records (edges may be nil) and
-// in-edge entries into db, and empties them. The caller has the store's
-// writes to itself.
-func writeWaiting(db *bbolt.DB, edges *edgeRuns, in *runSet) error {
+// writeWaiting writes a load's waiting node and edge records (nodes and
+// edges may be nil) and in-edge entries into db, and empties them. The
+// caller has the store's writes to itself.
+func writeWaiting(db *bbolt.DB, nodes *nodeRuns, edges *edgeRuns, in *runSet) error {
+	if nodes != nil && nodes.set.n > 0 {
+		nodes.mu.Lock()
+		err := nodes.set.writeFlagged(db, bNodes)
+		if err == nil {
+			nodes.types = map[graph.ID]string{} // clear would keep its memory
+		}
+		nodes.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("writing the load's node records: %w", err)
+		}
+	}
 	if edges != nil && edges.set.n > 0 {
 		edges.mu.Lock()
 		err := edges.set.write(db, bEdges)
@@ -418,13 +536,19 @@ func writeWaiting(db *bbolt.DB, edges *edgeRuns, in *runSet) error {
 	return nil
 }
 
+// nodeTypeBytes is about what nodeRuns.types spends on a node besides its
+// ID, which the runs hold too: a string header for the key and one for the
+// (shared) type, its control byte, in a table up to 7/8 full, which
+// doubles as it grows; and the ID's own copy.
+const nodeTypeBytes = 64
+
 // hashedKey is about what edgeRuns.has spends on a key: 8 bytes and its
 // control byte in a table up to 7/8 full, which doubles as it grows.
 const hashedKey = 16
 
 // held returns the bytes of what a bulk load holds in memory to write at
-// its end, which spill writes: its waiting edge records (with the hashes
-// of their keys) and in-edge entries, its index runs, and what its
+// its end, which spill writes: its waiting node records (with their types
+// by ID), edge records (with the hashes of their keys) and in-edge entries, its index runs, and what its
 // quadLoad keeps back of Cayley's index and log. Not the rest the load
 // keeps until its end: its tally of edge summaries, its quadLoad's values
 // (which the load looks up until it ends), and its deferred entries not
@@ -433,6 +557,11 @@ const hashedKey = 16
 func (s *Store) held() int64 {
 	d := s.deferred
 	n := d.in.size()
+	if d.nodes != nil {
+		d.nodes.mu.Lock()
+		n += d.nodes.set.size() + nodeTypeBytes*int64(len(d.nodes.types))
+		d.nodes.mu.Unlock()
+	}
 	if d.edges != nil {
 		d.edges.mu.Lock()
 		n += d.edges.set.size() + hashedKey*int64(len(d.edges.has))
@@ -469,7 +598,7 @@ func (s *Store) spill() error {
 	d, db := s.deferred, s.db.DB()
 	s.rw.Lock()
 	defer s.rw.Unlock()
-	if err := writeWaiting(db, d.edges, &d.in); err != nil {
+	if err := writeWaiting(db, d.nodes, d.edges, &d.in); err != nil {
 		return err
 	}
 	if d.idx != nil {

@@ -304,3 +304,62 @@ func BenchmarkRunMerge(b *testing.B) {
 		}
 	}
 }
+
+// The node records a load holds back (nodeRuns) read as a map of runs
+// does, the latest run's record standing: by ID (overlay) and by type
+// (overlayTypes), as runs are added and dropped again (truncate, after a
+// failed commit).
+func TestNodeRunsAgainstAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 18))
+	for round := range 50 {
+		n := newNodeRuns()
+		var model []map[graph.ID]*nodeRec // one map per run, in order
+		ids := make([]graph.ID, 40)
+		for i := range ids {
+			ids[i] = graph.ID(fmt.Sprintf("t/n%d", i))
+		}
+		for range 30 {
+			if len(model) > 0 && rng.IntN(4) == 0 {
+				k := rng.IntN(len(model) + 1)
+				n.truncate(k)
+				model = model[:k]
+			} else {
+				run := map[graph.ID]*nodeRec{}
+				var pairs []kv
+				var types []string
+				for range 1 + rng.IntN(10) {
+					id := ids[rng.IntN(len(ids))]
+					if run[id] != nil {
+						continue // a commit writes a node once
+					}
+					rec := &nodeRec{NodeRecord: graph.NodeRecord{Type: fmt.Sprintf("T%d", rng.IntN(3)), Rev: int64(1 + rng.IntN(100)), Props: []byte(`{"a":1}`)}}
+					run[id] = rec
+					pairs = append(pairs, kv{[]byte(id), append([]byte{runPut}, rec.encode()...)})
+					types = append(types, rec.Type)
+				}
+				n.add(pairs, types)
+				model = append(model, run)
+			}
+			recs := make([]*nodeRec, len(ids))
+			if err := n.overlay(ids, recs); err != nil {
+				t.Fatal(err)
+			}
+			types := make([]string, len(ids))
+			n.overlayTypes(ids, types)
+			for i, id := range ids {
+				var want *nodeRec
+				for _, run := range model {
+					if r := run[id]; r != nil {
+						want = r
+					}
+				}
+				switch {
+				case want == nil && (recs[i] != nil || types[i] != ""):
+					t.Fatalf("round %d: %s is in no run, yet reads as %+v, type %q", round, id, recs[i], types[i])
+				case want != nil && (recs[i] == nil || recs[i].Rev != want.Rev || recs[i].Type != want.Type || types[i] != want.Type):
+					t.Fatalf("round %d: %s reads as %+v, type %q; want %+v", round, id, recs[i], types[i], want)
+				}
+			}
+		}
+	}
+}
