@@ -998,7 +998,7 @@ func (d *deferredIndexes) add(op kvOp) {
 // A deferMark is how much a bulk load had deferred when a commit started.
 type deferMark struct {
 	n, in, edges, nodes int
-	idx          [len(indexBuckets)]int
+	idx                 [len(indexBuckets)]int
 }
 
 func (d *deferredIndexes) mark() deferMark {
