@@ -638,6 +638,7 @@ type bulk struct {
 type loadRest struct {
 	edges *edgeRuns // or nil
 	nodes *nodeRuns // or nil; with idx
+	df    *dfCounts // or nil; with idx
 	in    runSet
 	idx   *indexRuns // or nil
 	// deg, with idx, is the load's tally of edge-summary changes, which no
@@ -718,6 +719,13 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 	if r.in.n > 0 {
 		m.into[string(bIn)] = r.in.merge()
 	}
+	if r.df != nil && len(r.df.by) > 0 {
+		src, err := r.df.source(db)
+		if err != nil {
+			return fileMerge{}, fmt.Errorf("the load's search term counts: %w", err)
+		}
+		m.into[string(bMeta)], m.flagged[string(bMeta)] = src, true
+	}
 	if r.idx != nil { // and so r.deg: a load that keeps index runs tallies
 		r.fold(db)
 		m.drop[string(bDeg)] = map[string]bool{string(degTallyKey): true}
@@ -789,7 +797,7 @@ func (r *loadRest) write(s *Store) error {
 	if err := r.waitFold(s.db.DB()); err != nil {
 		return fmt.Errorf("folding the load's edge summaries: %w", err)
 	}
-	if err := writeWaiting(s.db.DB(), r.nodes, r.edges, &r.in); err != nil {
+	if err := writeWaiting(s.db.DB(), r.nodes, r.edges, &r.in, r.df); err != nil {
 		return err
 	}
 	if r.idx != nil {
@@ -850,6 +858,7 @@ func (s *Store) bulkLocked() *bulk {
 		if b.rewrite {
 			s.deferred.idx = &indexRuns{}
 			s.deferred.nodes = newNodeRuns()
+			s.deferred.df = newDFCounts()
 		}
 	}
 	if !s.cayleyLoads {
@@ -945,7 +954,7 @@ func (b *bulk) finish() error {
 	lost = lost || err != nil
 	s.deferred = nil
 	if merge {
-		b.rest = &loadRest{edges: d.edges, nodes: d.nodes, in: d.in, idx: d.idx, deg: d.deg, qload: s.qload}
+		b.rest = &loadRest{edges: d.edges, nodes: d.nodes, df: d.df, in: d.in, idx: d.idx, deg: d.deg, qload: s.qload}
 		s.qload = nil
 		s.ending = true
 	}

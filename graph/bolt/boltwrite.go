@@ -110,6 +110,10 @@ type commitPlan struct {
 	// order: made where it is planned, off the path of the commit before
 	// it (a pipelined load plans a batch while that one commits).
 	edgeRecs, inKeys []kv
+	// df, in a load that holds its search term counts back (dfCounts),
+	// is what this commit changes of them, added to the load's once it
+	// has committed.
+	df map[string]int64
 }
 
 func newCommitPlan(p *graph.Plan) *commitPlan {
@@ -208,6 +212,9 @@ func (s *Store) commit(p *commitPlan, idemKey string, hash []byte, t time.Time) 
 	wait()
 	if err == nil && !p.Empty() {
 		s.lastSeq = seq // under the write lock: Stats reads it under the read lock
+	}
+	if err == nil && p.df != nil {
+		s.deferred.df.add(p.df)
 	}
 	if d := s.deferred; d != nil {
 		switch {
@@ -576,6 +583,11 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		primary(kvOp{bucket: b, key: k, del: true})
 	}
 	count := func(b, k []byte, n int64) { counters[counterKey{string(b), string(k)}] += n }
+	countDF := func(tok, typ string, n int64) { count(bMeta, dfKey(tok, typ), n) }
+	if hold != nil && hold.df != nil {
+		p.df = map[string]int64{}
+		countDF = func(tok, typ string, n int64) { p.df[dfPrefix+tok+"\x00"+typ] += n }
+	}
 
 	for i, op := range p.Nodes {
 		if i == 1 {
@@ -615,14 +627,14 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 				}
 			}
 			if _, ok := oldToks[tok]; !ok || retype {
-				count(bMeta, dfKey(tok, op.New.Type), 1)
+				countDF(tok, op.New.Type, 1)
 			}
 		}
 		for tok, w := range oldToks {
 			if _, ok := newToks[tok]; !ok || retype {
 				del(bTok, tokenKey(tok, op.Old.Type, id, w))
 				del(bTok, impKey(tok, w, id, op.Old.Type))
-				count(bMeta, dfKey(tok, op.Old.Type), -1)
+				countDF(tok, op.Old.Type, -1)
 			}
 		}
 		if op.Old != nil && (op.New == nil || retype) {
@@ -955,6 +967,7 @@ type deferredIndexes struct {
 	in       runSet    // in-edge index entries (see runSet)
 	edges    *edgeRuns // edge records, in an all-or-nothing load (see runSet)
 	nodes    *nodeRuns // node records, in an all-or-nothing load that rewrites its file
+	df       *dfCounts // with nodes, its changes to the search term counts
 	deg      *degTally // the edge-summary changes it defers (see degTally)
 	// idx, in an all-or-nothing load that rewrites its file, holds what
 	// each drain would write of the entries above, and what the last fold

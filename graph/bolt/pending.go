@@ -496,18 +496,22 @@ func (n *nodeRuns) overlayTypes(ids []graph.ID, types []string) {
 // commit's preparation, nor any planning, is under way.
 func (s *Store) flushPending() error {
 	d := s.deferred
-	if d == nil || d.in.n == 0 && (d.edges == nil || d.edges.set.n == 0) && (d.nodes == nil || d.nodes.set.n == 0) {
+	if d == nil || d.in.n == 0 && (d.edges == nil || d.edges.set.n == 0) && (d.nodes == nil || d.nodes.set.n == 0) && (d.df == nil || len(d.df.by) == 0) {
 		return nil
 	}
 	s.rw.Lock()
 	defer s.rw.Unlock()
-	return writeWaiting(s.db.DB(), d.nodes, d.edges, &d.in)
+	return writeWaiting(s.db.DB(), d.nodes, d.edges, &d.in, d.df)
 }
 
 // writeWaiting writes a load's waiting node and edge records (nodes and
-// edges may be nil) and in-edge entries into db, and empties them. The
-// caller has the store's writes to itself.
-func writeWaiting(db *bbolt.DB, nodes *nodeRuns, edges *edgeRuns, in *runSet) error {
+// edges may be nil), in-edge entries and search term counts (df may be
+// nil) into db, and empties them. The caller has the store's writes to
+// itself.
+func writeWaiting(db *bbolt.DB, nodes *nodeRuns, edges *edgeRuns, in *runSet, df *dfCounts) error {
+	if err := df.write(db); err != nil {
+		return err
+	}
 	if nodes != nil && nodes.set.n > 0 {
 		nodes.mu.Lock()
 		err := nodes.set.writeFlagged(db, bNodes)
@@ -556,7 +560,7 @@ const hashedKey = 16
 // commit is under way.
 func (s *Store) held() int64 {
 	d := s.deferred
-	n := d.in.size()
+	n := d.in.size() + d.df.size()
 	if d.nodes != nil {
 		d.nodes.mu.Lock()
 		n += d.nodes.set.size() + nodeTypeBytes*int64(len(d.nodes.types))
@@ -598,7 +602,7 @@ func (s *Store) spill() error {
 	d, db := s.deferred, s.db.DB()
 	s.rw.Lock()
 	defer s.rw.Unlock()
-	if err := writeWaiting(db, d.nodes, d.edges, &d.in); err != nil {
+	if err := writeWaiting(db, d.nodes, d.edges, &d.in, d.df); err != nil {
 		return err
 	}
 	if d.idx != nil {
@@ -746,5 +750,133 @@ func (x *indexRuns) write(db *bbolt.DB) error {
 			return fmt.Errorf("writing the load's index entries: %w", err)
 		}
 	}
+	return nil
+}
+
+// dfCounts holds what an all-or-nothing load that rewrites its file
+// changes of the search index's term counts (dfKey), by how much: a term
+// count per token and type, a million of them at 1M nodes of the benchmark
+// graph (each package's name is a token of its own), which each node
+// batch's commit read and wrote all over Lore's meta bucket. A commit adds
+// its changes once it has committed (commitPlan.df); the load's end
+// merges them into the new file (source), or writes them (write). Nothing
+// reads them meanwhile but searches, which see the counts of the commits
+// before the load held them back.
+type dfCounts struct {
+	by map[string]int64
+}
+
+func newDFCounts() *dfCounts { return &dfCounts{by: map[string]int64{}} }
+
+// add adds a commit's changes.
+func (c *dfCounts) add(changes map[string]int64) {
+	for k, n := range changes {
+		if n += c.by[k]; n != 0 {
+			c.by[k] = n
+		} else {
+			delete(c.by, k)
+		}
+	}
+}
+
+// dfCountBytes is about what dfCounts.by spends on a count besides its
+// key's bytes: a string header, the count, its control byte, in a table
+// up to 7/8 full, which doubles as it grows.
+const dfCountBytes = 48
+
+// size returns about the bytes it holds.
+func (c *dfCounts) size() int64 {
+	if c == nil {
+		return 0
+	}
+	n := int64(len(c.by)) * dfCountBytes
+	for k := range c.by {
+		n += int64(len(k))
+	}
+	return n
+}
+
+// counts returns the counts as they are to be, in key order: the counts
+// in tx, changed. Each value is flagged: runPut and the count, or runDel
+// for a count that comes to zero.
+func (c *dfCounts) counts(tx *bbolt.Tx) ([]kv, error) {
+	keys := make([]string, 0, len(c.by))
+	for k := range c.by {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	meta := tx.Bucket(bMeta)
+	out := make([]kv, 0, len(keys))
+	var mem slab
+	for _, k := range keys {
+		var cur int64
+		if v := meta.Get([]byte(k)); len(v) == 8 {
+			cur = int64(binary.BigEndian.Uint64(v))
+		}
+		switch cur += c.by[k]; {
+		case cur < 0:
+			return nil, fmt.Errorf("counter %q in %s would go negative: run lore check", k, bMeta)
+		case cur == 0:
+			out = append(out, kv{[]byte(k), []byte{runDel}})
+		default:
+			v := mem.take(9)
+			v[0] = runPut
+			binary.BigEndian.PutUint64(v[1:], uint64(cur))
+			out = append(out, kv{[]byte(k), v})
+		}
+	}
+	return out, nil
+}
+
+// source returns the counts as they are to be (see counts) as a flagged
+// source for writeFile.
+func (c *dfCounts) source(db *bbolt.DB) (pairSource, error) {
+	var set runSet
+	err := db.View(func(tx *bbolt.Tx) error {
+		counts, err := c.counts(tx)
+		if err == nil {
+			set.add(counts, false)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return set.merge(), nil
+}
+
+// write writes the counts into db, materializeChunk per transaction, and
+// empties c. The caller has the store's writes to itself.
+func (c *dfCounts) write(db *bbolt.DB) error {
+	if c == nil || len(c.by) == 0 {
+		return nil
+	}
+	var counts []kv
+	if err := db.View(func(tx *bbolt.Tx) (err error) { counts, err = c.counts(tx); return err }); err != nil {
+		return err
+	}
+	for len(counts) > 0 {
+		chunk := counts[:min(len(counts), materializeChunk)]
+		counts = counts[len(chunk):]
+		err := updateDB(db, func(tx *bbolt.Tx) error {
+			meta := tx.Bucket(bMeta)
+			for _, p := range chunk {
+				var err error
+				if p.v[0] == runDel {
+					err = meta.Delete(p.k)
+				} else {
+					err = meta.Put(p.k, p.v[1:])
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("writing the load's search term counts: %w", err)
+		}
+	}
+	c.by = map[string]int64{} // clear would keep its memory
 	return nil
 }
