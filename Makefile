@@ -35,7 +35,7 @@ bench-go:       ; $(GO) test -run '^$$' -bench . -benchmem ./...
 # CI counts executions, not seconds: with a duration, Go 1.26's fuzz coordinator can fail a target at the deadline
 # with a bare "context deadline exceeded" and no failing input (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 5000x
-FUZZ = schema:FuzzCheckJSON schema:FuzzModel graph:FuzzQuery graph:FuzzQueryCursor graph:FuzzEdgeKey graph:FuzzImportNDJSON \
+FUZZ = schema:FuzzCheckJSON schema:FuzzModel graph:FuzzQuery graph:FuzzQueryCursor graph:FuzzEdgeKey graph:FuzzImportNDJSON graph:FuzzNDJSONFastDecode \
 	graph:FuzzImportNQuads graph:FuzzImportMemory graph:FuzzCursorQuery graph:FuzzCursorQueryPayload graph:FuzzCursorSearch \
 	graph:FuzzCursorStorePage graph:FuzzDecodeSomeProps graph:FuzzCursorNeighborsPaths graph:FuzzSearchQuery graph:FuzzParseMigration graph:FuzzAppendCanonical graph/bolt:FuzzStoreRecords graph/bolt:FuzzPackedBlock gen/rest:FuzzRESTBody gen/rest:FuzzRESTQuery gen/gql:FuzzGraphQL cmd/lore:FuzzTokensFile \
 	mcp:FuzzTopLevel mcp:FuzzAdmit
