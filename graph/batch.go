@@ -49,6 +49,10 @@ type Batch struct {
 	Retype bool `json:"-"`
 
 	max int // the size limit if not MaxBatch (imports: MaxImportBatch)
+	// counted says that the caller counts the result's elements by status
+	// and reads nothing else of them (an import): the results of its edges
+	// then leave their IDs empty, which took a string per edge.
+	counted bool
 	// rank, if set, orders the batch's problems (an import's: by input
 	// line); the MaxProblems a BatchError lists are then the first in
 	// that order instead of the first found.

@@ -670,6 +670,15 @@ func (pl *planner) typeOf(id ID) (string, bool) {
 
 // planEdges plans each edge upsert: its endpoints must exist once the
 // batch is applied and have types its label allows.
+// edgeID is the ID of k in the batch's result: none in a batch whose
+// results are only counted (Batch.counted).
+func (pl *planner) edgeID(k EdgeKey) string {
+	if pl.b.counted {
+		return ""
+	}
+	return k.String()
+}
+
 func (pl *planner) planEdges() {
 	p, b := pl.p, pl.b
 	for i, e := range b.Edges {
@@ -741,7 +750,7 @@ func (pl *planner) planEdges() {
 				restoreMeta(&rec.Created, &rec.Updated, &rec.Rev, e.CreatedAt, e.UpdatedAt, e.Revision)
 			}
 		case bytes.Equal(old.Props, canon):
-			p.Result.Edges = append(p.Result.Edges, ElementResult{ID: e.String(), Status: Unchanged, Revision: old.Rev})
+			p.Result.Edges = append(p.Result.Edges, ElementResult{ID: pl.edgeID(e.EdgeKey), Status: Unchanged, Revision: old.Rev})
 			continue
 		default:
 			if !revisionLeft(&pl.ps, here, name, old.Rev) {
@@ -751,7 +760,7 @@ func (pl *planner) planEdges() {
 			rec.Created, rec.Updated, rec.Rev = old.Created, pl.us, old.Rev+1
 		}
 		p.Edges = append(p.Edges, EdgeOp{Key: e.EdgeKey, Old: old, New: rec})
-		p.Result.Edges = append(p.Result.Edges, ElementResult{ID: e.String(), Status: st, Revision: rec.Rev})
+		p.Result.Edges = append(p.Result.Edges, ElementResult{ID: pl.edgeID(e.EdgeKey), Status: st, Revision: rec.Rev})
 		p.Change.Edges = append(p.Change.Edges, EdgeChange{EdgeKey: e.EdgeKey, Action: st, Revision: rec.Rev})
 	}
 }

@@ -361,3 +361,28 @@ func TestBadNodeEdgesNotReportedAgain(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
+
+// A write's result names each element it wrote, edges by their IDs (an
+// import, which only counts them, leaves edge IDs out of its batches'
+// results); the same edge written again is unchanged, and named too.
+func TestWriteResultNamesElements(t *testing.T) {
+	s := graphtest.New(t)
+	seed(t, s)
+	b := &graph.Batch{
+		Nodes: []graph.NodeInput{{ID: "person/bo", Type: "Person", Properties: graph.Props{"name": "Bo"}}},
+		Edges: []graph.EdgeInput{
+			{EdgeKey: ek("person/bo", "memberOf", "team/core")},
+			{EdgeKey: ek("person/ada", "memberOf", "team/core"), Properties: graph.Props{"role": "lead"}},
+		},
+	}
+	res := mustApply(t, s, b)
+	got := []graph.ElementResult{res.Nodes[0], res.Edges[0], res.Edges[1]}
+	want := []graph.ElementResult{
+		{ID: "person/bo", Status: graph.Created, Revision: 1},
+		{ID: "memberOf(person/bo,team/core)", Status: graph.Created, Revision: 1},
+		{ID: "memberOf(person/ada,team/core)", Status: graph.Unchanged, Revision: 1},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("the write's result (-want +got):\n%s", d)
+	}
+}
