@@ -665,6 +665,9 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 		count(bDeg, degKey(k.From, 'o', k.Label), n)
 		count(bDeg, degKey(k.To, 'i', k.Label), n)
 	}
+	// The edges counted by label, then by key: a key made per edge was a
+	// string to build and hash per edge.
+	byLabel := map[string]int64{}
 	for _, op := range p.Edges {
 		k := op.Key
 		switch {
@@ -672,14 +675,17 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 			if op.Old != nil {
 				continue
 			}
-			count(bMeta, countKey("edge", k.Label), 1)
+			byLabel[k.Label]++
 			countDeg(k, 1)
 		default:
 			del(bEdges, k.Bytes())
 			primary(kvOp{bucket: bIn, key: inKey(k), del: true})
-			count(bMeta, countKey("edge", k.Label), -1)
+			byLabel[k.Label]--
 			countDeg(k, -1)
 		}
+	}
+	for label, n := range byLabel {
+		count(bMeta, countKey("edge", label), n)
 	}
 	if hold != nil {
 		for id := range gone {
