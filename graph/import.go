@@ -46,9 +46,9 @@ func ParseFormat(s string) (Format, error) {
 
 // ImportMemoryLimit returns the soft memory limit for imports: three
 // quarters of physical memory (at least 512 MiB), or none where physical
-// memory is unknown. lore import sets it unless GOMEMLIMIT sets one, and
-// leaves the collector's percent at its default (100) unless GOGC sets
-// another; the benchmarks load Lore and the Cayley baselines the same way.
+// memory is unknown. lore import sets it unless GOMEMLIMIT sets one (see
+// TuneGCForImport); the benchmarks load Lore and the Cayley baselines the
+// same way.
 //
 // The limit is there to keep a big load's heap within the machine, not to
 // shape it. An all-or-nothing load that rewrites its file keeps what it
@@ -66,7 +66,8 @@ func ParseFormat(s string) (Format, error) {
 // (page faults are dear in a virtual machine): 100 loaded 10k nodes 4-8%
 // faster than that tuning, 100k nodes 12-14% faster (5.0-5.3 s against
 // 5.8-6.0 s, 170k page faults against 300k) and 1M nodes 9% faster (74-81
-// s against 82-89 s).
+// s against 82-89 s). Raising it while the live heap is small, and only
+// then, is what TuneGCForImport does now.
 func ImportMemoryLimit() int64 {
 	mem := PhysicalMemory()
 	if mem == 0 {

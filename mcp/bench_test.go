@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -200,7 +199,7 @@ func benchStore(b *testing.B, n int) graph.Store {
 			b.Fatal(err)
 		}
 		// Load as lore import does.
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(graph.ImportMemoryLimit()))
+		defer graph.TuneGCForImport(false, false)()
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(mcpGraph(pw, n)) }()
 		st, err := graph.Import(ctx, s, pr, graph.ImportOptions{Format: graph.NDJSON})

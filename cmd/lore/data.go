@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -124,7 +123,7 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		}
 		// A holder serves others meanwhile: its collector is not this import's to tune.
 		if e.held == nil && !*dry {
-			tuneGCForImport(e)
+			defer tuneGCForImport(e)()
 		}
 		if s, release, err = openWith(ctx, e, o); err != nil {
 			var he *heldError
@@ -316,12 +315,11 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// tuneGCForImport sets the soft memory limit for a bulk load
-// (graph.ImportMemoryLimit), unless GOMEMLIMIT sets one.
-func tuneGCForImport(e *env) {
-	if e.getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(graph.ImportMemoryLimit())
-	}
+// tuneGCForImport sets the collector up for a bulk load
+// (graph.TuneGCForImport), but for what GOMEMLIMIT or GOGC set, and
+// returns what sets it back.
+func tuneGCForImport(e *env) (restore func()) {
+	return graph.TuneGCForImport(e.getenv("GOMEMLIMIT") != "", e.getenv("GOGC") != "")
 }
 
 func openInput(e *env, name string) (io.Reader, func(), error) {

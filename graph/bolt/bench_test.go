@@ -103,10 +103,10 @@ func runChild(job, file, dir string) error {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	// Every load runs with the collector settings lore import uses: the
-	// default percent, under ImportMemoryLimit.
+	// Every load runs with the collector settings lore import uses
+	// (graph.TuneGCForImport).
 	if job != "read" {
-		debug.SetMemoryLimit(graph.ImportMemoryLimit())
+		defer graph.TuneGCForImport(false, false)()
 		if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_GC")); err == nil {
 			debug.SetGCPercent(n) // to try other collector settings
 		}

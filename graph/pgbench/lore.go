@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"github.com/lore-dev/lore/graph"
@@ -80,7 +79,7 @@ func LoadLore(ctx context.Context, dir string, g *Graph) (_ *Lore, err error) {
 	}
 	defer f.Close()
 	// lore import's collector settings (cmd/lore tuneGCForImport).
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(graph.ImportMemoryLimit()))
+	defer graph.TuneGCForImport(false, false)()
 
 	storeDir := filepath.Join(dir, "store")
 	start := time.Now()

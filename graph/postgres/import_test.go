@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,7 @@ func BenchmarkImport(b *testing.B) {
 	if err := writeGraph(file, *pgSize); err != nil {
 		b.Fatal(err)
 	}
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(graph.ImportMemoryLimit()))
+	defer graph.TuneGCForImport(false, false)()
 	for b.Loop() {
 		url := pgtest.NewDatabase(b)
 		s := open(b, url)
