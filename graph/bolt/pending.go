@@ -831,18 +831,18 @@ func (c *dfCounts) counts(tx *bbolt.Tx) ([]kv, error) {
 // source returns the counts as they are to be (see counts) as a flagged
 // source for writeFile.
 func (c *dfCounts) source(db *bbolt.DB) (pairSource, error) {
-	var set runSet
-	err := db.View(func(tx *bbolt.Tx) error {
-		counts, err := c.counts(tx)
-		if err == nil {
-			set.add(counts, false)
-		}
-		return err
-	})
-	if err != nil {
+	var counts []kv // their memory is their own, not the transaction's
+	if err := db.View(func(tx *bbolt.Tx) (err error) { counts, err = c.counts(tx); return err }); err != nil {
 		return nil, err
 	}
-	return set.merge(), nil
+	return sourceFunc(func() (k, v []byte, ok bool) {
+		if len(counts) == 0 {
+			return nil, nil, false
+		}
+		p := counts[0]
+		counts = counts[1:]
+		return p.k, p.v, true
+	}), nil
 }
 
 // write writes the counts into db, materializeChunk per transaction, and
