@@ -723,7 +723,7 @@ func (s *Store) prepareWrites(p *commitPlan, idemKey string, hash []byte, t time
 			// for the load's end (see runSet) are written after this
 			// commit, and until then the mark stays: a process that dies
 			// in between leaves a store whose next Open rebuilds them.
-			if d.in.n == 0 && (d.edges == nil || d.edges.runs() == 0) && (d.nodes == nil || d.nodes.runs() == 0) {
+			if !d.waits() {
 				del(bMeta, metaDeferred)
 			} else {
 				d.markLeft = true

@@ -496,12 +496,18 @@ func (n *nodeRuns) overlayTypes(ids []graph.ID, types []string) {
 // commit's preparation, nor any planning, is under way.
 func (s *Store) flushPending() error {
 	d := s.deferred
-	if d == nil || d.in.n == 0 && (d.edges == nil || d.edges.set.n == 0) && (d.nodes == nil || d.nodes.set.n == 0) && (d.df == nil || len(d.df.by) == 0) {
+	if d == nil || !d.waits() {
 		return nil
 	}
 	s.rw.Lock()
 	defer s.rw.Unlock()
 	return writeWaiting(s.db.DB(), d.nodes, d.edges, &d.in, d.df)
+}
+
+// waits reports whether anything the load holds for its end waits to be
+// written (see writeWaiting).
+func (d *deferredIndexes) waits() bool {
+	return d.in.n > 0 || d.edges != nil && d.edges.runs() > 0 || d.nodes != nil && d.nodes.runs() > 0 || d.df != nil && len(d.df.by) > 0
 }
 
 // writeWaiting writes a load's waiting node and edge records (nodes and
