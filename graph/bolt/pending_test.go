@@ -363,3 +363,65 @@ func TestNodeRunsAgainstAMap(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeRunsAgainstAMap adds random runs of edge records, truncates some,
+// and looks keys up at random moments (so that the hashes of the keys held
+// are made before some adds and after others), against a map of runs.
+func TestEdgeRunsAgainstAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 19))
+	keys := make([]graph.EdgeKey, 40)
+	for i := range keys {
+		keys[i] = graph.EdgeKey{From: graph.ID(fmt.Sprintf("t/n%d", i%7)), Label: "l", To: graph.ID(fmt.Sprintf("t/n%d", i))}
+	}
+	for round := range 50 {
+		e := newEdgeRuns()
+		var model []map[graph.EdgeKey]int64 // one map of revs per run, in order
+		for range 30 {
+			switch r := rng.IntN(6); {
+			case len(model) > 0 && r == 0:
+				k := rng.IntN(len(model) + 1)
+				e.truncate(k)
+				model = model[:k]
+			case r <= 2:
+				run := map[graph.EdgeKey]int64{}
+				var pairs []kv
+				for range 1 + rng.IntN(10) {
+					k := keys[rng.IntN(len(keys))]
+					if run[k] != 0 {
+						continue // a commit writes an edge once
+					}
+					rev := int64(1 + rng.IntN(100))
+					run[k] = rev
+					pairs = append(pairs, kv{k.Bytes(), encodeEdge(&edgeRec{Created: 1, Updated: 2, Rev: rev})})
+				}
+				e.add(pairs)
+				model = append(model, run)
+			default:
+				some := make([]graph.EdgeKey, 0, len(keys))
+				for _, k := range keys {
+					if rng.IntN(2) == 0 {
+						some = append(some, k)
+					}
+				}
+				recs := make([]*edgeRec, len(some))
+				if err := e.overlay(some, recs); err != nil {
+					t.Fatal(err)
+				}
+				for i, k := range some {
+					var want int64
+					for _, run := range model {
+						if rev := run[k]; rev != 0 {
+							want = rev
+						}
+					}
+					switch {
+					case want == 0 && recs[i] != nil:
+						t.Fatalf("round %d: %v is in no run, yet reads as %+v", round, k, recs[i])
+					case want != 0 && (recs[i] == nil || recs[i].Rev != want):
+						t.Fatalf("round %d: %v reads as %+v; want rev %d", round, k, recs[i], want)
+					}
+				}
+			}
+		}
+	}
+}
