@@ -425,3 +425,28 @@ func TestEdgeRunsAgainstAMap(t *testing.T) {
 		}
 	}
 }
+
+// TestDFCountsSize adds random changes to search term counts (some coming
+// to zero, some zero already) and checks the size it keeps against one
+// summed over its counts.
+func TestDFCountsSize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 20))
+	c := newDFCounts()
+	for range 2000 {
+		changes := map[string]int64{}
+		for range rng.IntN(5) {
+			changes[fmt.Sprintf("df/t%d", rng.IntN(30))] = int64(rng.IntN(5) - 2)
+		}
+		c.add(changes)
+		want := int64(len(c.by)) * dfCountBytes
+		for k, n := range c.by {
+			if n == 0 {
+				t.Fatalf("count %q held at zero", k)
+			}
+			want += int64(len(k))
+		}
+		if got := c.size(); got != want {
+			t.Fatalf("size %d, want %d", got, want)
+		}
+	}
+}
