@@ -677,11 +677,13 @@ func (r *loadRest) fold(db *bbolt.DB) {
 			if r.nodes != nil {
 				waiting = &r.nodes.set
 			}
-			nodes, nNodes, degIdx, nDegIdx, err := foldTally(tx, r.deg, waiting)
+			nodes, degIdx, nDegIdx, err := foldTally(tx, r.deg, waiting)
 			if err != nil {
 				return err
 			}
-			r.idx.sets[indexBucket(bNodes)].addData(nodes, nNodes)
+			for _, run := range nodes {
+				r.idx.sets[indexBucket(bNodes)].addData(run.data, run.n)
+			}
 			r.idx.sets[indexBucket(bDegIdx)].addData(degIdx, nDegIdx)
 			return nil
 		})

@@ -284,7 +284,14 @@ func (s *nodeSource) get(id []byte) (k, v []byte) {
 // sorting made keys took 2.9 s, and making pairs to copy into runs 1.9 s.
 // A node's record is the one in waiting, if it holds one (its flagged
 // runs, latest first, as nodeRuns keeps them; may be nil), else tx's.
-func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []byte, nNodes int, degIdx []byte, nDegIdx int, err error) {
+//
+// The records go into runs of their own, one after another in key order:
+// when the one being written is full, the next is made as large as the
+// records so far say the rest will take, and a tenth more. (Growing one
+// run instead copied it over and over: the records of the first types in
+// key order can be smaller than the rest, and at 1M nodes the copies and
+// their fresh memory cost 2.3 s of CPU.)
+func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []foldRun, degIdx []byte, nDegIdx int, err error) {
 	// The nodes with their counts, in key order: no map lookup per node.
 	type tallied struct {
 		id  graph.ID
@@ -316,6 +323,8 @@ func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []byte, nNodes
 	var prefixes []prefix
 	prefixOf := map[prefix]int32{}
 	types := map[string]string{}
+	var run foldRun           // the run of records being written
+	written := 0              // the bytes of the records written
 	var rec, seek, deg []byte // scratch: a record, after its flag; a key to seek; a summary
 	var sum []degEntry        // scratch: a summary
 	recs := nodeSource{c: tx.Bucket(bNodes).Cursor()}
@@ -328,15 +337,15 @@ func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []byte, nNodes
 		seek = append(seek[:0], id...)
 		k, v := recs.get(seek)
 		if k == nil {
-			return nil, 0, nil, 0, fmt.Errorf("edges counted for node %q, which does not exist: run lore check", id)
+			return nil, nil, 0, fmt.Errorf("edges counted for node %q, which does not exist: run lore check", id)
 		}
 		view, err := parseNodeRec(v)
 		if err != nil {
-			return nil, 0, nil, 0, corrupt(fmt.Sprintf("node %q", id), err)
+			return nil, nil, 0, corrupt(fmt.Sprintf("node %q", id), err)
 		}
 		old, cur, err := foldSummary(id, view.deg, tn.add, sum)
 		if err != nil {
-			return nil, 0, nil, 0, err
+			return nil, nil, 0, err
 		}
 		typ, ok := types[string(view.typ)]
 		if !ok {
@@ -363,15 +372,22 @@ func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []byte, nNodes
 		deg = appendSummary(deg[:0], cur)
 		r.Deg, sum = deg, cur
 		rec = r.appendTo(append(rec[:0], runPut))
-		if need := 2*binary.MaxVarintLen32 + len(k) + len(rec); cap(nodes)-len(nodes) < need {
-			// Room for every record at the size of those so far, and a
-			// tenth more: one or two allocations, where doubling made a
-			// chain of them whose fresh memory cost a 1M-node load 3.7 s
-			// of CPU (of a 9.7 s fold), page faults and zeroing mostly.
-			est := (len(nodes) + need) * len(byID) / (node + 1)
-			nodes = slices.Grow(nodes, max(est+est/10-len(nodes), len(nodes)/4, need))
+		if need := 2*binary.MaxVarintLen32 + len(k) + len(rec); cap(run.data)-len(run.data) < need {
+			if run.n > 0 {
+				nodes = append(nodes, run)
+			}
+			// Room for every record left at the size of those so far,
+			// and a tenth more.
+			est := (written + need) * (len(byID) - node) / (node + 1)
+			run = foldRun{data: make([]byte, 0, max(est+est/10, need))}
 		}
-		nodes = appendPair(nodes, k, rec)
+		written -= len(run.data)
+		run.data = appendPair(run.data, k, rec)
+		written += len(run.data)
+		run.n++
+	}
+	if run.n > 0 {
+		nodes = append(nodes, run)
 	}
 	// Order the prefixes as their bytes are ordered, then the keys.
 	made := make([][]byte, len(prefixes))
@@ -412,7 +428,14 @@ func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []byte, nNodes
 		}
 	}
 	t.by = map[graph.ID][]degEntry{}
-	return nodes, len(byID), degIdx, len(keys), nil
+	return nodes, degIdx, len(keys), nil
+}
+
+// A foldRun is a run of node records foldTally writes: pairs made by
+// appendPair in key order, and their number.
+type foldRun struct {
+	data []byte
+	n    int
 }
 
 // groupDeg groups deltas keyed by degKey by node, and returns the nodes in

@@ -466,6 +466,12 @@ func TestFoldTallyMatchesFoldDeg(t *testing.T) {
 	}
 	defer db.Close()
 	types, labels := []string{"Document", "Person", "Topic"}, []string{"about", "cites", "wrote"}
+	multi := 0 // folds that wrote more than one run of records
+	defer func() {
+		if multi == 0 {
+			t.Errorf("no fold wrote its records in more than one run")
+		}
+	}()
 	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, 9))
 		var ids []graph.ID
@@ -486,7 +492,7 @@ func TestFoldTallyMatchesFoldDeg(t *testing.T) {
 					es = append(es, degEntry{label: labels[rng.IntN(3)], dir: "oi"[rng.IntN(2)], n: int64(1 + rng.IntN(4))})
 				}
 				es = slices.CompactFunc(slices.SortedFunc(slices.Values(es), degCmp), func(a, b degEntry) bool { return degCmp(a, b) == 0 })
-				rec := nodeRec{NodeRecord: graph.NodeRecord{Type: types[rng.IntN(3)], Created: int64(i), Updated: int64(2 * i), Rev: 1, Props: []byte(`{"i":` + fmt.Sprint(i) + `}`)}, Deg: encodeDeg(es)}
+				rec := nodeRec{NodeRecord: graph.NodeRecord{Type: types[rng.IntN(3)], Created: int64(i), Updated: int64(2 * i), Rev: 1, Props: []byte(`{"i":` + fmt.Sprint(i) + `,"pad":"` + strings.Repeat("x", rng.IntN(3)*rng.IntN(100)) + `"}`)}, Deg: encodeDeg(es)}
 				if err := b.Put([]byte(id), rec.encode()); err != nil {
 					return err
 				}
@@ -520,8 +526,9 @@ func TestFoldTallyMatchesFoldDeg(t *testing.T) {
 			return nil
 		})
 		want := map[string]map[string]string{string(bNodes): {}, string(bDegIdx): {}}
-		var nodes, degIdx []byte
-		var nNodes, nDegIdx int
+		var nodeRuns []foldRun
+		var degIdx []byte
+		var nDegIdx int
 		err = db.View(func(tx *bbolt.Tx) error {
 			ops, err := foldDeg(nil, tx, nil, nil, nil, nil, tallies[0])
 			if err != nil {
@@ -537,11 +544,24 @@ func TestFoldTallyMatchesFoldDeg(t *testing.T) {
 				}
 				want[string(op.bucket)][string(op.key)] = v
 			}
-			nodes, nNodes, degIdx, nDegIdx, err = foldTally(tx, tallies[1], nil)
+			nodeRuns, degIdx, nDegIdx, err = foldTally(tx, tallies[1], nil)
 			return err
 		})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if len(nodeRuns) > 1 {
+			multi++
+		}
+		// The runs of records in order are one run of them all.
+		var nodes []byte
+		nNodes := 0
+		for _, r := range nodeRuns {
+			if r.n == 0 {
+				t.Fatalf("seed %d: an empty run of records", seed)
+			}
+			nodes = append(nodes, r.data...)
+			nNodes += r.n
 		}
 		for _, r := range []struct {
 			bucket []byte

@@ -49,7 +49,7 @@ func BenchmarkFoldTally(b *testing.B) {
 		}
 		b.StartTimer()
 		err := db.View(func(tx *bbolt.Tx) error {
-			_, _, _, _, err := foldTally(tx, t, nil)
+			_, _, _, err := foldTally(tx, t, nil)
 			return err
 		})
 		if err != nil {
