@@ -53,6 +53,12 @@ type Batch struct {
 	// and reads nothing else of them (an import): the results of its edges
 	// then leave their IDs empty, which took a string per edge.
 	counted bool
+	// distinct says that no edge key appears twice in the batch, so that
+	// planning need not look for one: an import's reader ends a batch
+	// before an element it holds already (see tracker.see), and looking
+	// again was a map of four-string keys per batch (0.9 s of a 1M-node
+	// load's CPU).
+	distinct bool
 	// rank, if set, orders the batch's problems (an import's: by input
 	// line); the MaxProblems a BatchError lists are then the first in
 	// that order instead of the first found.

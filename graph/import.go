@@ -684,7 +684,7 @@ func readBatches(ctx context.Context, rc *readConfig, dec decoder, first, size i
 	m := rc.s.Model()
 	limit := first
 	newBatch := func() *importBatch {
-		ib := &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun, max: MaxImportBatch, counted: true}}
+		ib := &importBatch{b: &Batch{Op: "import", Restore: true, DryRun: dryRun, max: MaxImportBatch, counted: true, distinct: true}}
 		ib.b.rank = func(ptr string) int64 { return lineOf(ptr, ib.nodeLines, ib.edgeLines) }
 		return ib
 	}
