@@ -51,6 +51,8 @@ type ndjsonDecoder struct {
 	// The tokenizer of the lines fast decodes, kept for the next line.
 	r   bytes.Reader
 	tok *jsontext.Decoder
+	// The short strings lines repeat, kept once (see names).
+	names names
 }
 
 func (d *ndjsonDecoder) lines() int64 { return d.lr.n }
@@ -103,6 +105,7 @@ func (d *ndjsonDecoder) next() (element, error) {
 func (d *ndjsonDecoder) fast(data []byte, l *ndjsonLine) bool {
 	if d.tok == nil {
 		d.tok = jsontext.NewDecoder(&d.r)
+		d.names = names{}
 	}
 	d.r.Reset(data)
 	dec := d.tok
@@ -117,17 +120,18 @@ func (d *ndjsonDecoder) fast(data []byte, l *ndjsonLine) bool {
 			return false
 		}
 		var dst *string
+		kept := false // a kind, type or label: kept in names
 		switch string(name) {
 		case `"kind"`:
-			dst = &l.Kind
+			dst, kept = &l.Kind, true
 		case `"id"`:
 			dst = (*string)(&l.ID)
 		case `"type"`:
-			dst = &l.Type
+			dst, kept = &l.Type, true
 		case `"from"`:
 			dst = (*string)(&l.From)
 		case `"label"`:
-			dst = &l.Label
+			dst, kept = &l.Label, true
 		case `"to"`:
 			dst = (*string)(&l.To)
 		case `"key"`:
@@ -136,7 +140,7 @@ func (d *ndjsonDecoder) fast(data []byte, l *ndjsonLine) bool {
 			if dec.PeekKind() != '{' {
 				return false
 			}
-			v, ok := jsonValue(dec, maxDepth)
+			v, ok := jsonValue(dec, maxDepth, d.names)
 			if !ok {
 				return false
 			}
@@ -148,11 +152,15 @@ func (d *ndjsonDecoder) fast(data []byte, l *ndjsonLine) bool {
 		if dec.PeekKind() != '"' {
 			return false
 		}
-		v, ok := jsonValue(dec, maxDepth)
+		var ok bool
+		if kept {
+			*dst, ok = jsonString(dec, d.names)
+		} else {
+			*dst, ok = jsonString(dec, nil)
+		}
 		if !ok {
 			return false
 		}
-		*dst = v.(string)
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return false
@@ -164,8 +172,9 @@ func (d *ndjsonDecoder) fast(data []byte, l *ndjsonLine) bool {
 // jsonValue reads the next value from dec as schema.DecodeStrict decodes
 // it into an any: objects as maps, arrays as slices, numbers as
 // json.Number. It reports false on a tokenizer error or a value nested
-// deeper than maxDepth.
-func jsonValue(dec *jsontext.Decoder, maxDepth int) (any, bool) {
+// deeper than maxDepth. The names of objects' members are kept in nm (if
+// not nil).
+func jsonValue(dec *jsontext.Decoder, maxDepth int, nm names) (any, bool) {
 	switch dec.PeekKind() {
 	case '{':
 		if _, err := dec.ReadToken(); err != nil || dec.StackDepth() > maxDepth {
@@ -173,15 +182,15 @@ func jsonValue(dec *jsontext.Decoder, maxDepth int) (any, bool) {
 		}
 		m := map[string]any{}
 		for dec.PeekKind() != '}' {
-			name, ok := jsonValue(dec, maxDepth)
+			name, ok := jsonString(dec, nm)
 			if !ok {
 				return nil, false
 			}
-			v, ok := jsonValue(dec, maxDepth)
+			v, ok := jsonValue(dec, maxDepth, nm)
 			if !ok {
 				return nil, false
 			}
-			m[name.(string)] = v
+			m[name] = v
 		}
 		if _, err := dec.ReadToken(); err != nil {
 			return nil, false
@@ -193,7 +202,7 @@ func jsonValue(dec *jsontext.Decoder, maxDepth int) (any, bool) {
 		}
 		a := []any{}
 		for dec.PeekKind() != ']' {
-			v, ok := jsonValue(dec, maxDepth)
+			v, ok := jsonValue(dec, maxDepth, nm)
 			if !ok {
 				return nil, false
 			}
@@ -203,18 +212,14 @@ func jsonValue(dec *jsontext.Decoder, maxDepth int) (any, bool) {
 			return nil, false
 		}
 		return a, true
+	case '"':
+		return jsonString(dec, nil)
 	}
 	raw, err := dec.ReadValue()
 	if err != nil {
 		return nil, false
 	}
 	switch raw.Kind() {
-	case '"':
-		if bytes.IndexByte(raw, '\\') < 0 {
-			return string(raw[1 : len(raw)-1]), true
-		}
-		s, err := jsontext.AppendUnquote(nil, raw)
-		return string(s), err == nil
 	case '0':
 		return json.Number(raw), true
 	case 't':
@@ -225,6 +230,49 @@ func jsonValue(dec *jsontext.Decoder, maxDepth int) (any, bool) {
 		return nil, true
 	}
 	return nil, false
+}
+
+// jsonString reads the next value from dec, a string (an object's member
+// name, or a value), kept in nm if nm is not nil. It reports false on a
+// tokenizer error or a value of another kind.
+func jsonString(dec *jsontext.Decoder, nm names) (string, bool) {
+	raw, err := dec.ReadValue()
+	if err != nil || raw.Kind() != '"' {
+		return "", false
+	}
+	b := raw[1 : len(raw)-1]
+	if bytes.IndexByte(b, '\\') >= 0 {
+		if b, err = jsontext.AppendUnquote(nil, raw); err != nil {
+			return "", false
+		}
+	}
+	if nm != nil {
+		return nm.get(b), true
+	}
+	return string(b), true
+}
+
+// names keeps one copy of the short strings an input's lines repeat
+// (kinds, types, labels, property names), so that a line's need none of
+// their own: up to maxNames of them, each up to maxNameLen bytes, as an
+// input could make every one different.
+type names map[string]string
+
+const (
+	maxNames   = 4096
+	maxNameLen = 64
+)
+
+// get returns b as a string, kept once if there is room.
+func (nm names) get(b []byte) string {
+	if s, ok := nm[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(nm) < maxNames && len(b) <= maxNameLen {
+		nm[s] = s
+	}
+	return s
 }
 
 // ndjsonFields lists the fields of an NDJSON line, for the error that

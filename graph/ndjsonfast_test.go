@@ -3,8 +3,10 @@ package graph
 import (
 	"bytes"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // The one-pass decoding of a usual NDJSON line (ndjsonDecoder.fast)
@@ -47,7 +49,37 @@ func FuzzNDJSONFastDecode(f *testing.F) {
 		if !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("%q:\nfast decodes %#v\nstrictJSON   %#v", data, fast, slow)
 		}
+		// Again, with the names the first decoding kept.
+		var again ndjsonLine
+		if !d.fast(data, &again) || !reflect.DeepEqual(again, slow) {
+			t.Fatalf("%q decoded again:\nfast decodes %#v\nstrictJSON   %#v", data, again, slow)
+		}
 	})
+}
+
+// names keeps each short string once, and no more than maxNames of them.
+func TestNamesBounded(t *testing.T) {
+	nm := names{}
+	long := strings.Repeat("x", maxNameLen+1)
+	for i := range 2 * maxNames {
+		b := []byte("label" + strings.Repeat("y", i%7) + string(rune('a'+i%26)) + strconv.Itoa(i))
+		if got := nm.get(b); got != string(b) {
+			t.Fatalf("get(%q) = %q", b, got)
+		}
+		if got := nm.get([]byte(long)); got != long {
+			t.Fatalf("get(a long name) = %q", got)
+		}
+	}
+	if len(nm) != maxNames {
+		t.Errorf("%d names kept, want %d", len(nm), maxNames)
+	}
+	if _, ok := nm[long]; ok {
+		t.Errorf("a name longer than %d bytes kept", maxNameLen)
+	}
+	a, b := nm.get([]byte("labela0")), nm.get([]byte("labela0"))
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Errorf("a kept name was copied again")
+	}
 }
 
 // The lines an export writes, and those of the benchmark graph, take the
