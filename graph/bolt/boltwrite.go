@@ -133,9 +133,8 @@ func newCommitPlan(p *graph.Plan) *commitPlan {
 			cp.inKeys = append(cp.inKeys, kv{k: inKey(op.Key)})
 		}
 	}
-	byKey := func(a, b kv) int { return bytes.Compare(a.k, b.k) }
-	slices.SortFunc(cp.edgeRecs, byKey)
-	slices.SortFunc(cp.inKeys, byKey)
+	cp.edgeRecs = sortByKey(cp.edgeRecs, kvKey)
+	cp.inKeys = sortByKey(cp.inKeys, kvKey)
 	return cp
 }
 
@@ -253,6 +252,9 @@ func (s *Store) cayleyCommit(p *commitPlan, write func(*bbolt.Tx) error) error {
 	}
 	return err
 }
+
+// kvKey is a pair's key, for sortByKey.
+func kvKey(p *kv) []byte { return p.k }
 
 // prepared is Lore's part of a commit, prepared beside Cayley's.
 type prepared struct {

@@ -303,7 +303,7 @@ func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []foldRun, deg
 		byID = append(byID, tallied{id, add})
 		entries += len(add)
 	}
-	slices.SortFunc(byID, func(a, b tallied) int { return strings.Compare(string(a.id), string(b.id)) })
+	byID = sortByKey(byID, func(t *tallied) []byte { return stringBytes(string(t.id)) })
 	// A degree index key to write: its prefix (type, label, direction) by
 	// number, in prefixes (by rank, once they are ranked), its count, and
 	// its node's place in byID, which is in key order. No pointers: at 1M

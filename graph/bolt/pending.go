@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"bytes"
-	"cmp"
 	"container/heap"
 	"encoding/binary"
 	"fmt"
@@ -62,9 +61,8 @@ func (r *runSet) add(pairs []kv, offsets bool) {
 	if len(pairs) == 0 {
 		return
 	}
-	byKey := func(a, b kv) int { return bytes.Compare(a.k, b.k) }
-	if !slices.IsSortedFunc(pairs, byKey) {
-		slices.SortFunc(pairs, byKey)
+	if !slices.IsSortedFunc(pairs, func(a, b kv) int { return bytes.Compare(a.k, b.k) }) {
+		pairs = sortByKey(pairs, kvKey)
 	}
 	size := 0
 	for _, p := range pairs {
@@ -697,10 +695,7 @@ type indexRuns struct {
 // add adds one drain's writes (buckets of indexBuckets), chunk by
 // chunk in the order they were made: the last write of each key stands.
 func (x *indexRuns) add(chunks [][]kvOp) {
-	type write struct {
-		k, v []byte
-		ord  int
-	}
+	type write struct{ k, v []byte }
 	var by [len(indexBuckets)][]write
 	var n [len(indexBuckets)]int
 	bucketOf := func(op *kvOp) int {
@@ -719,7 +714,6 @@ func (x *indexRuns) add(chunks [][]kvOp) {
 	}
 	var mem slab
 	put, del := []byte{runPut}, []byte{runDel} // shared: runSet.add copies values
-	ord := 0
 	for _, c := range chunks {
 		for i := range c {
 			op := &c[i]
@@ -733,17 +727,11 @@ func (x *indexRuns) add(chunks [][]kvOp) {
 				v = append(v, op.val...)
 			}
 			b := bucketOf(op)
-			by[b] = append(by[b], write{op.key, v, ord})
-			ord++
+			by[b] = append(by[b], write{op.key, v})
 		}
 	}
 	for b, ws := range by {
-		slices.SortFunc(ws, func(a, b write) int {
-			if c := bytes.Compare(a.k, b.k); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.ord, b.ord)
-		})
+		ws = sortByKey(ws, func(w *write) []byte { return w.k }) // stable: the writes of a key stay in order
 		pairs := make([]kv, 0, len(ws))
 		for i, w := range ws {
 			if i+1 < len(ws) && bytes.Equal(ws[i+1].k, w.k) {
