@@ -819,29 +819,41 @@ func (c *dfCounts) size() int64 {
 // in tx, changed. Each value is flagged: runPut and the count, or runDel
 // for a count that comes to zero.
 func (c *dfCounts) counts(tx *bbolt.Tx) ([]kv, error) {
-	keys := make([]string, 0, len(c.by))
-	for k := range c.by {
-		keys = append(keys, k)
+	type count struct {
+		k string
+		n int64
 	}
-	slices.Sort(keys)
-	meta := tx.Bucket(bMeta)
-	out := make([]kv, 0, len(keys))
+	all := make([]count, 0, len(c.by))
+	for k, n := range c.by {
+		all = append(all, count{k, n})
+	}
+	all = sortByKey(all, func(c *count) []byte { return stringBytes(c.k) })
+	// The counts in tx, read in key order beside them: a seek only where
+	// tx holds keys before the next count's (a load's first batches may
+	// have written some; at 1M nodes, a Get per count took 1 s).
+	cur := tx.Bucket(bMeta).Cursor()
+	mk, mv := cur.Seek([]byte(dfPrefix))
+	out := make([]kv, 0, len(all))
 	var mem slab
-	for _, k := range keys {
-		var cur int64
-		if v := meta.Get([]byte(k)); len(v) == 8 {
-			cur = int64(binary.BigEndian.Uint64(v))
+	for _, e := range all {
+		k := stringBytes(e.k) // read only, as long as c holds it
+		if mk != nil && bytes.Compare(mk, k) < 0 {
+			mk, mv = cur.Seek(k)
 		}
-		switch cur += c.by[k]; {
-		case cur < 0:
-			return nil, fmt.Errorf("counter %q in %s would go negative: run lore check", k, bMeta)
-		case cur == 0:
-			out = append(out, kv{[]byte(k), []byte{runDel}})
+		n := e.n
+		if mk != nil && bytes.Equal(mk, k) && len(mv) == 8 {
+			n += int64(binary.BigEndian.Uint64(mv))
+		}
+		switch {
+		case n < 0:
+			return nil, fmt.Errorf("counter %q in %s would go negative: run lore check", e.k, bMeta)
+		case n == 0:
+			out = append(out, kv{k, []byte{runDel}})
 		default:
 			v := mem.take(9)
 			v[0] = runPut
-			binary.BigEndian.PutUint64(v[1:], uint64(cur))
-			out = append(out, kv{[]byte(k), v})
+			binary.BigEndian.PutUint64(v[1:], uint64(n))
+			out = append(out, kv{k, v})
 		}
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -447,6 +448,100 @@ func TestDFCountsSize(t *testing.T) {
 		}
 		if got := c.size(); got != want {
 			t.Fatalf("size %d, want %d", got, want)
+		}
+	}
+}
+
+// TestDFCountsAgainstGets checks the counts a load's held changes come to
+// against the counts in the file read one by one: random counts in the
+// file (some of keys the load changes, some not, and other meta keys
+// around them) and random changes.
+func TestDFCountsAgainstGets(t *testing.T) {
+	db, err := bbolt.Open(t.TempDir()+"/db", 0o600, &bbolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(11, 22))
+	for round := range 40 {
+		stored := map[string]int64{}
+		err := db.Update(func(tx *bbolt.Tx) error {
+			_ = tx.DeleteBucket(bMeta)
+			meta, err := tx.CreateBucket(bMeta)
+			if err != nil {
+				return err
+			}
+			for _, k := range []string{"count/node/T", "dd", "loading", "de"} {
+				if err := meta.Put([]byte(k), u64(7)); err != nil {
+					return err
+				}
+			}
+			for range rng.IntN(400) {
+				k := fmt.Sprintf("%st%d\x00T%d", dfPrefix, rng.IntN(300), rng.IntN(2))
+				stored[k] = int64(1 + rng.IntN(9))
+				if err := meta.Put([]byte(k), u64(uint64(stored[k]))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Changes that leave each count at 0 to 10 (one below zero in
+		// every fifth round), added in two parts.
+		c := newDFCounts()
+		changes, later := map[string]int64{}, map[string]int64{}
+		for range rng.IntN(300) {
+			k := fmt.Sprintf("%st%d\x00T%d", dfPrefix, rng.IntN(300), rng.IntN(2))
+			d := int64(rng.IntN(11)) - stored[k]
+			changes[k] = d - 3
+			later[k] = 3
+		}
+		if round%5 == 4 {
+			for k := range later {
+				later[k] -= stored[k] + 11
+				break
+			}
+		}
+		c.add(changes)
+		c.add(later)
+		want := map[string]int64{}
+		for k, n := range c.by {
+			if n += stored[k]; n >= 0 {
+				want[k] = n
+			} else {
+				want = nil // some count goes negative: counts must refuse
+				break
+			}
+		}
+		var got []kv
+		err = db.View(func(tx *bbolt.Tx) (err error) { got, err = c.counts(tx); return err })
+		if want == nil {
+			if err == nil {
+				t.Fatalf("round %d: a count below zero was not refused", round)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d counts, want %d", round, len(got), len(want))
+		}
+		for i, p := range got {
+			if i > 0 && bytes.Compare(got[i-1].k, p.k) >= 0 {
+				t.Fatalf("round %d: %q after %q", round, p.k, got[i-1].k)
+			}
+			n, ok := want[string(p.k)]
+			switch {
+			case !ok:
+				t.Fatalf("round %d: a count of %q, which the load did not change", round, p.k)
+			case n == 0 && !bytes.Equal(p.v, []byte{runDel}):
+				t.Fatalf("round %d: %q comes to zero, yet is %v", round, p.k, p.v)
+			case n != 0 && (len(p.v) != 9 || p.v[0] != runPut || int64(binary.BigEndian.Uint64(p.v[1:])) != n):
+				t.Fatalf("round %d: %q is %v, want %d", round, p.k, p.v, n)
+			}
 		}
 	}
 }
