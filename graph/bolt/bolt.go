@@ -119,7 +119,12 @@ type Config struct {
 	// indexes are small, and writing each commit's entries with it costs
 	// less than collecting, sorting and writing them all in the last
 	// commit, which nothing overlaps: at 10k nodes and 20k edges (30k
-	// elements), the load took 4% less time without deferring.
+	// elements), the load took 4% less time without deferring. A load
+	// that rewrites its file (see KeepLoadFile) defers them from the first
+	// element whatever DeferAfter says: its deferred entries wait in
+	// sorted runs that the rewrite merges into the new file, which costs
+	// less than writing them into the old one (the benchmark graph at 10k
+	// nodes: 0.37 s against 0.28 s; at 100k, 2.70 s against 2.63 s).
 	DeferAfter int
 	// DeferFlush is how many deferred entries a bulk load holds before it
 	// writes them (in key order, with the next commit); 0 means
@@ -861,6 +866,7 @@ func (s *Store) bulkLocked() *bulk {
 			s.deferred.idx = &indexRuns{}
 			s.deferred.nodes = newNodeRuns()
 			s.deferred.df = newDFCounts()
+			s.deferred.after = -1 // see Config.DeferAfter
 		}
 	}
 	if !s.cayleyLoads {

@@ -1336,7 +1336,22 @@ func TestOpenMovesValuesOutOfOldBuckets(t *testing.T) {
 // committed before are searchable while the load runs, the later ones once
 // it ends; and the indexes and summaries are whole at the end.
 func TestBulkLoadDefersPastThreshold(t *testing.T) {
-	cfg := Config{DeferAfter: 250}
+	// A load that keeps its file defers past the threshold; one that
+	// rewrites it defers from the first element (see Config.DeferAfter).
+	for _, tt := range []struct {
+		keep bool
+		want []bool // after each batch: topic/t5 (batch 1) found, doc/d80 (batch 3) found
+	}{
+		{true, []bool{true, false, true, false, true, false, true, false}},
+		{false, []bool{false, false, false, false, false, false, false, false}},
+	} {
+		t.Run(fmt.Sprintf("keep=%v", tt.keep), func(t *testing.T) {
+			testBulkLoadDefers(t, Config{DeferAfter: 250, KeepLoadFile: tt.keep}, tt.want)
+		})
+	}
+}
+
+func testBulkLoadDefers(t *testing.T, cfg Config, want []bool) {
 	var data strings.Builder
 	for i := range 100 { // 300 elements, then 100 edges: batches of 100 pass 250 at the third
 		fmt.Fprintf(&data, `{"kind":"node","id":"topic/t%d","type":"Topic","properties":{"name":"topic number %d"}}`+"\n", i, i)
@@ -1355,14 +1370,14 @@ func TestBulkLoadDefersPastThreshold(t *testing.T) {
 		}
 		return len(res.Hits) > 0 && res.Hits[0].Node.ID == id
 	}
-	var during []bool // after each batch: topic/t5 (batch 1) found, doc/d80 (batch 3) found
+	var during []bool
 	progress := func(graph.ImportStats) {
 		during = append(during, found("topic/t5", "topic number 5"), found("doc/d80", "doc number 80"))
 	}
 	if _, err := graph.Import(t.Context(), s, strings.NewReader(data.String()), graph.ImportOptions{BatchSize: 100, Progress: progress}); err != nil {
 		t.Fatal(err)
 	}
-	if want := []bool{true, false, true, false, true, false, true, false}; !slices.Equal(during, want) {
+	if !slices.Equal(during, want) {
 		t.Errorf("searchable during the load: %v, want %v", during, want)
 	}
 	if !found("doc/d80", "doc number 80") || !found("topic/t5", "topic number 5") {
