@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -405,19 +406,39 @@ func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []foldRun, deg
 		keys[i].prefix = rank[keys[i].prefix]
 		size += 2 + len(made[keys[i].prefix]) + 8 + len(byID[keys[i].node].id) + binary.MaxVarintLen32
 	}
-	slices.SortFunc(keys, func(a, b idxKey) int {
-		if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
-			return c
+	// By prefix, count and node. They come in node order, so a stable
+	// sort by prefix and count does it: by radix, of the two as one number
+	// (comparing them took 0.56 s of a 1M-node load's fold).
+	order := make([]radixItem, len(keys))
+	byRadix := len(keys) < math.MaxInt32 && len(prefixes) < 1<<15
+	for i, k := range keys {
+		if k.n < 0 || k.n >= 1<<48 {
+			byRadix = false
+			break
 		}
-		if c := cmp.Compare(a.n, b.n); c != 0 {
-			return c
+		order[i] = radixItem{p: uint64(k.prefix)<<48 | uint64(k.n), i: int32(i)}
+	}
+	if byRadix {
+		radixSort(order, make([]radixItem, len(order)))
+	} else {
+		slices.SortFunc(keys, func(a, b idxKey) int {
+			if c := cmp.Compare(a.prefix, b.prefix); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.n, b.n); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.node, b.node)
+		})
+		for i := range order {
+			order[i].i = int32(i)
 		}
-		return cmp.Compare(a.node, b.node)
-	})
+	}
 	degIdx = make([]byte, 0, size)
 	put, del := []byte{runPut}, []byte{runDel}
 	var key []byte // scratch
-	for _, k := range keys {
+	for _, it := range order {
+		k := keys[it.i]
 		key = append(key[:0], made[k.prefix]...)
 		key = binary.BigEndian.AppendUint64(key, uint64(k.n))
 		key = append(key, byID[k.node].id...)

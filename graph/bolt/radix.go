@@ -106,6 +106,9 @@ func compareSort(items []radixItem, key func(radixItem) []byte) {
 // (skipping the bytes all of them share); tmp is scratch of the same
 // length.
 func radixSort(items, tmp []radixItem) {
+	if len(items) < 2 {
+		return
+	}
 	src, dst := items, tmp
 	for shift := 0; shift < 64; shift += 8 {
 		var count [256]int
