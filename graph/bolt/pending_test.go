@@ -545,3 +545,43 @@ func TestDFCountsAgainstGets(t *testing.T) {
 		}
 	}
 }
+
+// TestRunMergeAgainstAMap merges random runs (1 to 40 of them, some empty,
+// keys shared between runs) and checks the pairs against a map of each
+// key's latest value: every key once, in key order.
+func TestRunMergeAgainstAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 23))
+	for round := range 300 {
+		var set runSet
+		latest := map[string]string{}
+		for r := range rng.IntN(41) {
+			run := map[string]string{}
+			for range rng.IntN(30) {
+				k := fmt.Sprintf("k%03d", rng.IntN(200))
+				run[k] = fmt.Sprintf("r%d", r)
+			}
+			var pairs []kv
+			for k, v := range run {
+				pairs = append(pairs, kv{[]byte(k), []byte(v)})
+				latest[k] = v
+			}
+			set.add(pairs, false) // sorts them
+		}
+		m := set.merge()
+		var last string
+		n := 0
+		for k, v, ok := m.next(); ok; k, v, ok = m.next() {
+			if n > 0 && string(k) <= last {
+				t.Fatalf("round %d: %q after %q", round, k, last)
+			}
+			if want := latest[string(k)]; string(v) != want {
+				t.Fatalf("round %d: %q is %q, want %q", round, k, v, want)
+			}
+			last = string(k)
+			n++
+		}
+		if n != len(latest) {
+			t.Fatalf("round %d: %d pairs, want %d", round, n, len(latest))
+		}
+	}
+}
