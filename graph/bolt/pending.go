@@ -702,8 +702,7 @@ type indexRuns struct {
 // add adds one drain's writes (buckets of indexBuckets), chunk by
 // chunk in the order they were made: the last write of each key stands.
 func (x *indexRuns) add(chunks [][]kvOp) {
-	type write struct{ k, v []byte }
-	var by [len(indexBuckets)][]write
+	var by [len(indexBuckets)][]kv
 	var n [len(indexBuckets)]int
 	bucketOf := func(op *kvOp) int {
 		if b := indexBucket(op.bucket); b >= 0 {
@@ -717,7 +716,7 @@ func (x *indexRuns) add(chunks [][]kvOp) {
 		}
 	}
 	for b := range by {
-		by[b] = make([]write, 0, n[b])
+		by[b] = make([]kv, 0, n[b])
 	}
 	var mem slab
 	put, del := []byte{runPut}, []byte{runDel} // shared: runSet.add copies values
@@ -734,17 +733,17 @@ func (x *indexRuns) add(chunks [][]kvOp) {
 				v = append(v, op.val...)
 			}
 			b := bucketOf(op)
-			by[b] = append(by[b], write{op.key, v})
+			by[b] = append(by[b], kv{op.key, v})
 		}
 	}
 	for b, ws := range by {
-		ws = sortByKey(ws, func(w *write) []byte { return w.k }) // stable: the writes of a key stay in order
+		ws = sortByKey(ws, kvKey) // stable: the writes of a key stay in order
 		pairs := make([]kv, 0, len(ws))
 		for i, w := range ws {
 			if i+1 < len(ws) && bytes.Equal(ws[i+1].k, w.k) {
 				continue // a later write of the key stands
 			}
-			pairs = append(pairs, kv{w.k, w.v})
+			pairs = append(pairs, w)
 		}
 		x.sets[b].add(pairs, false)
 	}
