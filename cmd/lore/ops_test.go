@@ -147,10 +147,17 @@ func TestHealthAndMetrics(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(gq), "topic/metered") {
 		t.Fatalf("GraphQL getNode: %d %s", resp.StatusCode, gq)
 	}
-	select { // the feed delivered the write: the lag below is 0
+	select {
 	case <-c.updates():
 	case <-ctx.Done():
 		t.Fatal("no resource update for the write")
+	}
+	// The feed marks an entry delivered once it has sent the entry's
+	// notifications, so the one received above may come first; /readyz
+	// waits until the feed has delivered the log's last entry: the lag
+	// below is 0.
+	if code, r := readyz(t, base); code != http.StatusOK || r.Status != "ready" {
+		t.Fatalf("/readyz after the write: %d %+v", code, r)
 	}
 
 	fams := scrape(t, base+"/metrics")
