@@ -120,18 +120,18 @@ func (d *ndjsonDecoder) fast(data []byte, l *ndjsonLine) bool {
 			return false
 		}
 		var dst *string
-		kept := false // a kind, type or label: kept in names
+		var nm names // for a kind, type or label: kept in names
 		switch string(name) {
 		case `"kind"`:
-			dst, kept = &l.Kind, true
+			dst, nm = &l.Kind, d.names
 		case `"id"`:
 			dst = (*string)(&l.ID)
 		case `"type"`:
-			dst, kept = &l.Type, true
+			dst, nm = &l.Type, d.names
 		case `"from"`:
 			dst = (*string)(&l.From)
 		case `"label"`:
-			dst, kept = &l.Label, true
+			dst, nm = &l.Label, d.names
 		case `"to"`:
 			dst = (*string)(&l.To)
 		case `"key"`:
@@ -153,11 +153,7 @@ func (d *ndjsonDecoder) fast(data []byte, l *ndjsonLine) bool {
 			return false
 		}
 		var ok bool
-		if kept {
-			*dst, ok = jsonString(dec, d.names)
-		} else {
-			*dst, ok = jsonString(dec, nil)
-		}
+		*dst, ok = jsonString(dec, nm)
 		if !ok {
 			return false
 		}

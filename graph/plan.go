@@ -105,7 +105,7 @@ type overlaySnap struct {
 	Snapshot
 	nodes map[ID]*NodeRecord // nil value: deleted
 	prev  *Plan
-	edges *map[EdgeKey]*EdgeRecord // made by edgeMap
+	edges map[EdgeKey]*EdgeRecord // made by edgeMap
 }
 
 // OverlaySnapshot returns a Snapshot of the state after prev commits: prev's
@@ -113,7 +113,7 @@ type overlaySnap struct {
 // commits (see Pipeliner). Its Incident fails: a batch that deletes nodes
 // must be planned against the committed state.
 func OverlaySnapshot(snap Snapshot, prev *Plan) Snapshot {
-	o := overlaySnap{snap, make(map[ID]*NodeRecord, len(prev.Nodes)), prev, new(map[EdgeKey]*EdgeRecord)}
+	o := &overlaySnap{Snapshot: snap, nodes: make(map[ID]*NodeRecord, len(prev.Nodes)), prev: prev}
 	for _, op := range prev.Nodes {
 		o.nodes[op.ID] = op.New
 	}
@@ -121,23 +121,22 @@ func OverlaySnapshot(snap Snapshot, prev *Plan) Snapshot {
 }
 
 // edgeMap returns the plan's edge records by key, made at its first call.
-func (o overlaySnap) edgeMap() map[EdgeKey]*EdgeRecord {
-	if *o.edges == nil {
-		m := make(map[EdgeKey]*EdgeRecord, len(o.prev.Edges))
+func (o *overlaySnap) edgeMap() map[EdgeKey]*EdgeRecord {
+	if o.edges == nil {
+		o.edges = make(map[EdgeKey]*EdgeRecord, len(o.prev.Edges))
 		for _, op := range o.prev.Edges {
-			m[op.Key] = op.New
+			o.edges[op.Key] = op.New
 		}
-		*o.edges = m
 	}
-	return *o.edges
+	return o.edges
 }
 
-func (o overlaySnap) node(id ID) (*NodeRecord, bool) {
+func (o *overlaySnap) node(id ID) (*NodeRecord, bool) {
 	r, ok := o.nodes[id]
 	return r, ok
 }
 
-func (o overlaySnap) NodeRecords(ctx context.Context, ids []ID) ([]*NodeRecord, error) {
+func (o *overlaySnap) NodeRecords(ctx context.Context, ids []ID) ([]*NodeRecord, error) {
 	recs, err := o.Snapshot.NodeRecords(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -150,7 +149,7 @@ func (o overlaySnap) NodeRecords(ctx context.Context, ids []ID) ([]*NodeRecord, 
 	return recs, nil
 }
 
-func (o overlaySnap) NodeTypes(ctx context.Context, ids []ID) ([]string, error) {
+func (o *overlaySnap) NodeTypes(ctx context.Context, ids []ID) ([]string, error) {
 	types, err := o.Snapshot.NodeTypes(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -166,7 +165,7 @@ func (o overlaySnap) NodeTypes(ctx context.Context, ids []ID) ([]string, error) 
 	return types, nil
 }
 
-func (o overlaySnap) EdgeRecords(ctx context.Context, keys []EdgeKey) ([]*EdgeRecord, error) {
+func (o *overlaySnap) EdgeRecords(ctx context.Context, keys []EdgeKey) ([]*EdgeRecord, error) {
 	recs, err := o.Snapshot.EdgeRecords(ctx, keys)
 	if err != nil || len(keys) == 0 {
 		return recs, err
@@ -180,7 +179,7 @@ func (o overlaySnap) EdgeRecords(ctx context.Context, keys []EdgeKey) ([]*EdgeRe
 	return recs, nil
 }
 
-func (o overlaySnap) Incident(context.Context, ID) ([]EdgeKey, error) {
+func (o *overlaySnap) Incident(context.Context, ID) ([]EdgeKey, error) {
 	return nil, errors.New("internal: node deletes are never planned beside a commit")
 }
 

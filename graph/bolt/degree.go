@@ -382,9 +382,9 @@ func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []foldRun, deg
 			est := (written + need) * (len(byID) - node) / (node + 1)
 			run = foldRun{data: make([]byte, 0, max(est+est/10, need))}
 		}
-		written -= len(run.data)
+		before := len(run.data)
 		run.data = appendPair(run.data, k, rec)
-		written += len(run.data)
+		written += len(run.data) - before
 		run.n++
 	}
 	if run.n > 0 {
