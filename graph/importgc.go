@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"math"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -31,8 +32,10 @@ const (
 // (unless keepLimit, as when GOMEMLIMIT sets one), and the percent of
 // ImportGCPercent until the live heap reaches ImportGCHeap (unless
 // keepPercent, as when GOGC sets one). lore import calls it for a bulk
-// load, and the benchmarks load the same way. A process that serves others
-// meanwhile should not: the settings are the process's.
+// load, and the benchmarks load the same way. On Linux it also advises
+// transparent huge pages for the heap the import grows into (hugeHeap). A
+// process that serves others meanwhile should not call it: the settings
+// are the process's.
 func TuneGCForImport(keepLimit, keepPercent bool) (restore func()) {
 	limit := int64(-1)
 	if !keepLimit {
@@ -42,9 +45,21 @@ func TuneGCForImport(keepLimit, keepPercent bool) (restore func()) {
 	if !keepPercent {
 		percent = ImportGCPercent
 	}
+	// Huge pages for the heap the import grows into (hugeHeap), up to
+	// half the memory limit in effect; reserved first, as the slices that
+	// reserve them are live for a collection, which tuneGC's ticks would
+	// take for the import's live heap.
+	lim := limit
+	if lim < 0 {
+		lim = debug.SetMemoryLimit(-1)
+	}
+	if lim == math.MaxInt64 {
+		lim = PhysicalMemory()
+	}
+	unhuge := hugeHeap(lim / 2)
 	t := time.NewTicker(20 * time.Millisecond)
 	back, _ := tuneGC(limit, percent, ImportGCHeap, t.C)
-	return sync.OnceFunc(func() { back(); t.Stop() })
+	return sync.OnceFunc(func() { back(); t.Stop(); unhuge() })
 }
 
 // tuneGC sets the soft memory limit to limit (unless negative) and the
