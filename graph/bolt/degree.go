@@ -46,44 +46,83 @@ var degTallyKey = []byte("\x00tally")
 // markTally marks bDeg in tx: the summaries are in a load's degTally.
 func markTally(tx *bbolt.Tx) error { return tx.Bucket(bDeg).Put(degTallyKey, nil) }
 
-// A degTally sums a load's summary changes by node.
+// A degTally sums a load's summary changes by node. It holds no pointers
+// but its labels' (see idTable): a node's entries are a chain in ents.
 type degTally struct {
-	by     map[graph.ID][]degEntry
-	labels map[string]string // one copy of each label
+	ids    *idTable
+	first  []int32 // by node number: its first entry in ents, -1 if none
+	ents   []tallyEntry
+	labels map[string]int32 // label -> number
+	names  []string         // by number
+}
+
+// A tallyEntry is one line of a node's tally.
+type tallyEntry struct {
+	n     int64
+	next  int32 // the node's next entry in ents, -1 after its last
+	label int32
+	dir   byte
 }
 
 func newDegTally() *degTally {
-	return &degTally{by: map[graph.ID][]degEntry{}, labels: map[string]string{}}
+	return &degTally{ids: newIDTable(), labels: map[string]int32{}}
 }
 
 // add adds n to the count of id's edges of label in direction dir.
 func (t *degTally) add(id graph.ID, dir byte, label string, n int64) {
-	es, ok := t.by[id]
-	for i := range es {
-		if es[i].dir == dir && es[i].label == label {
-			es[i].n += n
+	l, ok := t.labels[label]
+	if !ok {
+		l = int32(len(t.names))
+		t.names = append(t.names, strings.Clone(label)) // not the batch's memory
+		t.labels[t.names[l]] = l
+	}
+	node, added := t.ids.add(string(id))
+	if added {
+		t.first = append(t.first, -1)
+	}
+	for e := t.first[node]; e >= 0; e = t.ents[e].next {
+		if t.ents[e].label == l && t.ents[e].dir == dir {
+			t.ents[e].n += n
 			return
 		}
 	}
-	if !ok {
-		id = graph.ID(strings.Clone(string(id))) // not the batch's memory
-	}
-	l, ok := t.labels[label]
-	if !ok {
-		l = strings.Clone(label)
-		t.labels[l] = l
-	}
-	t.by[id] = append(es, degEntry{label: l, dir: dir, n: n})
+	t.ents = append(t.ents, tallyEntry{n: n, next: t.first[node], label: l, dir: dir})
+	t.first[node] = int32(len(t.ents) - 1)
 }
 
 // forget drops what t holds of node id, which a commit deletes: its record
 // goes, and its summary with it.
-func (t *degTally) forget(id graph.ID) { delete(t.by, id) }
+func (t *degTally) forget(id graph.ID) {
+	if node, ok := t.ids.find(string(id)); ok {
+		t.first[node] = -1
+	}
+}
 
 // addEdge adds n edges k to the summaries of its two ends.
 func (t *degTally) addEdge(k graph.EdgeKey, n int64) {
 	t.add(k.From, 'o', k.Label, n)
 	t.add(k.To, 'i', k.Label, n)
+}
+
+// entries appends the entries of the node numbered node to dst.
+func (t *degTally) entries(node int32, dst []degEntry) []degEntry {
+	for e := t.first[node]; e >= 0; e = t.ents[e].next {
+		te := &t.ents[e]
+		dst = append(dst, degEntry{label: t.names[te.label], dir: te.dir, n: te.n})
+	}
+	return dst
+}
+
+// drain returns what t holds by node ID, and empties t.
+func (t *degTally) drain() map[graph.ID][]degEntry {
+	by := map[graph.ID][]degEntry{}
+	for node := range int32(t.ids.len()) {
+		if t.first[node] >= 0 {
+			by[graph.ID(t.ids.id(node))] = t.entries(node, nil)
+		}
+	}
+	*t = *newDegTally()
+	return by
 }
 
 // A degEntry is one line of a summary: dir is 'o' (out) or 'i' (in).
@@ -181,7 +220,7 @@ func foldDeg(ops []kvOp, tx *bbolt.Tx, deltas map[string]int64, recs map[graph.I
 				tally.add(id, e.dir, e.label, e.n)
 			}
 		}
-		by, tally.by = tally.by, map[graph.ID][]degEntry{}
+		by = tally.drain()
 		ids = slices.Sorted(maps.Keys(by))
 		ops = append(ops, kvOp{bucket: bDeg, del: true})
 	}
@@ -295,16 +334,17 @@ func (s *nodeSource) get(id []byte) (k, v []byte) {
 func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []foldRun, degIdx []byte, nDegIdx int, err error) {
 	// The nodes with their counts, in key order: no map lookup per node.
 	type tallied struct {
-		id  graph.ID
-		add []degEntry
+		id   []byte // in t's memory
+		node int32
 	}
-	byID := make([]tallied, 0, len(t.by))
-	entries := 0
-	for id, add := range t.by {
-		byID = append(byID, tallied{id, add})
-		entries += len(add)
+	byID := make([]tallied, 0, t.ids.len())
+	for node := range int32(t.ids.len()) {
+		if t.first[node] >= 0 {
+			byID = append(byID, tallied{t.ids.id(node), node})
+		}
 	}
-	byID = sortByKey(byID, func(t *tallied) []byte { return stringBytes(string(t.id)) })
+	entries := len(t.ents)
+	byID = sortByKey(byID, func(t *tallied) []byte { return t.id })
 	// A degree index key to write: its prefix (type, label, direction) by
 	// number, in prefixes (by rank, once they are ranked), its count, and
 	// its node's place in byID, which is in key order. No pointers: at 1M
@@ -326,17 +366,17 @@ func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []foldRun, deg
 	types := map[string]string{}
 	var run foldRun           // the run of records being written
 	written := 0              // the bytes of the records written
-	var rec, seek, deg []byte // scratch: a record, after its flag; a key to seek; a summary
+	var rec, deg []byte // scratch: a record, after its flag; a summary
 	var sum []degEntry        // scratch: a summary
 	recs := nodeSource{c: tx.Bucket(bNodes).Cursor()}
 	if waiting != nil && waiting.n > 0 {
 		recs.m = waiting.merge()
 		recs.k, recs.v, recs.ok = recs.m.next()
 	}
+	var add []degEntry // scratch: a node's tally
 	for node, tn := range byID {
 		id := tn.id
-		seek = append(seek[:0], id...)
-		k, v := recs.get(seek)
+		k, v := recs.get(id)
 		if k == nil {
 			return nil, nil, 0, fmt.Errorf("edges counted for node %q, which does not exist: run lore check", id)
 		}
@@ -344,7 +384,8 @@ func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []foldRun, deg
 		if err != nil {
 			return nil, nil, 0, corrupt(fmt.Sprintf("node %q", id), err)
 		}
-		old, cur, err := foldSummary(id, view.deg, tn.add, sum)
+		add = t.entries(tn.node, add[:0])
+		old, cur, err := foldSummary(graph.ID(id), view.deg, add, sum)
 		if err != nil {
 			return nil, nil, 0, err
 		}
@@ -448,7 +489,7 @@ func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []foldRun, deg
 			degIdx = appendPair(degIdx, key, put)
 		}
 	}
-	t.by = map[graph.ID][]degEntry{}
+	*t = *newDegTally()
 	return nodes, degIdx, len(keys), nil
 }
 
