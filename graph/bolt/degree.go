@@ -364,10 +364,10 @@ func foldTally(tx *bbolt.Tx, t *degTally, waiting *runSet) (nodes []foldRun, deg
 	var prefixes []prefix
 	prefixOf := map[prefix]int32{}
 	types := map[string]string{}
-	var run foldRun           // the run of records being written
-	written := 0              // the bytes of the records written
+	var run foldRun     // the run of records being written
+	written := 0        // the bytes of the records written
 	var rec, deg []byte // scratch: a record, after its flag; a summary
-	var sum []degEntry        // scratch: a summary
+	var sum []degEntry  // scratch: a summary
 	recs := nodeSource{c: tx.Bucket(bNodes).Cursor()}
 	if waiting != nil && waiting.n > 0 {
 		recs.m = waiting.merge()
