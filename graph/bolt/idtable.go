@@ -25,6 +25,11 @@ func newIDTable() *idTable {
 // len returns how many IDs t holds.
 func (t *idTable) len() int { return len(t.hashes) }
 
+// size returns the bytes t holds.
+func (t *idTable) size() int64 {
+	return int64(cap(t.keys) + 4*cap(t.slots) + 8*cap(t.hashes) + 8*cap(t.starts))
+}
+
 // id returns the ID numbered i, in t's memory: the caller must not change it.
 func (t *idTable) id(i int32) []byte { return t.keys[t.starts[i]:t.starts[i+1]:t.starts[i+1]] }
 

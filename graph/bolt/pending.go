@@ -422,14 +422,43 @@ func (e *edgeRuns) overlay(keys []graph.EdgeKey, recs []*edgeRec) error {
 // whole of the node bucket, so that each of a 1M-node load's node batches
 // rewrote most of its pages.
 type nodeRuns struct {
-	mu    sync.Mutex
-	types map[graph.ID]string // the type of every node held
-	names map[string]string   // the types, each held once
+	mu sync.Mutex
+	// The type of every node held: by the node's number in ids, the
+	// type's in names (no pointers per node: see idTable).
+	ids   *idTable
+	types []int32
+	names []string
+	numOf map[string]int32 // the numbers of names
 	set   runSet
 }
 
 func newNodeRuns() *nodeRuns {
-	return &nodeRuns{types: map[graph.ID]string{}, names: map[string]string{}}
+	return &nodeRuns{ids: newIDTable(), numOf: map[string]int32{}}
+}
+
+// setType records that node id, held, is of type typ.
+func (n *nodeRuns) setType(id, typ string) {
+	t, ok := n.numOf[typ]
+	if !ok {
+		t = int32(len(n.names))
+		n.names = append(n.names, strings.Clone(typ))
+		n.numOf[n.names[t]] = t
+	}
+	node, added := n.ids.add(id)
+	if added {
+		n.types = append(n.types, t)
+	} else {
+		n.types[node] = t
+	}
+}
+
+// typeOf returns the type of node id, if it is held.
+func (n *nodeRuns) typeOf(id string) (string, bool) {
+	node, ok := n.ids.find(id)
+	if !ok {
+		return "", false
+	}
+	return n.names[n.types[node]], true
 }
 
 // add adds a commit's node records (IDs and flagged encoded records, of
@@ -441,12 +470,7 @@ func (n *nodeRuns) add(recs []kv, types []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for i, p := range recs {
-		t, ok := n.names[types[i]]
-		if !ok {
-			t = strings.Clone(types[i])
-			n.names[t] = t
-		}
-		n.types[graph.ID(p.k)] = t
+		n.setType(string(p.k), types[i])
 	}
 	n.set.add(recs, true)
 }
@@ -467,7 +491,7 @@ func (n *nodeRuns) truncate(k int) {
 		return
 	}
 	n.set.truncate(k)
-	clear(n.types)
+	n.ids, n.types = newIDTable(), nil
 	for _, rn := range n.set.runs {
 		for d := rn.data; len(d) > 0; {
 			var id, v []byte
@@ -475,7 +499,7 @@ func (n *nodeRuns) truncate(k int) {
 			// The records are the commits' own encoding: a type that does
 			// not decode leaves the node to the file, where Check finds it.
 			if t, err := decodeNodeType(v[1:]); err == nil {
-				n.types[graph.ID(id)] = t
+				n.setType(string(id), t)
 			}
 		}
 	}
@@ -487,7 +511,7 @@ func (n *nodeRuns) overlay(ids []graph.ID, recs []*nodeRec) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for i, id := range ids {
-		if _, ok := n.types[id]; !ok {
+		if _, ok := n.typeOf(string(id)); !ok {
 			continue
 		}
 		if v, ok := n.set.find([]byte(id)); ok {
@@ -506,11 +530,11 @@ func (n *nodeRuns) overlay(ids []graph.ID, recs []*nodeRec) error {
 func (n *nodeRuns) overlayTypes(ids []graph.ID, types []string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if len(n.types) == 0 {
+	if n.ids.len() == 0 {
 		return
 	}
 	for i, id := range ids {
-		if t, ok := n.types[id]; ok {
+		if t, ok := n.typeOf(string(id)); ok {
 			types[i] = t
 		}
 	}
@@ -547,7 +571,7 @@ func writeWaiting(db *bbolt.DB, nodes *nodeRuns, edges *edgeRuns, in *runSet, df
 		nodes.mu.Lock()
 		err := nodes.set.writeFlagged(db, bNodes)
 		if err == nil {
-			nodes.types = map[graph.ID]string{} // clear would keep its memory
+			nodes.ids, nodes.types = newIDTable(), nil
 		}
 		nodes.mu.Unlock()
 		if err != nil {
@@ -571,12 +595,6 @@ func writeWaiting(db *bbolt.DB, nodes *nodeRuns, edges *edgeRuns, in *runSet, df
 	return nil
 }
 
-// nodeTypeBytes is about what nodeRuns.types spends on a node besides its
-// ID, which the runs hold too: a string header for the key and one for the
-// (shared) type, its control byte, in a table up to 7/8 full, which
-// doubles as it grows; and the ID's own copy.
-const nodeTypeBytes = 64
-
 // hashedKey is about what edgeRuns.has spends on a key, once made: 8 bytes
 // and its control byte in a table up to 7/8 full, which doubles as it
 // grows.
@@ -595,7 +613,7 @@ func (s *Store) held() int64 {
 	n := d.in.size() + d.df.size()
 	if d.nodes != nil {
 		d.nodes.mu.Lock()
-		n += d.nodes.set.size() + nodeTypeBytes*int64(len(d.nodes.types))
+		n += d.nodes.set.size() + d.nodes.ids.size() + 4*int64(cap(d.nodes.types))
 		d.nodes.mu.Unlock()
 	}
 	if d.edges != nil {
