@@ -73,9 +73,24 @@ func (t *idTable) add(id string) (n int32, added bool) {
 	return n, true
 }
 
+// truncate drops the IDs numbered n and up.
+func (t *idTable) truncate(n int) {
+	if n >= len(t.hashes) {
+		return
+	}
+	t.hashes, t.keys, t.starts = t.hashes[:n], t.keys[:t.starts[n]], t.starts[:n+1]
+	clear(t.slots)
+	t.place()
+}
+
 // grow doubles the table (from 1024 slots) and places every number again.
 func (t *idTable) grow() {
 	t.slots = make([]int32, max(2*len(t.slots), 1024))
+	t.place()
+}
+
+// place places every number in the empty slots.
+func (t *idTable) place() {
 	mask := uint64(len(t.slots) - 1)
 	for n, h := range t.hashes {
 		i := h & mask

@@ -60,10 +60,14 @@ import (
 // load goes through Cayley. A commit that fails leaves the quadLoad as it
 // was before it (undo).
 type quadLoad struct {
-	// values holds the load's values by valueKey: a value's hash, which
-	// names it in Cayley's buckets, is taken once, when it is first seen
-	// (a hash per direction of every quad took 3.8 s of a 1M-node load).
-	values  map[string]*loadValue
+	// values holds the load's values, numbered by valueKey in keys: a
+	// value's hash, which names it in Cayley's buckets, is taken once,
+	// when it is first seen (a hash per direction of every quad took 3.8 s
+	// of a 1M-node load). Neither holds pointers (see idTable): as a map
+	// from key to *loadValue they were two million objects at 1M nodes
+	// for the collector to mark at every cycle.
+	keys    *idTable
+	values  []loadValue
 	horizon uint64   // the last ID given out
 	size    int64    // quads
 	links   linkList // index entries not yet written
@@ -86,8 +90,8 @@ type quadLoad struct {
 		size    int64
 		links   int
 		log     logMark
-		added   []string
-		touched []*loadValue
+		values  int     // how many values there were
+		touched []int32 // the values it changed, by number
 		refs    []uint64 // the touched values' counts before it
 	}
 }
@@ -273,7 +277,7 @@ func newQuadLoad(tx *bbolt.Tx) *quadLoad {
 	if err := json.Unmarshal(meta.Get(cayleyIndexesKey), &inds); err != nil || len(inds) != 1 || !equalIndex(inds[0], opsIndex) {
 		return nil
 	}
-	l := &quadLoad{values: map[string]*loadValue{}}
+	l := &quadLoad{keys: newIDTable()}
 	if v := meta.Get(cayleyHorizon); len(v) == 8 {
 		l.horizon = binary.LittleEndian.Uint64(v)
 	}
@@ -301,7 +305,7 @@ func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta) error {
 	commit := l.commits
 	u := &l.undo
 	u.horizon, u.size, u.links = l.horizon, l.size, l.links.len()
-	u.added, u.touched, u.refs = u.added[:0], u.touched[:0], u.refs[:0]
+	u.values, u.touched, u.refs = len(l.values), u.touched[:0], u.refs[:0]
 	log := tx.Bucket(bCayleyLog)
 	log.FillPercent = appendFill
 	app := &logAppender{b: log}
@@ -321,13 +325,13 @@ func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta) error {
 			if val == nil {
 				continue
 			}
-			vk := valueKey(val)
-			v := l.values[vk]
-			if v == nil {
+			n, added := l.keys.add(valueKey(val))
+			if added {
 				l.horizon++
-				v = &loadValue{hash: refs.HashOf(val), id: l.horizon}
-				l.values[vk] = v
-				u.added = append(u.added, vk)
+				l.values = append(l.values, loadValue{hash: refs.HashOf(val), id: l.horizon})
+			}
+			v := &l.values[n]
+			if added {
 				b, err := pquads.MarshalValue(val)
 				if err != nil {
 					return fmt.Errorf("cayley value %v: %w", val, err)
@@ -341,7 +345,7 @@ func (l *quadLoad) write(tx *bbolt.Tx, deltas []cgraph.Delta) error {
 				}
 			}
 			if v.touched != commit {
-				u.touched, u.refs = append(u.touched, v), append(u.refs, v.refs)
+				u.touched, u.refs = append(u.touched, n), append(u.refs, v.refs)
 				v.touched = commit
 			}
 			v.refs++
@@ -386,19 +390,20 @@ func (l *quadLoad) held() int64 {
 // commit.
 func (l *quadLoad) rollback() {
 	u := &l.undo
-	for _, vk := range u.added {
-		delete(l.values, vk)
+	for i, n := range u.touched {
+		if int(n) < u.values {
+			l.values[n].refs = u.refs[i]
+			l.values[n].touched = 0
+		}
 	}
-	for i, v := range u.touched {
-		v.refs = u.refs[i]
-		v.touched = 0
-	}
+	l.keys.truncate(u.values)
+	l.values = l.values[:u.values]
 	l.horizon, l.size = u.horizon, u.size
 	l.links.truncate(u.links)
 	if l.keptLog != nil {
 		l.keptLog.truncate(u.log)
 	}
-	u.added, u.touched, u.refs = u.added[:0], u.touched[:0], u.refs[:0]
+	u.touched, u.refs = u.touched[:0], u.refs[:0]
 }
 
 // materializeChunk is how many keys materialize (and runSet.write) write
@@ -600,8 +605,8 @@ func (l *quadLoad) sources() map[string]pairSource {
 // buckets.
 func (l *quadLoad) sortedValues(keep func(*loadValue) bool) []*loadValue {
 	vals := make([]*loadValue, 0, len(l.values))
-	for _, v := range l.values {
-		if keep == nil || keep(v) {
+	for i := range l.values {
+		if v := &l.values[i]; keep == nil || keep(v) {
 			vals = append(vals, v)
 		}
 	}
@@ -609,7 +614,7 @@ func (l *quadLoad) sortedValues(keep func(*loadValue) bool) []*loadValue {
 	return vals
 }
 
-// valueKey keys a value in quadLoad.values: an IRI (every value of Lore's
+// valueKey keys a value in quadLoad.keys: an IRI (every value of Lore's
 // quads) by itself, without the copy its String makes; any other value by
 // its String, which is what Cayley hashes, after a NUL that starts none of
 // Lore's IRIs.
