@@ -90,8 +90,8 @@ type quadLoad struct {
 		size    int64
 		links   int
 		log     logMark
-		values  int     // how many values there were
-		touched []int32 // the values it changed, by number
+		values  int      // how many values there were
+		touched []int32  // the values it changed, by number
 		refs    []uint64 // the touched values' counts before it
 	}
 }
