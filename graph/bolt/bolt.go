@@ -726,7 +726,7 @@ func (r *loadRest) merge(db *bbolt.DB, mark []byte) (fileMerge, error) {
 	if r.in.n > 0 {
 		m.into[string(bIn)] = r.in.merge()
 	}
-	if r.df != nil && len(r.df.by) > 0 {
+	if r.df.held() {
 		src, err := r.df.source(db)
 		if err != nil {
 			return fileMerge{}, fmt.Errorf("the load's search term counts: %w", err)

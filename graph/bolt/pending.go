@@ -556,7 +556,7 @@ func (s *Store) flushPending() error {
 // waits reports whether anything the load holds for its end waits to be
 // written (see writeWaiting).
 func (d *deferredIndexes) waits() bool {
-	return d.in.n > 0 || d.edges != nil && d.edges.runs() > 0 || d.nodes != nil && d.nodes.runs() > 0 || d.df != nil && len(d.df.by) > 0
+	return d.in.n > 0 || d.edges != nil && d.edges.runs() > 0 || d.nodes != nil && d.nodes.runs() > 0 || d.df.held()
 }
 
 // writeWaiting writes a load's waiting node and edge records (nodes and
@@ -802,41 +802,44 @@ func (x *indexRuns) write(db *bbolt.DB) error {
 // reads them meanwhile but searches, which see the counts of the commits
 // before the load held them back.
 type dfCounts struct {
-	by   map[string]int64
-	keys int64 // the bytes of by's keys, for size (summing them each batch was 2 s of a 1M-node load)
+	// The changes by key: keys numbers them, by holds them by number. A
+	// change that comes to zero stays, at zero; nonzero counts those that
+	// do not. No pointers (see idTable): at 1M nodes, a map of them held
+	// 800,000 strings for the collector to mark at every cycle.
+	keys    *idTable
+	by      []int64
+	nonzero int
 }
 
-func newDFCounts() *dfCounts { return &dfCounts{by: map[string]int64{}} }
+func newDFCounts() *dfCounts { return &dfCounts{keys: newIDTable()} }
 
 // add adds a commit's changes.
 func (c *dfCounts) add(changes map[string]int64) {
 	for k, n := range changes {
-		cur, held := c.by[k]
-		switch n += cur; {
-		case n == 0 && held:
-			delete(c.by, k)
-			c.keys -= int64(len(k))
-		case n == 0:
-		case !held:
-			c.by[k] = n
-			c.keys += int64(len(k))
-		default:
-			c.by[k] = n
+		i, added := c.keys.add(k)
+		if added {
+			c.by = append(c.by, 0)
+		}
+		was := c.by[i]
+		c.by[i] += n
+		switch {
+		case was == 0 && c.by[i] != 0:
+			c.nonzero++
+		case was != 0 && c.by[i] == 0:
+			c.nonzero--
 		}
 	}
 }
 
-// dfCountBytes is about what dfCounts.by spends on a count besides its
-// key's bytes: a string header, the count, its control byte, in a table
-// up to 7/8 full, which doubles as it grows.
-const dfCountBytes = 48
+// held reports whether it holds a change.
+func (c *dfCounts) held() bool { return c != nil && c.nonzero > 0 }
 
-// size returns about the bytes it holds.
+// size returns the bytes it holds.
 func (c *dfCounts) size() int64 {
 	if c == nil {
 		return 0
 	}
-	return int64(len(c.by))*dfCountBytes + c.keys
+	return c.keys.size() + 8*int64(cap(c.by))
 }
 
 // counts returns the counts as they are to be, in key order: the counts
@@ -844,14 +847,16 @@ func (c *dfCounts) size() int64 {
 // for a count that comes to zero.
 func (c *dfCounts) counts(tx *bbolt.Tx) ([]kv, error) {
 	type count struct {
-		k string
+		k []byte // in c's memory
 		n int64
 	}
-	all := make([]count, 0, len(c.by))
-	for k, n := range c.by {
-		all = append(all, count{k, n})
+	all := make([]count, 0, c.nonzero)
+	for i, n := range c.by {
+		if n != 0 {
+			all = append(all, count{c.keys.id(int32(i)), n})
+		}
 	}
-	all = sortByKey(all, func(c *count) []byte { return stringBytes(c.k) })
+	all = sortByKey(all, func(c *count) []byte { return c.k })
 	// The counts in tx, read in key order beside them: a seek only where
 	// tx holds keys before the next count's (a load's first batches may
 	// have written some; at 1M nodes, a Get per count took 1 s).
@@ -860,7 +865,7 @@ func (c *dfCounts) counts(tx *bbolt.Tx) ([]kv, error) {
 	out := make([]kv, 0, len(all))
 	var mem slab
 	for _, e := range all {
-		k := stringBytes(e.k) // read only, as long as c holds it
+		k := e.k // read only, as long as c holds it
 		if mk != nil && bytes.Compare(mk, k) < 0 {
 			mk, mv = cur.Seek(k)
 		}
@@ -903,7 +908,7 @@ func (c *dfCounts) source(db *bbolt.DB) (pairSource, error) {
 // write writes the counts into db, materializeChunk per transaction, and
 // empties c. The caller has the store's writes to itself.
 func (c *dfCounts) write(db *bbolt.DB) error {
-	if c == nil || len(c.by) == 0 {
+	if !c.held() {
 		return nil
 	}
 	var counts []kv
@@ -932,6 +937,6 @@ func (c *dfCounts) write(db *bbolt.DB) error {
 			return fmt.Errorf("writing the load's search term counts: %w", err)
 		}
 	}
-	c.by, c.keys = map[string]int64{}, 0 // clear would keep its memory
+	*c = *newDFCounts()
 	return nil
 }
