@@ -100,7 +100,7 @@ const maxListed = 20
 type tracker struct {
 	mu    sync.Mutex // the reader writes; the import reads the counts at its end
 	seed  maphash.Seed
-	seen  map[uint64]int64 // hash of an element's key -> its first line
+	seen  lineTable        // hash of an element's key -> its first line
 	last  map[uint64]int64 // hash of a key read more than once -> its last line
 	exact bool             // keep nodes and edges (sync)
 	nodes map[ID]string    // ID -> type, with exact
@@ -115,7 +115,7 @@ type tracker struct {
 }
 
 func newTracker(exact bool) *tracker {
-	t := &tracker{seed: maphash.MakeSeed(), seen: map[uint64]int64{}, last: map[uint64]int64{}, exact: exact}
+	t := &tracker{seed: maphash.MakeSeed(), last: map[uint64]int64{}, exact: exact}
 	if exact {
 		t.nodes, t.edges = map[ID]string{}, map[EdgeKey]bool{}
 	}
@@ -158,7 +158,7 @@ func (t *tracker) see(el element, since int64) (again, held bool) {
 	h := t.elemHash(el)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	first, again := t.seen[h]
+	first, again := t.seen.see(h, el.line)
 	if again {
 		prev, ok := t.last[h]
 		if !ok {
@@ -176,8 +176,6 @@ func (t *tracker) see(el element, since int64) (again, held bool) {
 			}
 			t.dupList = append(t.dupList, Duplicate{Line: el.line, First: first, Element: name})
 		}
-	} else {
-		t.seen[h] = el.line
 	}
 	if t.exact {
 		if el.node != nil {
@@ -197,15 +195,14 @@ func (t *tracker) hasNode(id ID) bool {
 		_, ok := t.nodes[id]
 		return ok
 	}
-	_, ok := t.seen[t.nodeHash(id)]
-	return ok
+	return t.seen.has(t.nodeHash(id))
 }
 
 // addNode records a node the import made (a stub).
 func (t *tracker) addNode(id ID, typ string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.seen[t.nodeHash(id)] = 0
+	t.seen.set(t.nodeHash(id), 0)
 	if t.exact {
 		t.nodes[id] = typ
 	}
