@@ -30,7 +30,7 @@ func TestHugeHeap(t *testing.T) {
 		return
 	}
 	peak0 := peakResident(t)
-	restore := TuneGCForImport(false, false)
+	restore := TuneGCForImport(false)
 	ranges := slices.Clone(hugeRanges.ranges)
 	var size uintptr
 	for _, r := range ranges {
@@ -51,7 +51,7 @@ func TestHugeHeap(t *testing.T) {
 	restore()
 	checkAdvice(t, ranges, "nh")
 
-	restore = TuneGCForImport(true, true)
+	restore = TuneGCForImport(true)
 	if !slices.Equal(hugeRanges.ranges, ranges) {
 		t.Errorf("a second import reserved %x, want the first one's %x", hugeRanges.ranges, ranges)
 	}

@@ -60,14 +60,7 @@ func ParseFormat(s string) (Format, error) {
 // faults against 2.4M). At 1M nodes it made no difference: 71.6 s at
 // 4 GiB, 73.3 s with no limit, one run each.
 //
-// The percent used to be raised for loads (200, then 400 past 300,000
-// elements). Measured again on today's load, in a new process, the fresh
-// memory a larger heap touches costs more than the collections it saves
-// (page faults are dear in a virtual machine): 100 loaded 10k nodes 4-8%
-// faster than that tuning, 100k nodes 12-14% faster (5.0-5.3 s against
-// 5.8-6.0 s, 170k page faults against 300k) and 1M nodes 9% faster (74-81
-// s against 82-89 s). Raising it while the live heap is small, and only
-// then, is what TuneGCForImport does now.
+// The collector's percent is left as it is: see TuneGCForImport.
 func ImportMemoryLimit() int64 {
 	mem := PhysicalMemory()
 	if mem == 0 {

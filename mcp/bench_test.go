@@ -199,7 +199,7 @@ func benchStore(b *testing.B, n int) graph.Store {
 			b.Fatal(err)
 		}
 		// Load as lore import does.
-		defer graph.TuneGCForImport(false, false)()
+		defer graph.TuneGCForImport(false)()
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(mcpGraph(pw, n)) }()
 		st, err := graph.Import(ctx, s, pr, graph.ImportOptions{Format: graph.NDJSON})

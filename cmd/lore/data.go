@@ -315,11 +315,11 @@ func cmdValidate(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// tuneGCForImport sets the collector up for a bulk load
-// (graph.TuneGCForImport), but for what GOMEMLIMIT or GOGC set, and
-// returns what sets it back.
+// tuneGCForImport sets the process up for a bulk load
+// (graph.TuneGCForImport), but for the limit GOMEMLIMIT sets, and returns
+// what sets it back.
 func tuneGCForImport(e *env) (restore func()) {
-	return graph.TuneGCForImport(e.getenv("GOMEMLIMIT") != "", e.getenv("GOGC") != "")
+	return graph.TuneGCForImport(e.getenv("GOMEMLIMIT") != "")
 }
 
 func openInput(e *env, name string) (io.Reader, func(), error) {

@@ -106,7 +106,7 @@ func runChild(job, file, dir string) error {
 	// Every load runs with the collector settings lore import uses
 	// (graph.TuneGCForImport).
 	if job != "read" {
-		defer graph.TuneGCForImport(false, false)()
+		defer graph.TuneGCForImport(false)()
 		if n, err := strconv.Atoi(os.Getenv("LORE_BENCH_GC")); err == nil {
 			debug.SetGCPercent(n) // to try other collector settings
 		}

@@ -79,7 +79,7 @@ func LoadLore(ctx context.Context, dir string, g *Graph) (_ *Lore, err error) {
 	}
 	defer f.Close()
 	// lore import's collector settings (cmd/lore tuneGCForImport).
-	defer graph.TuneGCForImport(false, false)()
+	defer graph.TuneGCForImport(false)()
 
 	storeDir := filepath.Join(dir, "store")
 	start := time.Now()

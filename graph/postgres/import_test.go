@@ -23,7 +23,7 @@ func BenchmarkImport(b *testing.B) {
 	if err := writeGraph(file, *pgSize); err != nil {
 		b.Fatal(err)
 	}
-	defer graph.TuneGCForImport(false, false)()
+	defer graph.TuneGCForImport(false)()
 	for b.Loop() {
 		url := pgtest.NewDatabase(b)
 		s := open(b, url)
