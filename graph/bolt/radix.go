@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"slices"
-	"unsafe"
 )
 
 // sortByKey returns a sorted by the bytes key returns, stably: elements
@@ -34,9 +33,6 @@ func sortByKey[T any](a []T, key func(*T) []byte) []T {
 	}
 	return sorted
 }
-
-// stringBytes returns s's bytes, for sortByKey, which only reads them.
-func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // radixMin is the size of the smallest group sortByKey sorts by radix;
 // it compares the keys of smaller ones.
