@@ -52,8 +52,7 @@ type degTally struct {
 	ids    *idTable
 	first  []int32 // by node number: its first entry in ents, -1 if none
 	ents   []tallyEntry
-	labels map[string]int32 // label -> number
-	names  []string         // by number
+	labels nameTable
 }
 
 // A tallyEntry is one line of a node's tally.
@@ -65,17 +64,12 @@ type tallyEntry struct {
 }
 
 func newDegTally() *degTally {
-	return &degTally{ids: newIDTable(), labels: map[string]int32{}}
+	return &degTally{ids: newIDTable()}
 }
 
 // add adds n to the count of id's edges of label in direction dir.
 func (t *degTally) add(id graph.ID, dir byte, label string, n int64) {
-	l, ok := t.labels[label]
-	if !ok {
-		l = int32(len(t.names))
-		t.names = append(t.names, strings.Clone(label)) // not the batch's memory
-		t.labels[t.names[l]] = l
-	}
+	l := t.labels.number(label)
 	node, added := t.ids.add(string(id))
 	if added {
 		t.first = append(t.first, -1)
@@ -108,7 +102,7 @@ func (t *degTally) addEdge(k graph.EdgeKey, n int64) {
 func (t *degTally) entries(node int32, dst []degEntry) []degEntry {
 	for e := t.first[node]; e >= 0; e = t.ents[e].next {
 		te := &t.ents[e]
-		dst = append(dst, degEntry{label: t.names[te.label], dir: te.dir, n: te.n})
+		dst = append(dst, degEntry{label: t.labels.names[te.label], dir: te.dir, n: te.n})
 	}
 	return dst
 }

@@ -1,6 +1,9 @@
 package bolt
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"strings"
+)
 
 // An idTable numbers the distinct node IDs given it, 0, 1, 2 in the order
 // they first come, and finds an ID's number again. It holds no pointers:
@@ -99,4 +102,25 @@ func (t *idTable) place() {
 		}
 		t.slots[i] = int32(n) + 1
 	}
+}
+
+// A nameTable numbers the few distinct names a load's tables share among
+// many entries (labels, types), each kept once, not in the batch's memory.
+type nameTable struct {
+	num   map[string]int32
+	names []string // by number
+}
+
+// number returns name's number, numbering it if it is new.
+func (t *nameTable) number(name string) int32 {
+	n, ok := t.num[name]
+	if !ok {
+		if t.num == nil {
+			t.num = map[string]int32{}
+		}
+		n = int32(len(t.names))
+		t.names = append(t.names, strings.Clone(name))
+		t.num[t.names[n]] = n
+	}
+	return n
 }

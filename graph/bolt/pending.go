@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/lore-dev/lore/graph"
@@ -427,23 +426,17 @@ type nodeRuns struct {
 	// type's in names (no pointers per node: see idTable).
 	ids   *idTable
 	types []int32
-	names []string
-	numOf map[string]int32 // the numbers of names
+	names nameTable
 	set   runSet
 }
 
 func newNodeRuns() *nodeRuns {
-	return &nodeRuns{ids: newIDTable(), numOf: map[string]int32{}}
+	return &nodeRuns{ids: newIDTable()}
 }
 
 // setType records that node id, held, is of type typ.
 func (n *nodeRuns) setType(id, typ string) {
-	t, ok := n.numOf[typ]
-	if !ok {
-		t = int32(len(n.names))
-		n.names = append(n.names, strings.Clone(typ))
-		n.numOf[n.names[t]] = t
-	}
+	t := n.names.number(typ)
 	node, added := n.ids.add(id)
 	if added {
 		n.types = append(n.types, t)
@@ -458,7 +451,7 @@ func (n *nodeRuns) typeOf(id string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return n.names[n.types[node]], true
+	return n.names.names[n.types[node]], true
 }
 
 // add adds a commit's node records (IDs and flagged encoded records, of
